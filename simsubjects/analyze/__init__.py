@@ -1,0 +1,1 @@
+"""Social-science methods on tidy tables: no model code here."""

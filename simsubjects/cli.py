@@ -1,0 +1,216 @@
+"""The `simsubjects` command: datasets, collect, analyze, export."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from . import __version__
+from .errors import UserError
+
+pd.set_option("display.width", 160)
+pd.set_option("display.max_columns", 20)
+pd.set_option("display.max_rows", 200)
+
+
+def model_options(f):
+    """Options shared by every collection: which model, and how to run it."""
+    opts = [
+        click.option("--model", "-m", "model", default="smollm2", show_default=True,
+                     help="Model spec: smollm2 (embedded), hf:/path, openai:MODEL or openai:MODEL@URL."),
+        click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False),
+                     help="Run folder to write (re-running the same command resumes it)."),
+        click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated."),
+        click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template."),
+        click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default)."),
+        click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run."),
+        click.option("--seed", default=0, show_default=True, type=int, help="Seed of the design (names, samples)."),
+        click.option("--validate", is_flag=True,
+                     help="Prompt validation: run a small sample and report validity rates only, never outcomes."),
+        click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
+        click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
+                     help="Trials per batch; each finished batch is saved before the next starts."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _model_kwargs(kw: dict) -> dict:
+    out = {"chat_template": kw["chat_template"], "trust_remote_code": kw["trust_remote_code"]}
+    if kw.get("base_url"):
+        out["base_url"] = kw["base_url"]
+    return out
+
+
+def echo_table(title: str, df: pd.DataFrame, floatfmt: str = "{:.4g}") -> None:
+    click.echo(f"\n== {title} ==")
+    if df.empty:
+        click.echo("(empty)")
+        return
+    click.echo(df.to_string(index=False, float_format=lambda v: floatfmt.format(v)))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="simsubjects")
+def cli():
+    """Language models as simulated participants, analyzed beside real people.
+
+    \b
+    Typical session:
+      simsubjects collect ultimatum --model smollm2 --pairs 200 --out runs/ug
+      simsubjects analyze runs/ug
+      simsubjects export runs/ug --to rds,dta
+    """
+
+
+# --- datasets ----------------------------------------------------------------------------------
+@cli.group()
+def datasets():
+    """Bundled stimuli and human reference data."""
+
+
+@datasets.command("list")
+def datasets_list():
+    """List the bundled datasets with size, source and license."""
+    from .datasets import DATASETS
+
+    df = pd.DataFrame([{"name": d.name, "n": d.n, "license": d.license, "description": d.description}
+                       for d in DATASETS.values()])
+    click.echo(df.to_string(index=False, max_colwidth=70))
+
+
+@datasets.command("show")
+@click.argument("name")
+def datasets_show(name):
+    """Show one dataset's description, files, source, license and citation."""
+    from .datasets import checksum, get
+
+    d = get(name)
+    click.echo(f"{d.name}: {d.description}\n  n: {d.n}\n  source: {d.source}\n  license: {d.license}\n"
+               f"  citation: {d.citation}\n  files: {', '.join(str(p) for p in d.paths())}\n  checksum: {checksum(d)}")
+
+
+# --- collect -----------------------------------------------------------------------------------
+@cli.group()
+def collect():
+    """Collect model responses into a run folder (resumable)."""
+
+
+def validate_only(trials: pd.DataFrame, spec: str, kw: dict, n: int = 20) -> None:
+    """Validity rates of a small sample, by condition; outcomes are never shown (no p-hacking)."""
+    from .collect.models import ChoiceRequest, load_model
+
+    sample = trials.sample(n=min(n, len(trials)), random_state=kw["seed"])
+    model = load_model(spec, **_model_kwargs(kw))
+    res = model.choose([ChoiceRequest(p, tuple(o)) for p, o in zip(sample["prompt"], sample["options"])])
+    z = sample.assign(validity=[r.validity for r in res])
+    table = z.groupby("condition")["validity"].agg(["mean", "min", "max", "size"]).reset_index()
+    echo_table(f"validity rates on {len(sample)} sampled trials (outcomes hidden)", table)
+    click.echo(f"overall mean validity: {z['validity'].mean():.4f}")
+
+
+def _collect_command(study):
+    """`collect <study>`: built from the study's declaration."""
+
+    def run(**kw):
+        from .collect.pipeline import run_study
+
+        params = {o.flags[0].lstrip("-").replace("-", "_"): kw.pop(o.flags[0].lstrip("-").replace("-", "_"))
+                  for o in study.options}
+        params["seed"] = kw["seed"]
+        if kw["validate"]:
+            trials, _ = study.build(**params)
+            return validate_only(trials, kw["model"], kw)
+        _, manifest = run_study(
+            study, kw["model"], kw["out"], params={**params, "chat_template": kw["chat_template"]},
+            method=kw["method"], n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
+            show_progress=not kw["quiet"], batch_size=kw["batch_size"])
+        _report_collection(kw["out"], manifest)
+
+    f = model_options(run)
+    f = click.option("--n", default=50, show_default=True, type=int,
+                     help="Valid answers per trial when --method sampled.")(f)
+    f = click.option("--method", type=click.Choice(study.methods), default=study.methods[0], show_default=True,
+                     help="exact: log-probabilities; sampled: draw at temperature 1 until --n valid answers.")(f)
+    for o in reversed(study.options):
+        f = click.option(*o.flags, **o.kwargs)(f)
+    cmd = click.command(study.name, help=study.help)(f)
+    collect.add_command(cmd)
+    for alias in study.aliases:
+        collect.add_command(cmd, alias)
+
+
+def _register_studies():
+    from .collect.studies.registry import studies
+
+    for study in studies().values():
+        _collect_command(study)
+
+
+_register_studies()
+
+
+def _report_collection(out, manifest: dict) -> None:
+    c = manifest["counts"]
+    click.echo(f"wrote {out}: {c['answered']}/{c['trials']} trials, {c['rows']} rows, "
+               f"mean validity {c['mean_validity']:.4f}, {manifest['timings']['collection_seconds']:.1f}s")
+    if manifest["failures"]:
+        click.echo(f"{len(manifest['failures'])} trials failed (listed in manifest.json); "
+                   "run the same command again to retry only them", err=True)
+
+
+# --- analyze / export ----------------------------------------------------------------------------
+@cli.command()
+@click.argument("dirs", nargs=-1, required=True, type=click.Path())
+@click.option("--out", default=None, type=click.Path(file_okay=False),
+              help="Folder for tables and figures (default: DIR/analysis).")
+@click.option("--no-plots", is_flag=True, help="Tables only.")
+def analyze(dirs, out, no_plots):
+    """Analyze one run folder (or several of one study, to compare models)."""
+    from .analyze.run import analyze_runs
+
+    tables, shown, figures, outdir = analyze_runs(list(dirs), out, plots=not no_plots)
+    for name, df in shown.items():
+        echo_table(name, df)
+    click.echo(f"\ntables and figures in {outdir}: {len(tables)} CSV, {len(figures)} PNG")
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path())
+@click.option("--to", "to", default="csv,parquet", show_default=True,
+              help="Comma-separated formats: csv, parquet, rds, dta, sav.")
+@click.option("--out", default=None, type=click.Path(file_okay=False), help="Folder (default: RUN_DIR/export).")
+def export(run_dir, to, out):
+    """Export a run's tables for R, Stata, SPSS or spreadsheets, with a codebook."""
+    from .export import export_run
+
+    paths = export_run(run_dir, [f.strip() for f in to.split(",") if f.strip()], out)
+    click.echo("\n".join(str(p) for p in paths))
+
+
+def main(argv=None) -> int:
+    try:
+        cli.main(args=argv, prog_name="simsubjects", standalone_mode=False)
+    except UserError as e:
+        click.echo(f"error: {e}", err=True)
+        return 2
+    except click.ClickException as e:
+        ctx = getattr(e, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx else ""
+        click.echo(f"error: {e.format_message()}{hint}", err=True)
+        return 2
+    except click.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Data collection: models, studies, human reference loaders and the run store."""

@@ -1,0 +1,1 @@
+"""Loaders of human reference data (and released response data sets) into the tidy schema."""

@@ -1,0 +1,114 @@
+"""The language-model interface: two batched questions, `choose` and `complete`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+
+@dataclass(frozen=True)
+class ChoiceRequest:
+    """A k-choice prompt: which of `completions` follows `prompt`?
+
+    `n` is the number of valid answers a sampling backend draws (ignored by exact backends).
+    """
+
+    prompt: str
+    completions: tuple[str, ...]
+    n: int = 50
+
+    def key(self) -> dict:
+        return {"op": "choose", "prompt": self.prompt, "completions": list(self.completions), "n": self.n}
+
+
+@dataclass
+class ChoiceResult:
+    """Probabilities normalized over the k completions, and the validity rate Z.
+
+    exact:   logprobs[i] = log p(c_i | prompt); Z = sum_i p(c_i | prompt).
+    sampled: counts[i] valid samples of completion i out of n_queries draws; Z = valid share.
+    """
+
+    probs: list[float]
+    validity: float
+    method: str  # "exact" | "sampled"
+    logprobs: list[float] | None = None
+    counts: list[int] | None = None
+    n_samples: int = 0
+    n_queries: int = 1
+    failed: str | None = None
+
+    @classmethod
+    def from_logprobs(cls, logprobs: Sequence[float], n_queries: int = 1) -> "ChoiceResult":
+        m = max(logprobs)
+        w = [math.exp(lp - m) for lp in logprobs]
+        s = sum(w)
+        return cls(
+            probs=[x / s for x in w],
+            validity=min(1.0, math.exp(m) * s),
+            method="exact",
+            logprobs=list(map(float, logprobs)),
+            n_queries=n_queries,
+        )
+
+    @classmethod
+    def from_counts(cls, counts: Sequence[int], n_queries: int) -> "ChoiceResult":
+        total = sum(counts)
+        return cls(
+            probs=[c / total if total else float("nan") for c in counts],
+            validity=total / n_queries if n_queries else float("nan"),
+            method="sampled",
+            counts=list(counts),
+            n_samples=total,
+            n_queries=n_queries,
+        )
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """Free text after `prompt`: n samples at the given temperature/top_p."""
+
+    prompt: str
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 64
+    stop: tuple[str, ...] = ()
+    seed: int = 0
+
+    def key(self) -> dict:
+        return {
+            "op": "complete", "prompt": self.prompt, "n": self.n, "temperature": self.temperature,
+            "top_p": self.top_p, "max_tokens": self.max_tokens, "stop": list(self.stop), "seed": self.seed,
+        }
+
+
+@dataclass
+class CompletionResult:
+    texts: list[str]
+    n_queries: int = 1
+    failed: str | None = None
+
+
+@dataclass
+class ModelInfo:
+    """What the manifest records about a model (never a secret)."""
+
+    spec: str
+    backend: str
+    name: str
+    revision: str = ""  # file hash or API model id
+    details: dict = field(default_factory=dict)
+
+
+class LanguageModel(Protocol):
+    info: ModelInfo
+
+    def choose(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceResult]: ...
+
+    def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]: ...
+
+    def fingerprint(self) -> dict:
+        """Everything that changes the answers: goes into every cache key."""
+        ...

@@ -1,0 +1,303 @@
+"""Local Hugging Face causal LMs (a model directory or a GGUF file) with exact log-probabilities."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Sequence
+
+from ...errors import UserError
+from .base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
+
+
+def file_sha256(path: Path, limit: int = 4 << 30) -> str:
+    """Content hash of a weight file; files above `limit` are identified by name and size."""
+    h = hashlib.sha256()
+    if path.stat().st_size > limit:
+        h.update(f"{path.name}:{path.stat().st_size}".encode())
+    else:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def _revision(path: Path) -> str:
+    if path.is_file():
+        return "sha256:" + file_sha256(path)
+    h = hashlib.sha256()
+    for f in sorted(path.iterdir()):
+        if f.is_file() and (f.suffix in {".json", ".safetensors", ".bin", ".gguf", ".model"}):
+            h.update(f.name.encode())
+            h.update(file_sha256(f).encode())
+    return "sha256:" + h.hexdigest()
+
+
+def _seed_of(obj) -> int:
+    return int.from_bytes(hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).digest()[:4], "little")
+
+
+def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def valid_start(text: str, option: str) -> bool:
+    """A sampled text answers `option` when it starts with it at a word boundary (" A" not " Apple")."""
+    if not text.startswith(option):
+        return False
+    rest = text[len(option):]
+    return not rest or not (rest[0].isalnum() and option[-1:].isalnum())
+
+
+class HFModel:
+    """A transformers causal LM. Exact k-choice scoring; sampling and generation on request."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        spec: str | None = None,
+        chat_template: bool = False,
+        batch_tokens: int = 4096,
+        threads: int | None = None,
+        trust_remote_code: bool = False,
+    ):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        path = Path(path)
+        if not path.exists():
+            raise UserError(f"model path {path} does not exist; give a transformers model folder or a .gguf file")
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        if threads:
+            torch.set_num_threads(threads)
+        kw: dict = {"trust_remote_code": trust_remote_code}
+        if path.is_file():
+            if path.suffix != ".gguf":
+                raise UserError(f"model file {path} is not a .gguf file; give a model folder or a GGUF file")
+            folder, kw["gguf_file"] = path.parent, path.name
+        else:
+            folder = path
+        quiet = os.environ.get("TQDM_DISABLE")
+        os.environ["TQDM_DISABLE"] = "1"  # the GGUF de-quantization bar is noise to a user
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+            self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kw)
+        except (OSError, ValueError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise UserError(f"cannot load model from {path}: {first}") from None
+        finally:
+            if quiet is None:
+                os.environ.pop("TQDM_DISABLE", None)
+            else:
+                os.environ["TQDM_DISABLE"] = quiet
+        self.model.eval()
+        self.torch = torch
+        self.chat_template = chat_template
+        self.batch_tokens = batch_tokens
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.info = ModelInfo(
+            spec=spec or f"hf:{path}",
+            backend="hf",
+            name=path.name,
+            revision=_revision(path),
+            details={"chat_template": chat_template, "dtype": "float32",
+                     "parameters": sum(p.numel() for p in self.model.parameters())},
+        )
+
+    # --- interface -------------------------------------------------------------------------
+    def fingerprint(self) -> dict:
+        return {"backend": "hf", "revision": self.info.revision, "chat_template": self.chat_template}
+
+    def close(self) -> None:
+        pass
+
+    def format_prompt(self, prompt: str) -> str:
+        if not self.chat_template:
+            return prompt
+        # The prompt becomes the user's turn; completions are scored as the assistant's first words.
+        return self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
+
+    def choose(self, requests: Sequence[ChoiceRequest], method: str = "exact") -> list[ChoiceResult]:
+        if method == "sampled":
+            return [self._sample_choice(r) for r in requests]
+        return [ChoiceResult.from_logprobs(lp) for lp in self.score(requests)]
+
+    def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]:
+        return [CompletionResult(texts=self._generate(r)) for r in requests]
+
+    # --- exact scoring -----------------------------------------------------------------------
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=not self.chat_template).input_ids
+
+    def plan(self, requests: Sequence[ChoiceRequest]):
+        """Token plans: for each request, the shared context and the token runs to score.
+
+        p(c_i | s) = p(tokens(s c_i)) / p(tokens(s)) under the canonical tokenization of each full
+        string. Both share the first j tokens (j = common prefix of all of them), so only the
+        tails after j are scored: this is exact even when a token straddles the prompt/completion
+        boundary (e.g. a prompt ending in a space).
+        """
+        plans = []
+        for r in requests:
+            s = self.format_prompt(r.prompt)
+            ids_s = self._encode(s)
+            ids_c = [self._encode(s + c) for c in r.completions]
+            j = min([len(ids_s)] + [_lcp(ids_s, x) for x in ids_c])
+            ctx = ids_s[:j]
+            if not ctx:  # nothing to condition on: start from BOS (or EOS) as the model was trained
+                bos = self.tokenizer.bos_token_id
+                ctx = [bos if bos is not None else self.tokenizer.eos_token_id]
+                ids_s, ids_c, j = ctx + ids_s, [ctx + x for x in ids_c], 1
+            tails = [x[j:] for x in ids_c]
+            if any(not t for t in tails):
+                raise UserError(f"a completion of {r.completions!r} is empty after tokenization")
+            plans.append((ctx, ids_s[j:], tails))
+        return plans
+
+    def score(self, requests: Sequence[ChoiceRequest]) -> list[list[float]]:
+        """log p(c_i | prompt) for every completion of every request."""
+        plans = self.plan(requests)
+        # One forward sequence per distinct (context + tail[:-1]); single-token completions of the
+        # same prompt share one sequence, so a prompt is encoded once for all of them.
+        seq_index: dict[tuple, int] = {}
+        targets: list[list[tuple[int, int]]] = []
+        refs = []  # per request: [prompt-tail ref, completion refs...] as lists of (seq, target#)
+        for ctx, stail, tails in plans:
+            req_refs = []
+            for tail in [stail, *tails]:
+                if not tail:
+                    req_refs.append([])
+                    continue
+                feed = tuple(ctx + tail[:-1])
+                k = seq_index.setdefault(feed, len(seq_index))
+                if k == len(targets):
+                    targets.append([])
+                ref = []
+                for t, tok in enumerate(tail):
+                    pos = len(ctx) - 1 + t
+                    try:
+                        m = targets[k].index((pos, tok))
+                    except ValueError:
+                        targets[k].append((pos, tok))
+                        m = len(targets[k]) - 1
+                    ref.append((k, m))
+                req_refs.append(ref)
+            refs.append(req_refs)
+        seqs = list(seq_index)
+        values = self._forward_logprobs(seqs, targets)
+        out = []
+        for req_refs in refs:
+            lps = [sum(values[k][m] for k, m in ref) for ref in req_refs]
+            out.append([lp - lps[0] for lp in lps[1:]])
+        return out
+
+    def _forward_logprobs(self, seqs: list[tuple], targets: list[list[tuple[int, int]]]) -> list[list[float]]:
+        """Log-probabilities of the target tokens at the target positions of each sequence.
+
+        Sequences are sorted by length and packed under a token budget, so padding stays small;
+        the LM head runs only at the positions whose log-probabilities are needed.
+        """
+        torch = self.torch
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+        values: list[list[float]] = [[] for _ in seqs]
+        body = self.model.get_decoder()
+        head = self.model.get_output_embeddings()
+        pad = self.tokenizer.pad_token_id
+        i = 0
+        with torch.inference_mode():
+            while i < len(order):
+                longest = len(seqs[order[i]])
+                j = i
+                while j < len(order) and (j - i + 1) * max(longest, len(seqs[order[j]])) <= self.batch_tokens:
+                    longest = max(longest, len(seqs[order[j]]))
+                    j += 1
+                j = max(j, i + 1)
+                batch = order[i:j]
+                width = max(len(seqs[b]) for b in batch)
+                ids = torch.full((len(batch), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for row, b in enumerate(batch):
+                    ids[row, : len(seqs[b])] = torch.tensor(seqs[b])
+                    mask[row, : len(seqs[b])] = 1
+                hidden = body(input_ids=ids, attention_mask=mask).last_hidden_state
+                rows, cols, toks = [], [], []
+                for row, b in enumerate(batch):
+                    for pos, tok in targets[b]:
+                        rows.append(row)
+                        cols.append(pos)
+                        toks.append(tok)
+                logits = head(hidden[torch.tensor(rows), torch.tensor(cols)]).float()
+                lp = torch.log_softmax(logits, dim=-1)[torch.arange(len(toks)), torch.tensor(toks)].tolist()
+                k = 0
+                for b in batch:
+                    values[b] = lp[k : k + len(targets[b])]
+                    k += len(targets[b])
+                i = j
+        return values
+
+    # --- sampling ---------------------------------------------------------------------------------
+    def _generate(self, r: CompletionRequest) -> list[str]:
+        torch = self.torch
+        prompt = self.format_prompt(r.prompt)
+        enc = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=not self.chat_template)
+        torch.manual_seed(_seed_of(r.key()))
+        sample = r.temperature > 0
+        with torch.inference_mode():
+            out = self.model.generate(
+                **enc,
+                do_sample=sample,
+                temperature=r.temperature if sample else None,
+                top_p=r.top_p if sample else None,
+                top_k=0 if sample else None,  # pure temperature sampling, as the papers ran the API
+                max_new_tokens=r.max_tokens,
+                num_return_sequences=r.n,
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
+        n0 = enc.input_ids.shape[1]
+        texts = self.tokenizer.batch_decode(out[:, n0:], skip_special_tokens=True)
+        return [_cut_at_stop(t, r.stop) for t in texts]
+
+    def _sample_choice(self, r: ChoiceRequest, cap: int = 20) -> ChoiceResult:
+        """Draw at temperature 1 until r.n valid answers (or cap*n draws), counting queries."""
+        longest = max(len(self._encode(c)) for c in r.completions) + 1
+        counts = [0] * len(r.completions)
+        queries, batch = 0, max(8, r.n)
+        round_ = 0
+        while sum(counts) < r.n and queries < cap * r.n:
+            req = CompletionRequest(prompt=r.prompt, n=batch, temperature=1.0, max_tokens=longest,
+                                    seed=_seed_of([r.key(), round_]))
+            for text in self._generate(req):
+                if sum(counts) >= r.n:
+                    break
+                queries += 1
+                for i, c in enumerate(r.completions):
+                    if valid_start(text, c):
+                        counts[i] += 1
+                        break
+            round_ += 1
+        res = ChoiceResult.from_counts(counts, queries)
+        if sum(counts) < r.n:
+            res.failed = f"only {sum(counts)} valid answers in {queries} draws"
+        return res
+
+
+def _cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    cut = len(text)
+    for s in stop:
+        k = text.find(s)
+        if k >= 0:
+            cut = min(cut, k)
+    return text[:cut]
+

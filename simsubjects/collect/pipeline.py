@@ -1,0 +1,76 @@
+"""One collection from start to run folder: model, trials, cache, tidy table, manifest."""
+
+from __future__ import annotations
+
+import platform
+import time
+from datetime import datetime, timezone
+
+import pandas as pd
+
+from .. import __version__
+from ..datasets.registry import checksum, get
+from ..errors import UserError
+from ..schema import check_responses
+from .models import load_model, parse_spec
+from .runner import collect_choices
+from .store import RunStore, stable_hash
+
+
+def versions() -> dict:
+    import numpy
+    import torch
+    import transformers
+
+    return {"simsubjects": __version__, "python": platform.python_version(), "pandas": pd.__version__,
+            "numpy": numpy.__version__, "torch": torch.__version__, "transformers": transformers.__version__}
+
+
+def base_manifest(study: str, model, params: dict, datasets: list[str], templates: list[str] | None,
+                  started: float) -> dict:
+    return {
+        "study": study,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions(),
+        "model": {"spec": model.info.spec, "backend": model.info.backend, "name": model.info.name,
+                  "revision": model.info.revision, **model.info.details},
+        "parameters": params,
+        "seed": params.get("seed"),
+        "datasets": {d: checksum(get(d)) for d in datasets},
+        "prompt_template_sha256": [stable_hash(t) for t in templates or []],
+        "timings": {"seconds": round(time.perf_counter() - started, 3)},
+    }
+
+
+def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact", n: int = 50,
+              overwrite: bool = False, model_options: dict | None = None, show_progress: bool = True,
+              model=None, batch_size: int = 64) -> tuple[pd.DataFrame, dict]:
+    """Collect `study` (a StudyDef) into the run folder `out`; returns (responses, manifest)."""
+    started = time.perf_counter()
+    parse_spec(model_spec)  # a bad spec fails before anything is written
+    if method not in study.methods:
+        raise UserError(f"--method {method}: {study.name} supports {', '.join(study.methods)}")
+    trials, items = study.build(**params)
+    params = {**params, "method": method, "n": n if method != "exact" else None}
+    model = model or load_model(model_spec, **(model_options or {}))
+    identity = {"study": study.name, "model": model.fingerprint(), "parameters": params}
+    store = RunStore.open(out, identity, overwrite=overwrite)
+    cache = store.cache()
+    records = None
+    try:
+        if study.collect is None:
+            responses, stats = collect_choices(model, trials, cache, study=study.name, method=method, n=n,
+                                               show_progress=show_progress, chunk=batch_size)
+        else:
+            responses, stats, records = study.collect(model, cache, trials, {**params, "batch_size": batch_size},
+                                                      show_progress)
+    finally:
+        cache.close()
+    responses = check_responses(responses, f"{study.name} responses")
+    manifest = base_manifest(study.name, model, params, study.datasets, study.templates(), started)
+    manifest["identity"] = identity
+    manifest["counts"] = {k: v for k, v in stats.items() if k not in ("failures", "seconds")}
+    manifest["failures"] = stats.get("failures", [])
+    manifest["timings"]["collection_seconds"] = stats.get("seconds")
+    store.finish(responses, items, manifest, records)
+    return responses, manifest

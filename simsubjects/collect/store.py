@@ -1,0 +1,164 @@
+"""The run folder: request cache, atomic writes of tables and manifest, resumption.
+
+A run is complete only when manifest.json says status "complete"; it is written last, after the
+tables, each through a temporary file and a rename, so an interrupted run never looks complete.
+The SQLite cache (WAL) commits every finished batch before the next starts: a re-run with the
+same parameters asks the model only what is missing and rebuilds the identical table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from ..errors import UserError
+
+MANIFEST = "manifest.json"
+RESPONSES = "responses.parquet"
+ITEMS = "items.parquet"
+RECORDS = "records.jsonl"
+CACHE = "cache.sqlite"
+
+
+def stable_hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_parquet(df: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(obj, path: Path) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n").encode())
+
+
+class RequestCache:
+    """Finished model answers keyed by (model fingerprint, request); JSON values, never pickle."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.db = sqlite3.connect(path, timeout=60)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self.db.commit()
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict]:
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, dict] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            q = f"SELECT key, value FROM answers WHERE key IN ({','.join('?' * len(part))})"
+            out.update({k: json.loads(v) for k, v in self.db.execute(q, part)})
+        return out
+
+    def put_many(self, items: dict[str, dict]) -> None:
+        with self.db:  # one transaction: a batch is cached whole or not at all
+            self.db.executemany(
+                "INSERT OR REPLACE INTO answers (key, value) VALUES (?, ?)",
+                [(k, json.dumps(v)) for k, v in items.items()],
+            )
+
+    def __len__(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class RunStore:
+    """One run folder. `open` checks that an existing folder holds the same run before resuming."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    @classmethod
+    def open(cls, root: str | os.PathLike, identity: dict, overwrite: bool = False) -> "RunStore":
+        store = cls(Path(root))
+        if store.root.exists() and not store.root.is_dir():
+            raise UserError(f"--out {root}: exists and is not a folder")
+        old = store.read_manifest(missing_ok=True)
+        if old is not None and old.get("identity") != identity and not overwrite:
+            raise UserError(
+                f"--out {root}: holds a run with other parameters ({old.get('study')}, {old.get('model', {}).get('spec')}); "
+                "choose another folder or pass --overwrite"
+            )
+        if overwrite and old is not None and old.get("identity") != identity:
+            for name in (MANIFEST, RESPONSES, ITEMS, RECORDS, CACHE, CACHE + "-wal", CACHE + "-shm"):
+                (store.root / name).unlink(missing_ok=True)
+        store.root.mkdir(parents=True, exist_ok=True)
+        # Mark the folder as a run in progress: analyze refuses it until the final manifest lands.
+        atomic_write_json({**(old or {}), "status": "running", "identity": identity}, store.root / MANIFEST)
+        return store
+
+    def cache(self) -> RequestCache:
+        return RequestCache(self.root / CACHE)
+
+    def read_manifest(self, missing_ok: bool = False) -> dict | None:
+        path = self.root / MANIFEST
+        if not path.exists():
+            if missing_ok:
+                return None
+            raise UserError(f"{self.root}: no {MANIFEST}; is this a run folder written by `simsubjects collect`?")
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise UserError(f"{path}: not valid JSON ({e.msg if hasattr(e, 'msg') else e}); re-run the collection") from None
+
+    def finish(self, responses: pd.DataFrame, items: pd.DataFrame, manifest: dict,
+               records: list[dict] | None = None) -> None:
+        atomic_write_parquet(responses, self.root / RESPONSES)
+        atomic_write_parquet(items, self.root / ITEMS)
+        if records is not None:
+            data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+            atomic_write_bytes(self.root / RECORDS, data.encode())
+        atomic_write_json({**manifest, "status": "complete"}, self.root / MANIFEST)
+
+
+def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """(manifest, responses, items) of a complete run folder, with errors that say what to do."""
+    store = RunStore(Path(root))
+    if not store.root.is_dir():
+        raise UserError(f"{root}: no such run folder")
+    manifest = store.read_manifest()
+    if manifest.get("status") != "complete":
+        raise UserError(f"{root}: the collection did not finish; run the same `simsubjects collect` command again to resume it")
+    tables = []
+    for name in (RESPONSES, ITEMS):
+        path = store.root / name
+        try:
+            tables.append(pd.read_parquet(path))
+        except FileNotFoundError:
+            raise UserError(f"{path}: missing; re-run the collection into {root}") from None
+        except Exception as e:  # pyarrow raises several types for truncated or foreign files
+            raise UserError(f"{path}: cannot be read as parquet ({type(e).__name__}); re-run the collection") from None
+    return manifest, tables[0], tables[1]

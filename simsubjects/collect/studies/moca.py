@@ -1,0 +1,147 @@
+"""MoCa trials: P(Yes | [persona +] story + question) per story, optionally per persona.
+
+Prompts follow the authors' released templates (github.com/cicl-stanford/moca,
+`moca/prompts/`): the story and question after "Question:", an instruction to answer, and
+"Answer:". Two methods (docs/schema.md, trials table):
+
+* ``exact`` — completion models with log-probabilities: options ``(" Yes", " No")``, the
+  probability normalized over the two (paper §4.1 and Appendix A.3). Template ``"yesno"``
+  (default) or ``"ab"`` (the authors' second template, options ``(" A", " B")`` read as
+  Yes/No); the released code pools both templates, Table 3 rows are computed on that pool.
+* ``sampled`` — chat backends without log-probabilities: the instruction allows "Not Sure";
+  options ``("Yes", "No", "not sure")``; counted answers give P(Yes) with not sure = 0.5
+  (Appendix A.3).
+
+Personas (Table A3, ``datasets/personas.json``) are prepended as ``"<persona sentence>.\\n\\n"``;
+nothing else in the trial changes (Appendix A.4: P(Yes | Persona + Story + Prompt)).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...errors import UserError
+
+STUDY = "moca"
+
+TEMPLATES: dict[str, str] = {
+    "yesno": "Question: {story} {question} Please answer Yes or No.\n\nAnswer:",
+    "ab": "Question: {story} {question} Please choose A or B.\nA. Yes\nB. No\n\nAnswer:",
+}
+CHAT_TEMPLATE = "Question: {story} {question} Please answer Yes, No, or Not Sure.\n\nAnswer:"
+
+EXACT_OPTIONS = {"yesno": (" Yes", " No"), "ab": (" A", " B")}
+EXACT_LABELS = ("Yes", "No")
+SAMPLED_OPTIONS = ("Yes", "No", "not sure")
+SAMPLED_LABELS = ("Yes", "No", "not sure")
+NOT_SURE_VALUE = 0.5  # Appendix A.3: "not sure" counts as P = 0.5 for either answer
+
+
+def load_personas() -> pd.DataFrame:
+    """The 25 personas of Table A3: slug, category, persona (one sentence, no final period)."""
+    path = Path(str(resources.files("simsubjects") / "datasets" / "personas.json"))
+    return pd.DataFrame(json.loads(path.read_text(encoding="utf-8"))["personas"])
+
+
+def _persona_table(personas) -> pd.DataFrame:
+    """None -> no persona; True/"all" -> Table A3; list of slugs; dict slug->text; DataFrame."""
+    if personas is None or personas is False:
+        return pd.DataFrame({"slug": [""], "persona": [""]})
+    table = load_personas()
+    if personas is True or (isinstance(personas, str) and personas in ("all", "table_a3")):
+        return table[["slug", "persona"]]
+    if isinstance(personas, pd.DataFrame):
+        if not {"slug", "persona"} <= set(personas.columns):
+            raise UserError("personas: a table needs columns slug and persona")
+        return personas[["slug", "persona"]].reset_index(drop=True)
+    if isinstance(personas, dict):
+        return pd.DataFrame({"slug": list(personas), "persona": list(personas.values())})
+    if isinstance(personas, str):
+        personas = [personas]
+    slugs = list(personas)
+    unknown = sorted(set(slugs) - set(table["slug"]))
+    if unknown:
+        raise UserError(f"personas: unknown slug(s) {', '.join(unknown)}; see datasets/personas.json")
+    return table.set_index("slug").loc[slugs, ["persona"]].reset_index()
+
+
+def base_prompt(story: str, question: str, template: str = "yesno", method: str = "exact") -> str:
+    if method == "sampled":
+        return CHAT_TEMPLATE.format(story=story, question=question)
+    return TEMPLATES[template].format(story=story, question=question)
+
+
+def build_trials(items: pd.DataFrame, personas=None, method: str = "exact",
+                 templates: tuple[str, ...] | str = ("yesno",)) -> pd.DataFrame:
+    """Trials table (docs/schema.md): one row per story x template x persona."""
+    if method not in ("exact", "sampled"):
+        raise UserError(f"method: expected exact or sampled, got {method!r}")
+    templates = (templates,) if isinstance(templates, str) else tuple(templates)
+    bad = [t for t in templates if t not in TEMPLATES]
+    if bad:
+        raise UserError(f"templates: unknown {', '.join(bad)}; choose from {', '.join(TEMPLATES)}")
+    if method == "sampled":
+        templates = ("chat",)  # one chat prompt; the A/B template needs log-probabilities
+    need = {"item", "task", "story", "question"}
+    if not need <= set(items.columns):
+        raise UserError(f"items: missing column(s) {', '.join(sorted(need - set(items.columns)))}")
+    ptab = _persona_table(personas)
+    rows = []
+    for it in items.itertuples(index=False):
+        for tpl in templates:
+            prompt = base_prompt(it.story, it.question, tpl, method)
+            if method == "exact":
+                options, labels = EXACT_OPTIONS[tpl], EXACT_LABELS
+            else:
+                options, labels = SAMPLED_OPTIONS, SAMPLED_LABELS
+            for slug, text in zip(ptab["slug"], ptab["persona"]):
+                trial = f"{it.item}:{tpl}" + (f":{slug}" if slug else "")
+                rows.append({
+                    "trial": trial, "item": it.item, "condition": it.task, "subject": slug,
+                    "prompt": (f"{text}.\n\n" if slug else "") + prompt,
+                    "options": options, "labels": labels,
+                    "task": it.task, "persona": slug, "template": tpl,
+                })
+    return pd.DataFrame(rows)
+
+
+def _label_kind(response: pd.Series) -> pd.Series:
+    r = response.astype(str).str.strip().str.lower().str.rstrip(".")
+    return r.map({"yes": "yes", "no": "no", "not sure": "unsure"})
+
+
+def p_yes(responses: pd.DataFrame) -> pd.DataFrame:
+    """P(Yes) per trial from exact, sampled, generated or observed rows.
+
+    exact: weight(Yes) / (weight(Yes) + weight(No)). Counted rows (sampled, generated,
+    observed): (n_Yes + 0.5 n_not_sure) / (n_Yes + n_No + n_not_sure). Responses other than
+    Yes / No / not sure are not counted. Returns one row per trial with the trial's ids and
+    design columns, `p_yes`, `n` (counted weight) and `method`.
+    """
+    need = {"trial", "item", "source", "model", "method", "response", "weight"}
+    if not need <= set(responses.columns):
+        raise UserError(f"responses: missing column(s) {', '.join(sorted(need - set(responses.columns)))}")
+    key = ["source", "model", "trial"]  # trial ids are unique within a run, not across models
+    df = responses.assign(_kind=_label_kind(responses["response"]), _w=responses["weight"].astype(float))
+    df = df[df["_kind"].notna()]
+    wide = df.pivot_table(index=key, columns="_kind", values="_w", aggfunc="sum", fill_value=0.0)
+    for k in ("yes", "no", "unsure"):
+        if k not in wide:
+            wide[k] = 0.0
+    total = wide["yes"] + wide["no"] + wide["unsure"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = (wide["yes"] + NOT_SURE_VALUE * wide["unsure"]) / total
+    keep = [c for c in ("study", "item", "condition", "subject", "method", "validity", "task", "persona",
+                        "template") if c in responses.columns]
+    first = responses[[*key, *keep]].drop_duplicates(key).set_index(key)
+    out = first.join(pd.DataFrame({"p_yes": p, "n": total}), how="left").reset_index()
+    for c, default in (("persona", ""), ("template", "")):
+        if c not in out:
+            out[c] = default
+        out[c] = out[c].fillna(default)
+    return out

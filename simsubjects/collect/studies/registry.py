@@ -1,0 +1,70 @@
+"""Studies declared as data: how to build trials, which options the CLI offers, how to analyze.
+
+Each study module declares one or more module-level `StudyDef(...)` objects; `collect <name>` and `analyze` are generated
+from these declarations, so adding a study never touches the CLI.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ...errors import UserError
+
+# Modules that declare studies.
+MODULES = ["ultimatum", "garden_path", "wisdom", "milgram", "survey_bias", "moca"]
+
+
+@dataclass
+class Option:
+    """A CLI option of a study: click's declaration, kept as data."""
+
+    flags: tuple[str, ...]
+    kwargs: dict = field(default_factory=dict)
+
+
+@dataclass
+class StudyDef:
+    name: str
+    help: str
+    build: Callable  # (**params) -> (trials, items)
+    options: list[Option] = field(default_factory=list)
+    datasets: list[str] = field(default_factory=list)
+    templates: Callable[[], list[str]] = lambda: []
+    # None: a k-choice study collected by collect.runner.collect_choices. Otherwise a function
+    # (model, cache, trials, params, show_progress) -> (responses, stats, records or None).
+    collect: Callable | None = None
+    analyze: str = ""  # "module:function" -> (responses, items) -> dict[str, DataFrame]
+    plot: str = ""  # "module:function" -> (tables, responses, outdir) -> list[Path]
+    summary: str = ""  # optional "module:function" -> terminal-sized tables
+    methods: tuple[str, ...] = ("exact",)
+    aliases: tuple[str, ...] = ()
+
+
+def resolve(ref: str) -> Callable:
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def studies() -> dict[str, StudyDef]:
+    found: dict[str, StudyDef] = {}
+    for m in MODULES:
+        try:
+            mod = importlib.import_module(f"{__package__}.{m}")
+        except ModuleNotFoundError as e:
+            if e.name == f"{__package__}.{m}":
+                continue  # not written yet
+            raise
+        for s in vars(mod).values():
+            if isinstance(s, StudyDef):
+                found[s.name] = s
+    return found
+
+
+def get_study(name: str) -> StudyDef:
+    all_ = studies()
+    for s in all_.values():
+        if name == s.name or name in s.aliases:
+            return s
+    raise UserError(f"unknown study {name!r}; known: {', '.join(sorted(all_))}")

@@ -1,0 +1,93 @@
+"""The dataset registry shown by `simsubjects datasets list/show`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+
+from ..errors import UserError
+
+AHER = ("Aher, G., Arriaga, R. I., & Kalai, A. T. (2023). Using Large Language Models to Simulate "
+        "Multiple Humans and Replicate Human Subject Studies. ICML 2023.")
+NIE = ("Nie, A., Zhang, Y., Amdekar, A., Piech, C., Hashimoto, T., & Gerstenberg, T. (2023). MoCa: Measuring "
+       "Human-Language Model Alignment on Causal and Moral Judgment Tasks. NeurIPS 2023.")
+TJUATJA = ("Tjuatja, L., Chen, V., Wu, T., Talwalkar, A., & Neubig, G. (2024). Do LLMs Exhibit Human-like "
+           "Response Biases? A Case Study in Survey Design. TACL.")
+TRANSCRIBED = "transcribed from the paper for research use, with attribution"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    description: str
+    n: str
+    files: tuple[str, ...]
+    source: str
+    license: str
+    citation: str
+    extra: dict = field(default_factory=dict)
+
+    def paths(self) -> list[Path]:
+        return [data_path(f) for f in self.files]
+
+
+def data_path(relative: str) -> Path:
+    return Path(str(files("simsubjects.datasets").joinpath(relative)))
+
+
+def checksum(ds: "Dataset") -> str:
+    h = hashlib.sha256()
+    for root in ds.paths():
+        for p in sorted(root.rglob("*")) if root.is_dir() else [root]:
+            if p.is_file():
+                h.update(p.name.encode())
+                h.update(p.read_bytes())
+    return "sha256:" + h.hexdigest()
+
+
+def load_json(relative: str):
+    return json.loads(data_path(relative).read_text(encoding="utf-8"))
+
+
+DATASETS: dict[str, Dataset] = {d.name: d for d in [
+    Dataset("names", "Surnames of five 2010 US Census groups (100 each), titles Mr./Ms./Mx.; "
+            "the balanced proposer-responder pairing of the Ultimatum Game", "500 surnames, 1,000 names, 10,000 pairs",
+            ("aher2023/names.json",), "Aher et al. (2023), Appendix A; 2010 US Census surname data",
+            TRANSCRIBED, AHER),
+    Dataset("garden_path", "Garden-path sentences and their comma controls, OT/RAT verbs", "24 published + 24 novel pairs",
+            ("aher2023/garden_path.json",), "Aher et al. (2023), Figures 11 and 13; Christianson et al. (2001)",
+            TRANSCRIBED, AHER),
+    Dataset("wisdom", "General-knowledge questions with true answers and human medians/IQRs", "10 questions",
+            ("aher2023/wisdom.json",), "Aher et al. (2023), Table 2; Moussaïd et al. (2013)", TRANSCRIBED, AHER),
+    Dataset("milgram", "Milgram (1963) obedience procedure: introduction, 30 stages, judgments, prods",
+            "30 stages, 4 prods + 1 special", ("aher2023/milgram_classic.json",),
+            "Aher et al. (2023), Appendix E, Figures 17-20", TRANSCRIBED, AHER),
+    Dataset("milgram_novel", "Novel destructive-obedience scenario (submerging a sleepy driver)",
+            "30 stages, 4 prods + 1 special", ("aher2023/milgram_novel.json",),
+            "Aher et al. (2023), Appendix E.2, Figures 25-28", TRANSCRIBED, AHER),
+    Dataset("milgram1963", "Break-off voltages of Milgram (1963) Experiment 1", "40 participants",
+            ("aher2023/milgram1963_breakoff.json",), "Milgram (1963) via Aher et al. (2023), Figure 21",
+            TRANSCRIBED, AHER + " Milgram, S. (1963). Behavioral study of obedience. J. Abnorm. Soc. Psychol. 67(4), 371."),
+    Dataset("prompts_aher2023", "Prompt templates of the Turing Experiments (Figures 1b, 3, 14)", "3 templates",
+            ("aher2023/prompts.json",), "Aher et al. (2023)", TRANSCRIBED, AHER),
+    Dataset("moca_causal", "MoCa causal-judgment stories with 25 human yes/no votes each and factor annotations",
+            "144 stories", ("moca/causal_dataset_v1.json", "moca/causal_dataset_anno_utils.json"),
+            "Nie et al. (2023), MoCa dataset", "CC BY 4.0", NIE),
+    Dataset("moca_moral", "MoCa moral-judgment stories with 25 human yes/no votes each and factor annotations",
+            "62 stories", ("moca/moral_dataset_v1.json", "moca/moral_dataset_anno_utils.json"),
+            "Nie et al. (2023), MoCa dataset", "CC BY 4.0", NIE),
+    Dataset("personas", "Persona sentences of the Social Simulacra condition", "25 personas", ("personas.json",),
+            "Nie et al. (2023), Table A3", TRANSCRIBED, NIE),
+    Dataset("survey_bias_questions", "Original attitude questions with every response-bias form, written for this package",
+            "see SOURCE.md", ("survey_bias",), "simsubjects", "MIT", TJUATJA + " (question format)"),
+]}
+
+
+def get(name: str) -> Dataset:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise UserError(f"unknown dataset {name!r}; `simsubjects datasets list` shows the bundled ones") from None

@@ -1,0 +1,145 @@
+"""`simsubjects export`: a run's tables as .csv, .parquet, .rds (R factors), .dta/.sav (value labels).
+
+Text columns with few distinct values become R factors and labelled integers in Stata/SPSS;
+variable labels come from the schema docs; a codebook (Markdown and CSV) is written beside the data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .collect.store import atomic_write_bytes, load_run
+from .errors import UserError
+from .schema import LABELS
+
+FORMATS = ("csv", "parquet", "rds", "dta", "sav")
+MAX_LEVELS = 200  # text columns with at most this many distinct values are categorical,
+MAX_LABEL = 120  # if every value fits in an SPSS value label (120 bytes); longer text stays text
+
+
+def flatten(df: pd.DataFrame) -> pd.DataFrame:
+    """Make every cell a scalar: tuples/lists/dicts become JSON text."""
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == object and out[c].map(lambda v: isinstance(v, (list, tuple, dict, np.ndarray))).any():
+            out[c] = out[c].map(lambda v: json.dumps(list(v) if isinstance(v, (tuple, np.ndarray)) else v))
+    return out
+
+
+def categorical_columns(df: pd.DataFrame) -> list[str]:
+    cols = []
+    for c in df.columns:
+        if pd.api.types.is_string_dtype(df[c]) or df[c].dtype == object:
+            values = df[c].dropna().astype(str)
+            if values.nunique() <= MAX_LEVELS and (values.str.len().max() if len(values) else 0) <= MAX_LABEL:
+                cols.append(c)
+    return cols
+
+
+def stata_name(name: str, taken: set[str]) -> str:
+    """Valid Stata/SPSS names: letters, digits, underscores; at most 32 characters; unique."""
+    base = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not re.match(r"[A-Za-z_]", base):
+        base = "v_" + base
+    base = base[:32]
+    new, k = base, 1
+    while new.lower() in taken:
+        suffix = f"_{k}"
+        new, k = base[: 32 - len(suffix)] + suffix, k + 1
+    taken.add(new.lower())
+    return new
+
+
+def codebook(df: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
+    rows = []
+    for c in df.columns:
+        s = df[c]
+        levels = sorted(map(str, s.dropna().unique()))
+        rows.append({
+            "column": c, "exported_as": names.get(c, c), "type": str(s.dtype), "label": LABELS.get(c, ""),
+            "missing": int(s.isna().sum()), "distinct": len(levels),
+            "values": "; ".join(levels[:12]) + (" ..." if len(levels) > 12 else "") if c in categorical_columns(df)
+            else (f"{s.min()} .. {s.max()}" if pd.api.types.is_numeric_dtype(s) and len(s) else ""),
+        })
+    return pd.DataFrame(rows)
+
+
+def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
+    """Write one table; returns {original column: exported name}."""
+    df = flatten(df)
+    cats = categorical_columns(df)
+    tmp = path.with_name(f".{path.name}.tmp")
+    names = {c: c for c in df.columns}
+    try:
+        if fmt == "csv":
+            df.to_csv(tmp, index=False)
+        elif fmt == "parquet":
+            df.to_parquet(tmp, index=False)
+        elif fmt == "rds":
+            import pyreadr
+
+            out = df.copy()
+            for c in cats:
+                out[c] = pd.Categorical(out[c].astype(object))
+            pyreadr.write_rds(str(tmp), out)
+        elif fmt in ("dta", "sav"):
+            taken: set[str] = set()
+            names = {c: stata_name(c, taken) for c in df.columns}
+            out = df.rename(columns=names)
+            labels = {names[c]: LABELS.get(c, c)[:80] for c in df.columns}
+            if fmt == "dta":
+                for c in cats:
+                    out[names[c]] = pd.Categorical(out[names[c]].astype(object))
+                for c in out.columns:  # Stata has no nullable string: empty text for missing
+                    if c not in {names[k] for k in cats} and not pd.api.types.is_numeric_dtype(out[c]):
+                        out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
+                strl = [c for c in out.columns if out[c].dtype == object and out[c].str.len().max() > 2045]
+                out.to_stata(tmp, write_index=False, version=118, variable_labels=labels, convert_strl=strl)
+            else:
+                import pyreadstat
+
+                value_labels = {}
+                for c in cats:
+                    levels = sorted(out[names[c]].dropna().astype(str).unique())
+                    code = {v: i + 1 for i, v in enumerate(levels)}
+                    out[names[c]] = out[names[c]].map(lambda v: code.get(str(v)) if pd.notna(v) else np.nan).astype(float)
+                    value_labels[names[c]] = {float(i): v for v, i in code.items()}
+                for c in out.columns:
+                    if out[c].dtype != float and not pd.api.types.is_numeric_dtype(out[c]):
+                        out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
+                pyreadstat.write_sav(out, str(tmp), column_labels=[labels[c] for c in out.columns],
+                                     variable_value_labels=value_labels)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return names
+
+
+def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None = None) -> list[Path]:
+    bad = [f for f in formats if f not in FORMATS]
+    if bad:
+        raise UserError(f"--to {','.join(bad)}: unknown format; choose from {', '.join(FORMATS)}")
+    _, responses, items = load_run(run_dir)
+    outdir = Path(out) if out else Path(run_dir) / "export"
+    outdir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, df in (("responses", responses), ("items", items)):
+        names = {}
+        for fmt in formats:
+            path = outdir / f"{name}.{fmt}"
+            names.update(_write(df, path, fmt))
+            written.append(path)
+        book = codebook(flatten(df), names)
+        book.to_csv(outdir / f"codebook_{name}.csv", index=False)
+        md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+        md += [f"| {r.column} | {r.exported_as} | {r.type} | {r.label} | {r.distinct} | {r.missing} | {r.values} |"
+               for r in book.itertuples()]
+        atomic_write_bytes(outdir / f"codebook_{name}.md", ("\n".join(md) + "\n").encode())
+        written += [outdir / f"codebook_{name}.csv", outdir / f"codebook_{name}.md"]
+    return written

@@ -1,0 +1,53 @@
+"""The tidy responses table: one row per observation x response option, models and humans alike.
+
+Every study writes these core columns, then its own design columns (see each study's
+`columns`). Labels here feed the codebook and the variable labels of .dta/.sav exports.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+CORE_COLUMNS: dict[str, str] = {
+    "study": "Registered study name (ultimatum, garden_path, wisdom, milgram, survey_bias, moca, ...)",
+    "trial": "Identifier of one observation; all response rows of an observation share it",
+    "item": "Stimulus identifier; joins the item side table (items.parquet)",
+    "condition": "Experimental condition label",
+    "subject": "Simulated or human participant (name, persona, respondent or vote id)",
+    "source": "model or human",
+    "model": "Model spec for model rows; reference data set for human rows",
+    "method": "exact (log-probabilities), sampled (counted samples), generated (free text), observed (human data)",
+    "response": "Response option",
+    "weight": "Probability (exact), count (sampled/observed) or survey weight of this response",
+    "validity": "Validity rate Z of the observation: mass on valid options (exact) or share of valid samples",
+}
+
+# Labels of design columns shared by several studies; studies add their own.
+DESIGN_COLUMNS: dict[str, str] = {
+    "offer": "Offer to the responder in dollars (of $10)",
+    "proposer": "Proposer's name",
+    "responder": "Responder's name",
+    "proposer_title": "Proposer's title (Mr./Ms.)",
+    "responder_title": "Responder's title (Mr./Ms.)",
+    "pairing": "Gender pairing proposer-responder (Mr-Ms = male proposer, female responder)",
+    "pair": "Name-pair identifier",
+    "n_samples": "Number of valid samples behind a sampled distribution",
+    "n_queries": "Number of model queries made for the observation",
+}
+
+LABELS = {**CORE_COLUMNS, **DESIGN_COLUMNS}
+
+
+def empty_responses(extra: list[str] | None = None) -> pd.DataFrame:
+    return pd.DataFrame(columns=[*CORE_COLUMNS, *(extra or [])])
+
+
+def check_responses(df: pd.DataFrame, where: str = "responses") -> pd.DataFrame:
+    """Raise if a responses table lacks a core column; return it with core columns first."""
+    from .errors import UserError
+
+    missing = [c for c in CORE_COLUMNS if c not in df.columns]
+    if missing:
+        raise UserError(f"{where}: missing column(s) {', '.join(missing)}; expected the tidy schema of docs/schema.md")
+    rest = [c for c in df.columns if c not in CORE_COLUMNS]
+    return df[[*CORE_COLUMNS, *rest]]

@@ -95,6 +95,48 @@ def datasets_show(name):
                f"  citation: {d.citation}\n  files: {', '.join(str(p) for p in d.paths())}\n  checksum: {checksum(d)}")
 
 
+@datasets.command("import")
+@click.argument("kind", type=click.Choice(["biasmonkey"]))
+@click.argument("prompts_dir", type=click.Path())
+@click.option("--out", default=None, type=click.Path(dir_okay=False),
+              help="Write the item table here (.parquet or .csv); default: print a summary only.")
+def datasets_import(kind, prompts_dir, out):
+    """Read released question files (BiasMonkey PROMPTS_DIR) into the survey-bias item table."""
+    from .collect.studies.survey_bias import read_biasmonkey_questions
+
+    items = read_biasmonkey_questions(prompts_dir)
+    summary = items.groupby(["bias", "perturbation", "form"]).size().rename("items").reset_index()
+    echo_table(f"{len(items)} items from {prompts_dir}", summary)
+    if out:
+        from .export import flatten
+
+        (flatten(items).to_csv(out, index=False) if str(out).endswith(".csv") else items.to_parquet(out, index=False))
+        click.echo(f"wrote {out}; collect with: simsubjects collect survey-bias --questions {prompts_dir}")
+
+
+@cli.command("import-responses")
+@click.argument("kind", type=click.Choice(["biasmonkey"]))
+@click.argument("results_dir", type=click.Path())
+@click.option("--model", required=True, help="Name of the model these responses come from.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Run folder to write.")
+@click.option("--prompts", default=None, type=click.Path(), help="Released prompts/ folder, for question texts.")
+def import_responses(kind, results_dir, model, out, prompts):
+    """Turn released per-sample response files into a run folder, so `analyze` runs unchanged."""
+    from .collect.human.biasmonkey import read_biasmonkey_responses
+    from .collect.store import RunStore, stable_hash
+    from .schema import check_responses
+
+    responses, items = read_biasmonkey_responses(results_dir, model, prompts)
+    identity = {"study": "survey_bias", "imported": kind, "model": model, "files": stable_hash(str(results_dir))}
+    store = RunStore.open(out, identity, overwrite=True)
+    store.finish(check_responses(responses), items, {
+        "study": "survey_bias", "identity": identity, "model": {"spec": model, "backend": "imported"},
+        "source": {"kind": kind, "results_dir": str(results_dir), "prompts_dir": prompts},
+        "counts": {"rows": len(responses), "trials": int(responses["trial"].nunique())}})
+    click.echo(f"wrote {out}: {responses['trial'].nunique()} question forms, {len(responses)} rows; "
+               f"now run: simsubjects analyze {out}")
+
+
 # --- collect -----------------------------------------------------------------------------------
 @cli.group()
 def collect():
@@ -170,14 +212,26 @@ def _report_collection(out, manifest: dict) -> None:
 @click.option("--out", default=None, type=click.Path(file_okay=False),
               help="Folder for tables and figures (default: DIR/analysis).")
 @click.option("--no-plots", is_flag=True, help="Tables only.")
-def analyze(dirs, out, no_plots):
+@click.option("--check-r", is_flag=True,
+              help="Recompute every statistic with an R twin in R (rpy2) and compare; exit 1 on a difference.")
+def analyze(dirs, out, no_plots, check_r):
     """Analyze one run folder (or several of one study, to compare models)."""
     from .analyze.run import analyze_runs
 
-    tables, shown, figures, outdir = analyze_runs(list(dirs), out, plots=not no_plots)
-    for name, df in shown.items():
+    a = analyze_runs(list(dirs), out, plots=not no_plots)
+    for name, df in a.shown.items():
         echo_table(name, df)
-    click.echo(f"\ntables and figures in {outdir}: {len(tables)} CSV, {len(figures)} PNG")
+    click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables)} CSV, {len(a.figures)} PNG")
+    if check_r:
+        from .analyze.check_r import check_r as run_check
+
+        table = run_check(a.study, a.responses, a.items, a.tables)
+        table.to_csv(a.outdir / "check_r.csv", index=False)
+        bad = table[~table["ok"]]
+        echo_table(f"R cross-check: {len(table)} statistics, largest difference {table['abs_diff'].max():.3g}",
+                   bad if len(bad) else table.sort_values("abs_diff", ascending=False).head(15), "{:.6g}")
+        if len(bad):
+            raise click.exceptions.Exit(1)
 
 
 @cli.command()

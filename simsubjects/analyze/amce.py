@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import zlib
 from typing import Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -534,3 +535,27 @@ def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 100
     if (data["source"] == "human").any():
         out["amce_paper"] = amce(data, convention="paper", seed=seed)
     return out
+
+
+def plot_moca(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list[Path]:
+    """Radar (Figures 2-3) and forest plots of a run's AMCE table."""
+    outdir = Path(outdir)
+    paths = [outdir / "fig_amce_radar.png", outdir / "fig_amce_forest.png"]
+    plot_radar(tables["amce"], paths[0])
+    plot_forest(tables["amce"], paths[1])
+    return paths
+
+
+def summary(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Terminal view: agreement (Table 3) and the AMCE side by side, humans and model."""
+    a = tables["amce"]
+    wide = a.pivot_table(index=["task", "factor", "term", "method"], columns="source", values="estimate",
+                         aggfunc="first").reset_index()
+    ci = a[a["method"] == "bootstrap-story"][["source", "task", "factor", "ci_low", "ci_high"]]
+    view = {
+        "human classes (Table 1)": tables["table1"],
+        "agreement with humans (Table 3; 95% bootstrap over stories)": tables["agreement"],
+        "AMCE: difference in means / OLS clustered by story / story bootstrap (columns: who)": wide,
+        "AMCE 95% story-bootstrap intervals": ci,
+    }
+    return view

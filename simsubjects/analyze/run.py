@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+
 import pandas as pd
 
 from ..collect.store import load_run
@@ -10,12 +12,19 @@ from ..collect.studies.registry import get_study, resolve
 from ..errors import UserError
 
 
-def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: bool = True
-                 ) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame], list[Path], Path]:
-    """Analyze one run folder, or several of the same study side by side (one model each).
+@dataclass
+class Analysis:
+    study: str
+    responses: pd.DataFrame
+    items: pd.DataFrame
+    tables: dict[str, pd.DataFrame]  # tidy, written as CSV
+    shown: dict[str, pd.DataFrame]  # terminal-sized views
+    outdir: Path
+    figures: list[Path] = field(default_factory=list)
 
-    Returns (tidy tables written as CSV, terminal-sized tables, figure paths, output folder).
-    """
+
+def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: bool = True) -> Analysis:
+    """Analyze one run folder, or several of the same study side by side (one model each)."""
     runs = [load_run(d) for d in dirs]
     studies = {m["study"] for m, _, _ in runs}
     if len(studies) > 1:
@@ -33,4 +42,4 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         df.to_csv(outdir / f"{name}.csv", index=False)
     figures = resolve(spec.plot)(tables, responses, outdir) if plots and spec.plot else []
     shown = resolve(spec.summary)(tables) if spec.summary else tables
-    return tables, shown, figures, outdir
+    return Analysis(spec.name, responses, items, tables, shown, outdir, figures)

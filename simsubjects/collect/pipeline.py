@@ -66,6 +66,8 @@ def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact
                                                       show_progress)
     finally:
         cache.close()
+    if study.finalize is not None:
+        responses = study.finalize(responses, params)
     responses = check_responses(responses, f"{study.name} responses")
     manifest = base_manifest(study.name, model, params, study.datasets, study.templates(), started)
     manifest["identity"] = identity

@@ -10,6 +10,7 @@ from typing import Sequence
 
 from ...errors import UserError
 from .base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
+from .packing import Packed, lcp as _lcp, pack
 
 
 def file_sha256(path: Path, limit: int = 4 << 30) -> str:
@@ -39,14 +40,6 @@ def _seed_of(obj) -> int:
     return int.from_bytes(hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).digest()[:4], "little")
 
 
-def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 def valid_start(text: str, option: str) -> bool:
     """A sampled text answers `option` when it starts with it at a word boundary (" A" not " Apple")."""
     if not text.startswith(option):
@@ -65,6 +58,7 @@ class HFModel:
         spec: str | None = None,
         chat_template: bool = False,
         batch_tokens: int = 4096,
+        packing: bool = True,
         threads: int | None = None,
         trust_remote_code: bool = False,
     ):
@@ -86,8 +80,10 @@ class HFModel:
             folder, kw["gguf_file"] = path.parent, path.name
         else:
             folder = path
-        quiet = os.environ.get("TQDM_DISABLE")
-        os.environ["TQDM_DISABLE"] = "1"  # the GGUF de-quantization bar is noise to a user
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+        bar = gguf_utils.tqdm
+        gguf_utils.tqdm = lambda it, **_: it  # the GGUF de-quantization bar is noise to a user
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
             self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kw)
@@ -95,14 +91,12 @@ class HFModel:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise UserError(f"cannot load model from {path}: {first}") from None
         finally:
-            if quiet is None:
-                os.environ.pop("TQDM_DISABLE", None)
-            else:
-                os.environ["TQDM_DISABLE"] = quiet
+            gguf_utils.tqdm = bar
         self.model.eval()
         self.torch = torch
         self.chat_template = chat_template
         self.batch_tokens = batch_tokens
+        self.packing = packing
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.info = ModelInfo(
@@ -206,44 +200,54 @@ class HFModel:
     def _forward_logprobs(self, seqs: list[tuple], targets: list[list[tuple[int, int]]]) -> list[list[float]]:
         """Log-probabilities of the target tokens at the target positions of each sequence.
 
-        Sequences are sorted by length and packed under a token budget, so padding stays small;
-        the LM head runs only at the positions whose log-probabilities are needed.
+        Sequences sharing a prefix are packed into one row (packing.py); rows are sorted by length
+        and batched under a token budget, so padding stays small; the LM head runs only at the
+        positions whose log-probabilities are needed.
         """
         torch = self.torch
-        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+        rows = sorted(pack(seqs, max_len=self.batch_tokens) if self.packing else
+                      [Packed(list(s), list(range(len(s))), [-1] * len(s), [i], [len(s)], len(s))
+                       for i, s in enumerate(seqs)], key=lambda r: len(r.tokens))
         values: list[list[float]] = [[] for _ in seqs]
         body = self.model.get_decoder()
         head = self.model.get_output_embeddings()
         pad = self.tokenizer.pad_token_id
         i = 0
         with torch.inference_mode():
-            while i < len(order):
-                longest = len(seqs[order[i]])
-                j = i
-                while j < len(order) and (j - i + 1) * max(longest, len(seqs[order[j]])) <= self.batch_tokens:
-                    longest = max(longest, len(seqs[order[j]]))
+            while i < len(rows):
+                j = i + 1
+                while j < len(rows) and (j - i + 1) * len(rows[j].tokens) <= self.batch_tokens:
                     j += 1
-                j = max(j, i + 1)
-                batch = order[i:j]
-                width = max(len(seqs[b]) for b in batch)
+                batch = rows[i:j]
+                width = len(batch[-1].tokens)
                 ids = torch.full((len(batch), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, b in enumerate(batch):
-                    ids[row, : len(seqs[b])] = torch.tensor(seqs[b])
-                    mask[row, : len(seqs[b])] = 1
-                hidden = body(input_ids=ids, attention_mask=mask).last_hidden_state
-                rows, cols, toks = [], [], []
-                for row, b in enumerate(batch):
-                    for pos, tok in targets[b]:
-                        rows.append(row)
-                        cols.append(pos)
-                        toks.append(tok)
-                logits = head(hidden[torch.tensor(rows), torch.tensor(cols)]).float()
+                pos = torch.zeros((len(batch), width), dtype=torch.long)
+                seg = torch.full((len(batch), width), -2, dtype=torch.long)
+                for r, row in enumerate(batch):
+                    n = len(row.tokens)
+                    ids[r, :n] = torch.tensor(row.tokens)
+                    pos[r, :n] = torch.tensor(row.positions)
+                    seg[r, :n] = torch.tensor(row.segment)
+                # A token sees earlier tokens of the shared prefix and of its own remainder.
+                causal = torch.ones(width, width, dtype=torch.bool).tril()
+                same = (seg[:, None, :] == -1) | (seg[:, None, :] == seg[:, :, None])
+                mask = causal & same & (seg[:, None, :] != -2)
+                mask |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves: no NaN
+                hidden = body(input_ids=ids, attention_mask=mask[:, None], position_ids=pos).last_hidden_state
+                rr, cc, toks = [], [], []
+                for r, row in enumerate(batch):
+                    for k, m in enumerate(row.members):
+                        for p, tok in targets[m]:
+                            rr.append(r)
+                            cc.append(row.where(k, p))
+                            toks.append(tok)
+                logits = head(hidden[torch.tensor(rr), torch.tensor(cc)]).float()
                 lp = torch.log_softmax(logits, dim=-1)[torch.arange(len(toks)), torch.tensor(toks)].tolist()
-                k = 0
-                for b in batch:
-                    values[b] = lp[k : k + len(targets[b])]
-                    k += len(targets[b])
+                at = 0
+                for row in batch:
+                    for m in row.members:
+                        values[m] = lp[at : at + len(targets[m])]
+                        at += len(targets[m])
                 i = j
         return values
 

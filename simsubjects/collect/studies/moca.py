@@ -25,7 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import click
 from ...errors import UserError
+from .registry import Option, StudyDef
 
 STUDY = "moca"
 
@@ -145,3 +147,62 @@ def p_yes(responses: pd.DataFrame) -> pd.DataFrame:
             out[c] = default
         out[c] = out[c].fillna(default)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Declaration: `simsubjects collect moca`
+# ---------------------------------------------------------------------------------------------
+
+def study_items(task: str = "causal", personas: str = "none", stories: int = 0, template: str = "yesno",
+                method: str = "exact", **_):
+    from ..human.moca import load_moca
+
+    _, items = load_moca(task)
+    if stories:
+        items = items.groupby("task", sort=False).head(stories).reset_index(drop=True)
+    chosen = None
+    if personas not in ("", "none"):
+        table = load_personas()
+        chosen = table if personas == "all" else [p.strip() for p in personas.split(",") if p.strip()]
+        if not isinstance(chosen, pd.DataFrame):
+            bad = sorted(set(chosen) - set(table["slug"]))
+            if bad:
+                raise UserError(f"--personas {','.join(bad)}: unknown; `simsubjects datasets show personas` "
+                                f"lists them (e.g. {table['slug'].iloc[0]}), or use all")
+            chosen = table[table["slug"].isin(chosen)]
+    templates = ("yesno", "ab") if template == "both" else (template,)
+    return build_trials(items, chosen, method, templates), items
+
+
+def _with_human_votes(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
+    """The 25 Prolific votes per story, as human rows beside the model's (same stories)."""
+    from ..human.moca import load_moca
+
+    human, _ = load_moca(params.get("task", "causal"))
+    human = human[human["item"].isin(set(responses["item"]))]
+    return pd.concat([responses, human], ignore_index=True)
+
+
+MOCA = StudyDef(
+    name="moca",
+    help="MoCa causal and moral judgments (Nie et al. 2023): P(Yes) per story beside 25 human votes, "
+         "agreement metrics and AMCE per factor.",
+    build=study_items,
+    options=[
+        Option(("--task",), {"type": click.Choice(["causal", "moral", "all"]), "default": "causal",
+                             "show_default": True, "help": "Which story set."}),
+        Option(("--personas",), {"default": "none", "show_default": True,
+                                 "help": "Persona prefixes (Table A3): none, all or comma-separated slugs."}),
+        Option(("--stories",), {"default": 0, "type": int, "show_default": True,
+                                "help": "Only the first N stories of each task (0: all), for quick runs."}),
+        Option(("--template",), {"type": click.Choice(["yesno", "ab", "both"]), "default": "yesno",
+                                 "show_default": True, "help": "Answer format of the prompt."}),
+    ],
+    datasets=["moca_causal", "moca_moral", "personas"],
+    templates=lambda: list(TEMPLATES.values()),
+    finalize=_with_human_votes,
+    analyze="simsubjects.analyze.amce:analyze_moca",
+    plot="simsubjects.analyze.amce:plot_moca",
+    summary="simsubjects.analyze.amce:summary",
+    methods=("exact", "sampled"),
+)

@@ -35,6 +35,8 @@ class StudyDef:
     # None: a k-choice study collected by collect.runner.collect_choices. Otherwise a function
     # (model, cache, trials, params, show_progress) -> (responses, stats, records or None).
     collect: Callable | None = None
+    # Optional (responses, params) -> responses after collection: add human reference rows, etc.
+    finalize: Callable | None = None
     analyze: str = ""  # "module:function" -> (responses, items) -> dict[str, DataFrame]
     plot: str = ""  # "module:function" -> (tables, responses, outdir) -> list[Path]
     summary: str = ""  # optional "module:function" -> terminal-sized tables

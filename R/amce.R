@@ -1,0 +1,82 @@
+# AMCE of one attribute: OLS of the outcome on the attribute's levels (baseline left out), standard
+# errors clustered by `cluster` (a MoCa story), the same conventions as simsubjects/analyze/amce.py:
+#   CR0, stata (CR1: G/(G-1) (N-1)/(N-K) CR0), CR2 (Bell-McCaffrey with estimatr's Satterthwaite
+#   df): estimatr::lm_robust, t tests with its df (G - 1 for CR0 and stata);
+#   cregg: G/(G-1) CR0, normal reference (df = Inf), as cregg::amce reports through survey::svyglm.
+
+.amce_row <- function(outcome, attribute, level, baseline, se_type, conf.level, n, n_clusters,
+                      n_level, n_baseline) {
+  data.frame(outcome = outcome, attribute = attribute, term = paste(level, "-", baseline),
+             level = level, baseline = baseline, estimate = NA_real_, std.error = NA_real_,
+             statistic = NA_real_, df = NA_real_, p.value = NA_real_, conf.low = NA_real_,
+             conf.high = NA_real_, se_type = se_type, conf.level = conf.level, n = n,
+             n_clusters = n_clusters, n_level = n_level, n_baseline = n_baseline,
+             stringsAsFactors = FALSE)
+}
+
+amce <- function(data, outcome, attribute, cluster, se_type = c("stata", "CR2", "CR0", "cregg"),
+                 levels = NULL, baseline = NULL, conf.level = 0.95) {
+  se_type <- match.arg(se_type)
+  if (!is.data.frame(data)) stop("data: expected a data frame", call. = FALSE)
+  miss <- setdiff(c(outcome, attribute, cluster), names(data))
+  if (length(miss)) stop(sprintf("data: missing column(s) %s", paste(miss, collapse = ", ")),
+                         call. = FALSE)
+  y <- as.numeric(data[[outcome]])
+  a <- as.character(data[[attribute]])
+  cl <- as.character(data[[cluster]])
+  if (is.null(levels)) {
+    levels <- if (is.factor(data[[attribute]])) base::levels(data[[attribute]]) else sort(unique(a))
+  }
+  levels <- as.character(levels)
+  keep <- !is.na(y) & !is.na(a) & !is.na(cl) & a %in% levels
+  y <- y[keep]
+  a <- a[keep]
+  cl <- cl[keep]
+  present <- levels[levels %in% a]
+  if (is.null(baseline)) baseline <- present[1]
+  if (length(baseline) != 1 || is.na(baseline) || !baseline %in% levels) {
+    stop(sprintf("baseline: expected one of the levels (%s)", paste(levels, collapse = ", ")),
+         call. = FALSE)
+  }
+  others <- setdiff(present, baseline)
+  n <- length(y)
+  G <- length(unique(cl))
+  rows <- lapply(others, function(l) {
+    .amce_row(outcome, attribute, l, baseline, se_type, conf.level, n, G, sum(a == l),
+              sum(a == baseline))
+  })
+  if (!length(rows)) {
+    # one level only: no contrast, as the Python side gives NaN
+    return(.amce_row(outcome, attribute, setdiff(levels, baseline)[1], baseline, se_type,
+                     conf.level, n, G, 0L, sum(a == baseline)))
+  }
+  out <- do.call(rbind, rows)
+  if (!baseline %in% a) return(out)
+  # estimates alone (difference in means) when there are too few stories to cluster on
+  out$estimate <- vapply(others, function(l) mean(y[a == l]) - mean(y[a == baseline]), numeric(1))
+  if (G < 3) return(out)
+  x <- factor(a, levels = c(baseline, others))
+  fit <- estimatr::lm_robust(y ~ x, data = data.frame(y = y, x = x), clusters = cl,
+                             se_type = if (se_type == "cregg") "CR0" else se_type,
+                             alpha = 1 - conf.level)
+  j <- paste0("x", others)
+  out$estimate <- unname(fit$coefficients[j])
+  if (se_type == "cregg") {
+    se <- sqrt(diag(fit$vcov)[j] * G / (G - 1))
+    q <- stats::qnorm(1 - (1 - conf.level) / 2)
+    out$std.error <- unname(se)
+    out$statistic <- out$estimate / out$std.error
+    out$df <- Inf
+    out$p.value <- 2 * stats::pnorm(-abs(out$statistic))
+    out$conf.low <- out$estimate - q * out$std.error
+    out$conf.high <- out$estimate + q * out$std.error
+  } else {
+    out$std.error <- unname(fit$std.error[j])
+    out$statistic <- unname(fit$statistic[j])
+    out$df <- unname(fit$df[j])
+    out$p.value <- unname(fit$p.value[j])
+    out$conf.low <- unname(fit$conf.low[j])
+    out$conf.high <- unname(fit$conf.high[j])
+  }
+  out
+}

@@ -1,0 +1,116 @@
+# Representativeness (Santurkar et al. 2023) as simsubjects/analyze/representativeness.py: per
+# question the Wasserstein-1 distance between the model's and people's answer distributions on the
+# options' ordinal positions, divided by the span of the positions (N - 1 for positions 1..N);
+# Rep = 1 - mean distance over questions. Refusals are dropped and the rest renormalized.
+
+wasserstein_ordinal <- function(pos_a, w_a, pos_b, w_b, normalize = TRUE) {
+  pos_a <- as.numeric(pos_a)
+  pos_b <- as.numeric(pos_b)
+  w_a <- as.numeric(w_a) / sum(w_a)
+  w_b <- as.numeric(w_b) / sum(w_b)
+  x <- sort(unique(c(pos_a, pos_b)))
+  # W1 on the line is the area between the two CDFs
+  Fa <- vapply(x, function(v) sum(w_a[pos_a <= v]), numeric(1))
+  Fb <- vapply(x, function(v) sum(w_b[pos_b <= v]), numeric(1))
+  w1 <- sum(abs(Fa - Fb)[-length(x)] * diff(x))
+  if (!normalize) return(w1)
+  span <- max(x) - min(x)
+  if (span <= 0) return(NA_real_)
+  w1 / span
+}
+
+.ordinal_distribution <- function(dist, group, where) {
+  miss <- setdiff(c("key", "position", "weight"), names(dist))
+  if (length(miss)) stop(sprintf("%s: missing column(s) %s; expected key, position, weight[, refusal]",
+                                 where, paste(miss, collapse = ", ")), call. = FALSE)
+  d <- dist
+  for (c in names(d)) if (is.factor(d[[c]])) d[[c]] <- as.character(d[[c]])
+  d$position <- suppressWarnings(as.numeric(d$position))
+  d$weight <- suppressWarnings(as.numeric(d$weight))
+  if (anyNA(d$weight) || any(d$weight < 0)) {
+    stop(sprintf("%s: column 'weight' has missing or negative values", where), call. = FALSE)
+  }
+  keep <- !is.na(d$position)
+  if ("refusal" %in% names(d)) {
+    r <- as.logical(d$refusal)
+    keep <- keep & !(r %in% TRUE)
+  }
+  d <- d[keep, , drop = FALSE]
+  keys <- c(group, "key")
+  d$.id <- .group_id(d, c(keys, "position"))
+  w <- tapply(d$weight, d$.id, sum)
+  d <- d[!duplicated(d$.id), c(keys, "position", ".id"), drop = FALSE]
+  d$weight <- as.numeric(w[d$.id])
+  q <- .group_id(d, keys)
+  total <- stats::ave(d$weight, q, FUN = sum)
+  d$weight <- d$weight / total
+  d <- d[total > 0, setdiff(names(d), ".id"), drop = FALSE]
+  rownames(d) <- NULL
+  d
+}
+
+.human_side <- function(human, by) {
+  if (!length(by) && "attribute" %in% names(human)) {
+    overall <- human[as.character(human$attribute) %in% "Overall", , drop = FALSE]
+    if (!nrow(overall) && length(unique(human$attribute)) > 1) {
+      stop("human: several demographic groups and no 'Overall' rows; pass by = c(\"attribute\", \"group\")",
+           call. = FALSE)
+    }
+    return(if (nrow(overall)) overall else human)
+  }
+  miss <- setdiff(by, names(human))
+  if (length(miss)) stop(sprintf("human: missing column(s) %s named in by",
+                                 paste(miss, collapse = ", ")), call. = FALSE)
+  human
+}
+
+wasserstein_by_question <- function(model, human, by = NULL) {
+  by <- as.character(by)
+  if (!"model" %in% names(model)) model$model <- ""
+  shared <- intersect(by, names(model))
+  m <- .ordinal_distribution(model, c("model", shared), "model")
+  h <- .ordinal_distribution(.human_side(human, by), by, "human")
+  hid <- .group_id(h, c("key", by))
+  hgroups <- split(h, factor(hid, levels = unique(hid)))
+  mid <- .group_id(m, c("model", shared, "key"))
+  rows <- list()
+  for (mg in split(m, factor(mid, levels = unique(mid)))) {
+    for (hg in hgroups) {
+      if (hg$key[1] != mg$key[1]) next
+      if (length(shared) && any(unlist(hg[1, shared]) != unlist(mg[1, shared]))) next
+      row <- data.frame(model = mg$model[1], hg[1, by, drop = FALSE], key = mg$key[1],
+                        distance = wasserstein_ordinal(mg$position, mg$weight, hg$position, hg$weight),
+                        n_options_model = nrow(mg), n_options_human = nrow(hg),
+                        stringsAsFactors = FALSE)
+      rows[[length(rows) + 1]] <- row
+    }
+  }
+  if (!length(rows)) {
+    stop("representativeness: no question key is in both the model and the human distributions",
+         call. = FALSE)
+  }
+  out <- do.call(rbind, rows)
+  rownames(out) <- NULL
+  out
+}
+
+representativeness <- function(model, human, by = NULL, conf.level = 0.95) {
+  by <- as.character(by)
+  per_q <- wasserstein_by_question(model, human, by)
+  per_q <- per_q[!is.na(per_q$distance), , drop = FALSE]
+  id <- .group_id(per_q, c("model", by))
+  rows <- lapply(split(per_q, factor(id, levels = unique(id))), function(g) {
+    d <- g$distance
+    n <- length(d)
+    mean_d <- mean(d)
+    se <- if (n > 1) stats::sd(d) / sqrt(n) else NA_real_
+    q <- if (n > 1) stats::qt(0.5 + conf.level / 2, n - 1) else NA_real_
+    data.frame(g[1, c("model", by), drop = FALSE], term = "representativeness",
+               estimate = 1 - mean_d, std.error = se, df = if (n > 1) n - 1 else NA_real_,
+               conf.low = 1 - mean_d - q * se, conf.high = 1 - mean_d + q * se,
+               mean_distance = mean_d, n = n, stringsAsFactors = FALSE)
+  })
+  out <- do.call(rbind, rows)
+  rownames(out) <- NULL
+  out
+}

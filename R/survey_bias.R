@@ -1,0 +1,154 @@
+# Response-bias deltas of Tjuatja et al. (2024), as simsubjects/analyze/survey_bias.py computes them
+# (the released BiasMonkey analysis behind the paper's Table 4):
+#   delta = 100 * share(first form, first options) - 100 * share(second form, second options)
+
+.bias_order <- c("acquiescence", "allow_forbid", "response_order", "opinion_float", "odd_even")
+.perturbation_order <- c("key_typo", "middle_random", "letter_swap")
+
+.rule <- function(first_form, first_options, second_form, second_options) {
+  list(first_form = first_form, first_options = first_options, second_form = second_form,
+       second_options = second_options)
+}
+
+.bias_rules <- list(
+  acquiescence = .rule("modified", "A", "original", "A"),
+  allow_forbid = .rule("original", "B", "modified", "A"),
+  response_order = .rule("original", "A", "modified", "A"),
+  opinion_float = .rule("original", "C", "modified", "C"),
+  odd_even = .rule("modified", c("B", "D"), "original", c("B", "D"))
+)
+
+# perturbation pairs keep their bias's rule, except allow/forbid: B of the original vs B of the
+# perturbed original
+.perturbation_rules <- .bias_rules
+.perturbation_rules$allow_forbid <- .rule("original", "B", "modified", "B")
+
+.design <- c("key", "bias", "perturbation", "form")
+
+.prepare_bias <- function(data, items) {
+  miss <- setdiff(c("item", "response", "weight"), names(data))
+  if (length(miss)) stop(sprintf("data: missing column(s) %s; expected the tidy responses table",
+                                 paste(miss, collapse = ", ")), call. = FALSE)
+  for (c in names(data)) if (is.factor(data[[c]])) data[[c]] <- as.character(data[[c]])
+  miss <- setdiff(.design, names(data))
+  if (length(miss)) {
+    if (is.null(items)) stop(sprintf("data: missing column(s) %s; pass the item table",
+                                     paste(miss, collapse = ", ")), call. = FALSE)
+    have <- intersect(miss, names(items))
+    it <- items[!duplicated(items$item), c("item", have), drop = FALSE]
+    for (c in names(it)) if (is.factor(it[[c]])) it[[c]] <- as.character(it[[c]])
+    data <- merge(data, it, by = "item", all.x = TRUE, sort = FALSE)
+  }
+  miss <- setdiff(.design, names(data))
+  if (length(miss)) stop(sprintf("data: missing column(s) %s and the item table lacks them",
+                                 paste(miss, collapse = ", ")), call. = FALSE)
+  if (!"model" %in% names(data)) data$model <- ""
+  if ("study" %in% names(data)) data <- data[as.character(data$study) %in% "survey_bias", ]
+  # only rows of question pairs: human survey rows of the same study carry no bias/form
+  data <- data[!is.na(data$bias) & !is.na(data$form) & data$bias != "", , drop = FALSE]
+  data$perturbation[is.na(data$perturbation)] <- ""
+  data$response <- toupper(trimws(as.character(data$response)))
+  data$weight <- suppressWarnings(as.numeric(data$weight))
+  if (anyNA(data$weight)) stop("data: column 'weight' has missing or non-numeric values",
+                               call. = FALSE)
+  bad <- setdiff(unique(data$bias), .bias_order)
+  if (length(bad)) stop(sprintf("data: unknown bias value(s) %s", paste(bad, collapse = ", ")),
+                        call. = FALSE)
+  bad <- setdiff(unique(data$form), c("original", "modified"))
+  if (length(bad)) stop(sprintf("data: column 'form' has %s; use original or modified",
+                                paste(bad, collapse = ", ")), call. = FALSE)
+  data
+}
+
+# one text id per row from several columns ("" for all rows when there are none)
+.group_id <- function(d, cols) {
+  if (!length(cols)) return(rep("", nrow(d)))
+  do.call(paste, c(lapply(d[cols], as.character), sep = "\r"))
+}
+
+# percentage of one form's weight on `options`, per (model, bias, perturbation, key)
+.pct <- function(d, form, options) {
+  d <- d[d$form == form, , drop = FALSE]
+  if (!nrow(d)) return(data.frame(id = character(0), pct = numeric(0), n = numeric(0)))
+  id <- .group_id(d, c("model", "bias", "perturbation", "key"))
+  tot <- tapply(d$weight, id, sum)
+  hit <- tapply(d$weight * (d$response %in% options), id, sum)
+  data.frame(id = names(tot), pct = as.numeric(100 * hit[names(tot)] / tot), n = as.numeric(tot),
+             stringsAsFactors = FALSE)
+}
+
+.order_bias <- function(df) {
+  b <- match(df$bias, .bias_order)
+  p <- match(df$perturbation, c("", .perturbation_order))
+  p[is.na(p)] <- 99L
+  df <- df[order(df$model, b, p, df$key, method = "radix"), , drop = FALSE]
+  rownames(df) <- NULL
+  df
+}
+
+delta_bias <- function(data, items = NULL,
+                       exclude = c("GAP21Q46_W82", "RACESURV15b_W43", "DRONE4D_W27",
+                                   "ABORTIONALLOW_W32", "INEQ10_W54", "INEQ11_W54",
+                                   "POLICY1_W42", "GOVT_ROLE_W32")) {
+  d <- .prepare_bias(data, items)
+  d <- d[!(d$bias == "allow_forbid" & d$key %in% exclude), , drop = FALSE]
+  if (!nrow(d)) stop("data: no survey_bias rows to analyse", call. = FALSE)
+  cols <- c("model", "bias", "perturbation", "key")
+  frames <- list()
+  for (g in split(d, .group_id(d, c("bias", "perturbation")), drop = TRUE)) {
+    bias <- g$bias[1]
+    pert <- g$perturbation[1]
+    rule <- if (pert == "") .bias_rules[[bias]] else .perturbation_rules[[bias]]
+    a <- .pct(g, rule$first_form, rule$first_options)
+    b <- .pct(g, rule$second_form, rule$second_options)
+    m <- merge(a, b, by = "id", all = TRUE, suffixes = c("_first", "_second"))
+    keys <- g[!duplicated(.group_id(g, cols)), cols, drop = FALSE]
+    keys$id <- .group_id(keys, cols)
+    m <- merge(keys, m, by = "id")
+    frames[[length(frames) + 1]] <- data.frame(
+      m[cols], estimate = m$pct_first - m$pct_second, pct_first = m$pct_first,
+      pct_second = m$pct_second,
+      first = sprintf("%s[%s]", rule$first_form, paste(rule$first_options, collapse = ",")),
+      second = sprintf("%s[%s]", rule$second_form, paste(rule$second_options, collapse = ",")),
+      n_first = m$n_first, n_second = m$n_second, pairs_from = bias, stringsAsFactors = FALSE)
+  }
+  out <- do.call(rbind, frames)
+  # the paper's opinion-float delta_p are the odd/even perturbation pairs (same questions, odd/even
+  # rule) unless opinion-float perturbation pairs were collected themselves
+  have <- .group_id(out[out$bias == "opinion_float", ], c("model", "perturbation"))
+  borrow <- out[out$bias == "odd_even" & out$perturbation != "", , drop = FALSE]
+  borrow <- borrow[!.group_id(borrow, c("model", "perturbation")) %in% have, , drop = FALSE]
+  if (nrow(borrow)) {
+    borrow$bias <- "opinion_float"
+    borrow$pairs_from <- "odd_even"
+    out <- rbind(out, borrow)
+  }
+  .order_bias(out)
+}
+
+delta_tests <- function(deltas, conf.level = 0.95) {
+  need <- c("model", "bias", "perturbation", "estimate", "pct_first", "pct_second")
+  miss <- setdiff(need, names(deltas))
+  if (length(miss)) stop(sprintf("deltas: missing column(s) %s; build it with delta_bias()",
+                                 paste(miss, collapse = ", ")), call. = FALSE)
+  deltas <- .order_bias(deltas)
+  id <- .group_id(deltas, c("model", "bias", "perturbation"))
+  rows <- list()
+  for (k in unique(id)) {
+    g <- deltas[id == k & !is.na(deltas$estimate), , drop = FALSE]
+    first <- deltas[id == k, , drop = FALSE][1, ]
+    base <- data.frame(model = first$model, bias = first$bias, perturbation = first$perturbation,
+                       setting = if (first$perturbation == "") "bias" else first$perturbation,
+                       pairs_from = if ("pairs_from" %in% names(g) && nrow(g)) g$pairs_from[1]
+                                    else first$bias, stringsAsFactors = FALSE)
+    one <- one_sample_test(g$estimate, conf.level = conf.level)
+    welch <- welch_test(g$pct_first, g$pct_second, conf.level = conf.level)
+    cols <- c("term", "estimate", "std.error", "statistic", "df", "p.value", "conf.low",
+              "conf.high", "method")
+    rows[[length(rows) + 1]] <- cbind(base, one[cols], n = one$n)
+    rows[[length(rows) + 1]] <- cbind(base, welch[cols], n = min(welch$n1, welch$n2))
+  }
+  out <- do.call(rbind, rows)
+  rownames(out) <- NULL
+  out
+}

@@ -1,0 +1,435 @@
+"""Cross-check of the Python statistics against their R twins (`simsubjects analyze DIR --check-r`).
+
+Every statistic that has an R twin is computed both ways: in Python by the analysis modules, in R
+by the functions of the repository's R package (R/*.R, read from the source tree so a checkout
+needs no installed R package; the installed package `simsubjects` otherwise) or by R's own stats,
+called through rpy2. The R side starts from the tidy responses, not from Python's intermediate
+results, wherever its package has the step (P(accept) per trial, Δ per question).
+
+`check_r(study, responses, items, tables)` returns one row per compared number: ``statistic``
+(what, for which system and group), ``python``, ``r``, ``abs_diff``, ``tolerance`` and ``ok``.
+Tolerances: `tol` (1e-8) for estimates, standard errors, test statistics and interval bounds;
+`tol_p` (1e-6) for p-values and the degrees of freedom they rest on. Two missing values (NaN/NA)
+or two equal infinities agree.
+
+Study pieces (`CHECKS`, keyed by study name):
+
+* ultimatum — P(accept) per trial; mean and SE of P(accept) by model x offer (R:
+  one_sample_test); the Welch tests "Mr-Ms minus Ms-Mr" of `pairing_tests` (R: welch_test); the
+  Kruskal-Wallis tests across the four pairings (R: kruskal.test); the name-pair correlations
+  between offers (R: cor, pairwise complete).
+* moca — the AMCE of every factor for people and each model, OLS with story-clustered errors,
+  for se_type CR0, stata, cregg and CR2 (R: amce, i.e. estimatr::lm_robust).
+* survey_bias — Δ per question (R: delta_bias), the one-sample and Welch t-tests across questions
+  (R: delta_tests), and, when the responses carry human rows with ordinal positions and the item
+  table the option positions, the normalized Wasserstein distance per question and the
+  representativeness (R: wasserstein_by_question, representativeness).
+* milgram, milgram_novel — per model and for Milgram's humans, the share still obeying, the number
+  at risk and the refusals at each shock level (R: milgram_survival, Kaplan-Meier through
+  survival::survfit), and the log-rank test of each model against the humans (R:
+  survival::survdiff), from the per-subject break-off levels of `analyze.milgram.breakoffs`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UserError
+
+TOL = 1e-8
+TOL_P = 1e-6
+COLUMNS = ["statistic", "python", "r", "abs_diff", "tolerance", "ok"]
+
+# Python column -> R column of the tidy results
+FIELDS = {"estimate": "estimate", "se": "std.error", "statistic": "statistic", "df": "df", "p": "p.value",
+          "ci_low": "conf.low", "ci_high": "conf.high"}
+LOOSE = {"df", "p", "p.value"}  # compared with tol_p
+
+
+# ---------------------------------------------------------------- R session
+
+def _package_root() -> Path | None:
+    root = Path(__file__).resolve().parents[2]
+    desc = root / "DESCRIPTION"
+    if desc.is_file() and (root / "R").is_dir() and "Package: simsubjects" in desc.read_text(encoding="utf-8"):
+        return root
+    return None
+
+
+class RSession:
+    """The R functions of simsubjects in one R environment, and conversions both ways."""
+
+    def __init__(self):
+        try:
+            import rpy2.robjects as ro
+        except ImportError:
+            raise UserError("--check-r needs rpy2 and R: pip install 'rpy2==3.5.17' "
+                            "(rpy2 3.6 does not work with R 4.2)") from None
+        except Exception as e:  # rpy2 raises when it cannot find or start R
+            raise UserError(f"--check-r: rpy2 cannot start R ({type(e).__name__}: {e}); install R "
+                            "(apt-get install r-base-core) and set R_HOME if it is not found") from None
+        self.ro = ro
+        for pkg, deb in (("estimatr", "r-cran-estimatr"), ("survival", "r-cran-survival")):
+            if not ro.r(f'isTRUE(requireNamespace("{pkg}", quietly = TRUE))')[0]:
+                raise UserError(f"--check-r: the R package {pkg} is missing; apt-get install {deb}")
+        root = _package_root()
+        if root is not None:
+            # the checkout's own R code, so the check needs no installed R package
+            self.env = ro.r("new.env(parent = globalenv())")
+            for f in sorted((root / "R").glob("*.R")):
+                ro.r["sys.source"](str(f), envir=self.env, **{"keep.source": False})
+            self.origin = str(root / "R")
+        elif ro.r('isTRUE(requireNamespace("simsubjects", quietly = TRUE))')[0]:
+            self.env = ro.r('asNamespace("simsubjects")')
+            self.origin = "installed R package simsubjects"
+        else:
+            raise UserError("--check-r: the R functions of simsubjects were not found; run from a checkout "
+                            "(R/ beside simsubjects/) or install the R package: R CMD INSTALL <checkout>")
+        self._norm = ro.r("function(d) { d[] <- lapply(d, function(x) if (is.numeric(x) || is.logical(x)) "
+                          "as.double(x) else as.character(x)); d }")
+        # kruskal.test counts ties with table(x), i.e. on values printed to 15 significant digits, but
+        # ranks exact values; on ranks (same statistic) both steps see the exact ties scipy sees
+        self.kruskal = ro.r("function(x, g) { r <- stats::kruskal.test(rank(x), factor(g)); "
+                            "data.frame(statistic = unname(r$statistic), df = unname(r$parameter), "
+                            "p.value = r$p.value) }")
+        # log-rank (Mantel-Cox) of break-off levels: refusing level L + 1 is the event, completers
+        # and runs cut short are censored at their last level
+        self.logrank = ro.r(
+            "function(level, censored, group, max_level) { cens <- censored > 0 | level >= max_level; "
+            "r <- survival::survdiff(survival::Surv(ifelse(cens, level, level + 1), !cens) ~ group); "
+            "data.frame(statistic = r$chisq, df = length(r$n) - 1, "
+            "p.value = stats::pchisq(r$chisq, length(r$n) - 1, lower.tail = FALSE)) }")
+        self.cor_offers = ro.r(
+            "function(p, pair, offer) { w <- tapply(p, list(pair, offer), mean); "
+            "r <- suppressWarnings(stats::cor(w, use = 'pairwise.complete.obs')); "
+            "data.frame(offer_a = rep(as.numeric(rownames(r)), ncol(r)), "
+            "offer_b = rep(as.numeric(colnames(r)), each = nrow(r)), r = as.vector(r)) }")
+
+    def __call__(self, name: str, *args, **kwargs) -> pd.DataFrame:
+        """Call the R function `name` of the package; data frames in and out."""
+        fn = self.env.find(name)
+        conv = lambda v: self.to_r(v) if isinstance(v, pd.DataFrame) else self.vector(v)  # noqa: E731
+        res = fn(*[conv(a) for a in args], **{k: conv(v) for k, v in kwargs.items()})
+        return self.to_py(res)
+
+    def vector(self, v):
+        ro = self.ro
+        if isinstance(v, (list, tuple, np.ndarray, pd.Series)):
+            vals = list(v)
+            if all(isinstance(x, str) for x in vals):
+                return ro.StrVector(vals)
+            return ro.FloatVector([float(x) for x in vals])
+        if isinstance(v, bool):
+            return ro.BoolVector([v])
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            return ro.FloatVector([float(v)])
+        if isinstance(v, str):
+            return ro.StrVector([v])
+        return v
+
+    def to_r(self, df: pd.DataFrame):
+        ro = self.ro
+        cols = {}
+        for c in df.columns:
+            s = df[c]
+            present = s[~s.map(_missing)] if s.dtype == object else s
+            if pd.api.types.is_bool_dtype(s) or (s.dtype == object and len(present)
+                                                  and present.map(lambda v: isinstance(v, (bool, np.bool_))).all()):
+                cols[c] = ro.BoolVector([ro.NA_Logical if pd.isna(v) else bool(v) for v in s])
+            elif pd.api.types.is_numeric_dtype(s):
+                cols[c] = ro.FloatVector([ro.NA_Real if math.isnan(x) else x for x in s.astype(float).tolist()])
+            else:
+                cols[c] = ro.StrVector([ro.NA_Character if _missing(v) else str(v) for v in s])
+        return ro.r["data.frame"](**cols, stringsAsFactors=False, **{"check.names": False})
+
+    def to_py(self, rdf) -> pd.DataFrame:
+        ro = self.ro
+        d = self._norm(rdf)
+        out = {}
+        for name, col in zip(d.names, d):
+            if isinstance(col, ro.vectors.FloatVector):
+                out[name] = np.asarray(list(col), dtype=float)
+            else:
+                out[name] = [None if x is ro.NA_Character else str(x) for x in col]
+        return pd.DataFrame(out)
+
+
+def _missing(v) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):  # lists, tuples
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def r_session() -> RSession:
+    return RSession()
+
+
+# ---------------------------------------------------------------- comparison rows
+
+def _num(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def compare(label: str, python, r, tolerance: float) -> dict:
+    a, b = _num(python), _num(r)
+    if (math.isnan(a) and math.isnan(b)) or (math.isinf(a) and a == b):
+        diff = 0.0
+    elif math.isnan(a) or math.isnan(b):
+        diff = math.inf
+    else:
+        diff = abs(a - b)
+    return {"statistic": label, "python": a, "r": b, "abs_diff": diff, "tolerance": tolerance,
+            "ok": bool(diff <= tolerance)}
+
+
+def compare_fields(label: str, py: Mapping, r: Mapping, tol: float, tol_p: float,
+                   fields: Mapping[str, str] = FIELDS) -> list[dict]:
+    return [compare(f"{label} {rf}", py.get(pf), r.get(rf), tol_p if pf in LOOSE else tol)
+            for pf, rf in fields.items() if pf in py]
+
+
+def _tag(*parts) -> str:
+    return " | ".join(str(p) for p in parts if str(p) not in ("", "nan", "None"))
+
+
+# ---------------------------------------------------------------- ultimatum
+
+def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
+    from .ultimatum import PAIRINGS, accept_probs, acceptance_by_offer, offer_correlations, pairing_tests
+
+    p = accept_probs(responses)
+    tables = tables or {}
+    by_offer = tables.get("acceptance_by_offer")
+    by_offer = acceptance_by_offer(p) if by_offer is None else by_offer
+    tests = tables.get("pairing_tests")
+    tests = pairing_tests(p) if tests is None else tests
+    corr = tables.get("offer_correlations")
+    corr = offer_correlations(p) if corr is None else corr
+
+    cols = [c for c in ("source", "model", "trial", "response", "weight", "validity", "offer", "pairing", "pair")
+            if c in responses.columns]
+    rp = r("prob_of", responses.loc[responses["source"] == "model", cols], "accept",
+           keep=["model", "offer", "pairing", "pair"])
+    rp["offer"] = rp["offer"].astype(float)
+    key = ["source", "model", "trial"]
+    both = p.merge(rp[[*key, "p_accept"]], on=key, suffixes=("", "_r"), how="outer")
+    # one row for all trials: the trial where Python and R differ most
+    diff = (both["p_accept"] - both["p_accept_r"]).abs().fillna(math.inf)
+    worst = both.loc[diff.idxmax()] if len(both) else pd.Series({"p_accept": math.nan, "p_accept_r": math.nan})
+    out = [compare(f"ultimatum P(accept) of the trial that differs most, of {len(both)} trials",
+                   worst["p_accept"], worst["p_accept_r"], tol)]
+
+    for row in by_offer.itertuples(index=False):
+        x = rp.loc[(rp["model"] == row.model) & (rp["offer"] == float(row.offer)), "p_accept"]
+        rr = r("one_sample_test", x).iloc[0]
+        out += compare_fields(_tag("ultimatum", row.model, f"offer {row.offer}", "mean P(accept)"),
+                              {"estimate": row.mean, "se": row.se}, rr, tol, tol_p)
+
+    for row in tests.to_dict("records"):
+        sub = rp[rp["model"] == row["model"]]
+        if row["offer"] != "all":
+            sub = sub[sub["offer"] == float(row["offer"])]
+        tag = _tag("ultimatum", row["model"], f"offer {row['offer']}", row["comparison"])
+        if row["test"].startswith("Welch"):
+            rr = r("welch_test", sub.loc[sub["pairing"] == "Mr-Ms", "p_accept"],
+                   sub.loc[sub["pairing"] == "Ms-Mr", "p_accept"]).iloc[0]
+            out += compare_fields(tag + " Welch", row, rr, tol, tol_p)
+        elif row["test"].startswith("Kruskal"):
+            sub = sub[sub["pairing"].isin(PAIRINGS)]
+            rr = r.to_py(r.kruskal(r.vector(sub["p_accept"].to_numpy(float)), r.vector(sub["pairing"].tolist()))).iloc[0]
+            out += compare_fields(tag + " Kruskal-Wallis", row, rr, tol, tol_p,
+                                  {"statistic": "statistic", "df": "df", "p": "p.value"})
+
+    for model, g in corr.groupby("model", sort=False):
+        sub = rp[rp["model"] == model]
+        rc = r.to_py(r.cor_offers(r.vector(sub["p_accept"].to_numpy(float)), r.vector(sub["pair"].tolist()),
+                                  r.vector(sub["offer"].to_numpy(float))))
+        m = g.assign(offer_a=g["offer_a"].astype(float), offer_b=g["offer_b"].astype(float)).merge(
+            rc, on=["offer_a", "offer_b"], how="outer", suffixes=("", "_r"))
+        for row in m[~(m["offer_a"] >= m["offer_b"])].itertuples(index=False):  # each pair once
+            out.append(compare(_tag("ultimatum", model, f"offers {row.offer_a:g}-{row.offer_b:g}", "Pearson r"),
+                               row.r, row.r_r, tol))
+    return out
+
+
+# ---------------------------------------------------------------- moca
+
+def check_moca(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
+    from .amce import BY, CONTRASTS, SE_TYPES, amce_ols, outcomes
+
+    if items is None:
+        raise UserError("check_r moca: needs the item table (items.parquet) for the story factors")
+    data = outcomes(responses, items)
+    out = []
+    r_frames: dict = {}  # one R data frame per system x task, reused across factors and se types
+    for se_type in SE_TYPES:
+        py = amce_ols(data, se_type=se_type)
+        for row in py.to_dict("records"):
+            key = tuple(row[c] for c in BY) + (row["task"],)
+            if key not in r_frames:
+                mask = np.ones(len(data), dtype=bool)
+                for c, v in zip(BY, key):
+                    mask &= (data[c] == v).to_numpy()
+                mask &= (data["task"] == row["task"]).to_numpy()
+                facs = [f for f in CONTRASTS[row["task"]] if f in data.columns]
+                r_frames[key] = r.to_r(data.loc[mask, ["y", "item", *facs]])
+            rr = r("amce", r_frames[key], "y", row["factor"], "item", se_type=se_type,
+                   levels=[row["level_a"], row["level_b"]], baseline=row["level_b"]).iloc[0]
+            system = "/".join(str(row[c]) for c in BY)
+            out += compare_fields(_tag("moca AMCE", system, row["task"], row["term"], se_type), row, rr, tol, tol_p)
+    return out
+
+
+# ---------------------------------------------------------------- survey_bias
+
+def check_survey_bias(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
+    from . import representativeness as rep
+    from .survey_bias import delta_tests, question_deltas
+
+    tables = tables or {}
+    deltas = tables.get("deltas")
+    deltas = question_deltas(responses, items) if deltas is None else deltas
+    if "bias_tests" in tables and "perturbation_tests" in tables:
+        tests = pd.concat([tables["bias_tests"], tables["perturbation_tests"]], ignore_index=True)
+    else:
+        tests = delta_tests(deltas)
+
+    design = ["key", "bias", "perturbation", "form"]
+    cols = [c for c in ("study", "source", "model", "trial", "item", "response", "weight", *design)
+            if c in responses.columns]
+    r_items = None
+    if any(c not in responses.columns for c in design):
+        if items is None:
+            raise UserError("check_r survey_bias: responses lack key/bias/perturbation/form; pass the item table")
+        r_items = items[["item", *[c for c in design if c in items.columns]]]
+    rd = r("delta_bias", responses[cols], r_items) if r_items is not None else r("delta_bias", responses[cols])
+    qkey = ["model", "bias", "perturbation", "key"]
+    for c in qkey:
+        rd[c] = rd[c].fillna("").astype(str)
+    py = deltas.assign(**{c: deltas[c].fillna("").astype(str) for c in qkey})
+    m = py.merge(rd, on=qkey, how="outer", suffixes=("", "_r"), indicator=True)
+    out = [compare("survey_bias questions with a delta in only one of Python and R", 0,
+                   int((m["_merge"] != "both").sum()), 0)]
+    for row in m[m["_merge"] == "both"].to_dict("records"):
+        tag = _tag("survey_bias", row["model"], row["bias"], row["perturbation"] or "bias", row["key"])
+        out.append(compare(f"{tag} delta", row["delta"], row["estimate"], tol))
+        out.append(compare(f"{tag} pct_first", row["pct_first"], row["pct_first_r"], tol))
+        out.append(compare(f"{tag} pct_second", row["pct_second"], row["pct_second_r"], tol))
+
+    rt = r("delta_tests", rd)
+    rt["kind"] = np.where(rt["method"].str.startswith("Welch"), "welch", "one")
+    tkey = ["model", "bias", "perturbation"]
+    for c in tkey:
+        rt[c] = rt[c].fillna("").astype(str)
+    tests = tests.assign(**{c: tests[c].fillna("").astype(str) for c in tkey})
+    for row in tests.to_dict("records"):
+        kind = "welch" if str(row["test"]).startswith("Welch") else "one"
+        sel = rt[(rt["kind"] == kind) & np.logical_and.reduce([rt[c] == row[c] for c in tkey])]
+        tag = _tag("survey_bias", row["model"], row["bias"], row["perturbation"] or "bias",
+                   "Welch t-test" if kind == "welch" else "one-sample t-test")
+        if sel.empty:
+            out.append(compare(f"{tag} (missing in R)", 0, math.nan, 0))
+            continue
+        out += compare_fields(tag, row, sel.iloc[0], tol, tol_p)
+
+    out += _check_representativeness(r, rep, responses, items, tol)
+    return out
+
+
+def _check_representativeness(r: RSession, rep, responses, items, tol) -> list[dict]:
+    """Per-question distance and Rep, when human ordinal rows and option positions are at hand."""
+    if "source" not in responses.columns or "position" not in responses.columns or items is None:
+        return []
+    human = responses[responses["source"] == "human"]
+    need = {"labels", "positions", "refusal", "form", "perturbation", "key", "bias"}
+    if human.empty or not need <= set(items.columns):
+        return []
+    model = rep.model_distribution(responses[responses["source"] != "human"], items)
+    hcols = [c for c in ("model", "key", "position", "weight", "refusal", "attribute", "group") if c in human.columns]
+    hdist = human[hcols]
+    groups = [None]
+    if "attribute" in hdist.columns and hdist["attribute"].nunique() > 1:
+        groups.append(["attribute", "group"])
+    out = []
+    mcols = ["model", "key", "position", "weight", "refusal"]
+    for by in groups:
+        kw = {} if by is None else {"by": by}
+        pq = rep.wasserstein_by_question(model, hdist, **kw)
+        rq = r("wasserstein_by_question", model[mcols], hdist, **kw)
+        keys = ["model", *(by or []), "key"]
+        mq = pq.merge(rq, on=keys, how="outer", suffixes=("", "_r"))
+        for row in mq.to_dict("records"):
+            out.append(compare(_tag("survey_bias representativeness", *[row[k] for k in keys], "W1/span"),
+                               row["distance"], row["distance_r"], tol))
+        prep = rep.representativeness(model, hdist, **kw)
+        rrep = r("representativeness", model[mcols], hdist, **kw)
+        mr = prep.merge(rrep, on=["model", *(by or [])], how="outer", suffixes=("", "_r"))
+        for row in mr.to_dict("records"):
+            tag = _tag("survey_bias representativeness", row["model"], *[row[k] for k in (by or [])])
+            out += compare_fields(tag, {k: row.get(k) for k in ("estimate", "se", "ci_low", "ci_high")},
+                                  {"estimate": row.get("estimate_r"), "std.error": row.get("std.error"),
+                                   "conf.low": row.get("conf.low"), "conf.high": row.get("conf.high")}, tol, tol)
+    return out
+
+
+# ---------------------------------------------------------------- milgram
+
+def check_milgram(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
+    from . import milgram as mg
+
+    b = mg.breakoffs(responses)
+    sv = tables.get("survival")
+    sv = mg.survival(b) if sv is None else sv
+    tests = tables.get("tests")
+    tests = mg.tests(b) if tests is None else tests
+    rs = r("milgram_survival", b.rename(columns={"breakoff_level": "level"})[["model", "level", "censored"]],
+           max_level=mg.LEVELS, by=["model"])
+    m = sv.assign(level=sv["level"].astype(float)).merge(rs, on=["model", "level"], how="left")
+    out = []
+    for row in m.to_dict("records"):
+        tag = _tag("milgram survival", row["model"], f"level {row['level']:g}")
+        out.append(compare(f"{tag} share obeying", row["share_obeying"], row["estimate"], tol))
+        out.append(compare(f"{tag} at risk", row["at_risk"], row["n.risk"], tol))
+        out.append(compare(f"{tag} refusals", row["events"], row["n.event"], tol))
+    for row in tests[tests["test"].str.startswith("Log-rank")].to_dict("records"):
+        g = b[b["model"].isin([row["model"], mg.HUMAN])]
+        rr = r.to_py(r.logrank(r.vector(g["breakoff_level"].to_numpy(float)), r.vector(g["censored"].to_numpy(float)),
+                               r.vector((g["model"] == row["model"]).map({True: "model", False: "human"}).tolist()),
+                               r.vector(float(mg.LEVELS)))).iloc[0]
+        out += compare_fields(_tag("milgram", row["comparison"], "log-rank"), row, rr, tol, tol_p,
+                              {"statistic": "statistic", "df": "df", "p": "p.value"})
+    return out
+
+
+CHECKS: dict[str, Callable] = {
+    "ultimatum": check_ultimatum,
+    "moca": check_moca,
+    "survey_bias": check_survey_bias,
+    "milgram": check_milgram,
+    "milgram_novel": check_milgram,
+}
+
+
+def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = None,
+            tables: Mapping[str, pd.DataFrame] | None = None, tol: float = TOL, tol_p: float = TOL_P) -> pd.DataFrame:
+    """Every statistic of `study` with an R twin, computed in Python and in R; one row per number.
+
+    `tables`: the Python analysis tables of the run (as `simsubjects analyze` computes them); the
+    pieces recompute what they need from `responses`/`items` when a table is absent.
+    Columns: statistic, python, r, abs_diff, tolerance, ok.
+    """
+    if study not in CHECKS:
+        raise UserError(f"--check-r: no R twins for study {study!r}; available: {', '.join(sorted(CHECKS))}")
+    rows = CHECKS[study](r_session(), responses, items, dict(tables or {}), tol, tol_p)
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -1,0 +1,4 @@
+library(testthat)
+library(simsubjects)
+
+test_check("simsubjects")

@@ -1,0 +1,106 @@
+clustered <- function(seed = 5) {
+  set.seed(seed)
+  sizes <- sample(2:7, 12, replace = TRUE)
+  story <- rep(seq_along(sizes), sizes)
+  level <- ifelse(story %% 3 == 0, "Abnormal", "Normal")
+  y <- rbinom(length(story), 1, ifelse(level == "Abnormal", 0.7, 0.4)) + rnorm(length(story), 0, 0.1)
+  data.frame(y = y, f = level, story = story, stringsAsFactors = FALSE)
+}
+
+# the sandwich by hand: X design, e residuals, clusters cl
+cr0_by_hand <- function(d) {
+  X <- cbind(1, d$f == "Abnormal")
+  M <- solve(crossprod(X))
+  b <- M %*% crossprod(X, d$y)
+  e <- as.vector(d$y - X %*% b)
+  meat <- Reduce(`+`, lapply(split(seq_len(nrow(X)), d$story), function(i) {
+    s <- crossprod(X[i, , drop = FALSE], e[i])
+    s %*% t(s)
+  }))
+  list(b = b, V = M %*% meat %*% M, X = X, M = M, e = e)
+}
+
+test_that("the AMCE of two levels is the difference in means", {
+  d <- clustered()
+  a <- amce(d, "y", "f", "story", "CR2", levels = c("Abnormal", "Normal"), baseline = "Normal")
+  expect_equal(a$estimate, mean(d$y[d$f == "Abnormal"]) - mean(d$y[d$f == "Normal"]))
+  expect_equal(a$term, "Abnormal - Normal")
+  expect_equal(c(a$n, a$n_clusters, a$n_level, a$n_baseline),
+               c(nrow(d), 12, sum(d$f == "Abnormal"), sum(d$f == "Normal")))
+  # default baseline: the first level (sorted), so the sign flips
+  expect_equal(amce(d, "y", "f", "story")$estimate, -a$estimate)
+})
+
+test_that("CR0, stata and cregg follow the formulas", {
+  d <- clustered()
+  h <- cr0_by_hand(d)
+  G <- 12
+  N <- nrow(d)
+  se0 <- sqrt(h$V[2, 2])
+  a0 <- amce(d, "y", "f", "story", "CR0", baseline = "Normal")
+  expect_equal(a0$std.error, se0)
+  expect_equal(a0$df, G - 1)
+  expect_equal(a0$p.value, 2 * pt(-abs(h$b[2] / se0), G - 1))
+  a1 <- amce(d, "y", "f", "story", "stata", baseline = "Normal")
+  expect_equal(a1$std.error, se0 * sqrt(G / (G - 1) * (N - 1) / (N - 2)))
+  expect_equal(a1$df, G - 1)
+  ac <- amce(d, "y", "f", "story", "cregg", baseline = "Normal")
+  sec <- se0 * sqrt(G / (G - 1))
+  expect_equal(ac$std.error, sec)
+  expect_equal(ac$df, Inf)
+  expect_equal(ac$statistic, h$b[2] / sec)
+  expect_equal(ac$p.value, 2 * pnorm(-abs(h$b[2] / sec)))
+  expect_equal(c(ac$conf.low, ac$conf.high), h$b[2] + c(-1, 1) * qnorm(0.975) * sec)
+})
+
+test_that("CR2 is Bell-McCaffrey with estimatr's Satterthwaite df", {
+  d <- clustered(7)
+  h <- cr0_by_hand(d)
+  X <- h$X
+  M <- h$M
+  n <- nrow(X)
+  IH <- diag(n) - X %*% M %*% t(X)
+  groups <- split(seq_len(n), d$story)
+  inv_sqrt <- function(A) {
+    ev <- eigen(A, symmetric = TRUE)
+    v <- ifelse(ev$values > 1e-12, 1 / sqrt(pmax(ev$values, 1e-12)), 0)
+    ev$vectors %*% diag(v, length(v)) %*% t(ev$vectors)
+  }
+  A <- lapply(groups, function(i) inv_sqrt(IH[i, i, drop = FALSE]))
+  meat <- Reduce(`+`, Map(function(i, Ag) {
+    s <- t(X[i, , drop = FALSE]) %*% Ag %*% h$e[i]
+    s %*% t(s)
+  }, groups, A))
+  V <- M %*% meat %*% M
+  # df: with u_g = (I - H) S_g' A_g X_g M e_j, df = (sum l)^2 / sum l^2 over eigenvalues l of U'U
+  U <- sapply(seq_along(groups), function(g) {
+    cvec <- numeric(n)
+    i <- groups[[g]]
+    cvec[i] <- A[[g]] %*% X[i, , drop = FALSE] %*% M[, 2]
+    IH %*% cvec
+  })
+  l <- eigen(crossprod(U), symmetric = TRUE, only.values = TRUE)$values
+  a <- amce(d, "y", "f", "story", "CR2", baseline = "Normal")
+  expect_equal(a$std.error, sqrt(V[2, 2]), tolerance = 1e-10)
+  expect_equal(a$df, sum(l)^2 / sum(l^2), tolerance = 1e-8)
+})
+
+test_that("levels, baselines and small data", {
+  d <- clustered()
+  d$f[d$story == 1] <- "Same time"
+  three <- amce(d, "y", "f", "story", "CR0", baseline = "Normal")
+  expect_equal(three$term, c("Abnormal - Normal", "Same time - Normal"))
+  two <- amce(d, "y", "f", "story", "CR0", levels = c("Abnormal", "Normal"), baseline = "Normal")
+  keep <- d$f != "Same time"
+  expect_equal(two$n, sum(keep))
+  expect_equal(two$estimate, mean(d$y[d$f == "Abnormal"]) - mean(d$y[d$f == "Normal"]))
+  small <- amce(d[d$story %in% c(2, 3), ], "y", "f", "story", "CR2", baseline = "Normal")
+  expect_false(is.na(small$estimate))  # two stories: the estimate, no inference
+  expect_true(is.na(small$std.error))
+  one <- amce(d[d$f == "Normal", ], "y", "f", "story", levels = c("Abnormal", "Normal"),
+              baseline = "Normal")
+  expect_true(is.na(one$estimate))
+  expect_error(amce(d, "y", "nope", "story"), "missing column")
+  expect_error(amce(d, "y", "f", "story", baseline = "Late"), "baseline")
+  expect_error(amce(d, "y", "f", "story", se_type = "HC1"))
+})

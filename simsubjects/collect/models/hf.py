@@ -10,6 +10,7 @@ from typing import Sequence
 
 from ...errors import UserError
 from .base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
+from .generation import PrefixStore, generate
 from .packing import Packed, lcp as _lcp, pack
 
 
@@ -59,6 +60,7 @@ class HFModel:
         chat_template: bool = False,
         batch_tokens: int = 4096,
         packing: bool = True,
+        reuse_cache: bool = True,
         threads: int | None = None,
         trust_remote_code: bool = False,
     ):
@@ -97,6 +99,10 @@ class HFModel:
         self.chat_template = chat_template
         self.batch_tokens = batch_tokens
         self.packing = packing
+        self.reuse_cache = reuse_cache
+        self.prefix_store = PrefixStore()
+        # Work counters for benchmarks: forward passes, real and padded tokens, LM-head positions.
+        self.stats = {"forwards": 0, "tokens": 0, "padded_tokens": 0, "head_positions": 0}
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.info = ModelInfo(
@@ -234,6 +240,9 @@ class HFModel:
                 mask = causal & same & (seg[:, None, :] != -2)
                 mask |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves: no NaN
                 hidden = body(input_ids=ids, attention_mask=mask[:, None], position_ids=pos).last_hidden_state
+                self.stats["forwards"] += 1
+                self.stats["tokens"] += sum(len(row.tokens) for row in batch)
+                self.stats["padded_tokens"] += ids.numel()
                 rr, cc, toks = [], [], []
                 for r, row in enumerate(batch):
                     for k, m in enumerate(row.members):
@@ -242,6 +251,7 @@ class HFModel:
                             cc.append(row.where(k, p))
                             toks.append(tok)
                 logits = head(hidden[torch.tensor(rr), torch.tensor(cc)]).float()
+                self.stats["head_positions"] += len(toks)
                 lp = torch.log_softmax(logits, dim=-1)[torch.arange(len(toks)), torch.tensor(toks)].tolist()
                 at = 0
                 for row in batch:
@@ -253,25 +263,15 @@ class HFModel:
 
     # --- sampling ---------------------------------------------------------------------------------
     def _generate(self, r: CompletionRequest) -> list[str]:
-        torch = self.torch
         prompt = self.format_prompt(r.prompt)
-        enc = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=not self.chat_template)
-        torch.manual_seed(_seed_of(r.key()))
-        sample = r.temperature > 0
-        with torch.inference_mode():
-            out = self.model.generate(
-                **enc,
-                do_sample=sample,
-                temperature=r.temperature if sample else None,
-                top_p=r.top_p if sample else None,
-                top_k=0 if sample else None,  # pure temperature sampling, as the papers ran the API
-                max_new_tokens=r.max_tokens,
-                num_return_sequences=r.n,
-                pad_token_id=self.tokenizer.pad_token_id,
-            )
-        n0 = enc.input_ids.shape[1]
-        texts = self.tokenizer.batch_decode(out[:, n0:], skip_special_tokens=True)
-        return [_cut_at_stop(t, r.stop) for t in texts]
+        ids = self.tokenizer(prompt, add_special_tokens=not self.chat_template).input_ids
+        store = self.prefix_store if self.reuse_cache else None
+        return [
+            _cut_at_stop(generate(self.model, self.tokenizer, ids, max_tokens=r.max_tokens,
+                                  temperature=r.temperature, top_p=r.top_p, stop=tuple(r.stop),
+                                  seed=_seed_of([r.key(), i]), store=store), r.stop)
+            for i in range(r.n)
+        ]
 
     def _sample_choice(self, r: ChoiceRequest, cap: int = 20) -> ChoiceResult:
         """Draw at temperature 1 until r.n valid answers (or cap*n draws), counting queries."""

@@ -1,0 +1,56 @@
+"""Run every benchmark in one go and write docs/benchmarks.md with their tables.
+
+    python bench/run_all.py [--quick]
+
+Not part of the test suite: timings belong in a table with ratios measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+BENCHES = [
+    ("k-choice scoring vs lm-evaluation-harness", "kchoice.py", ["--ultimatum", "1000", "--survey", "500"],
+     ["--ultimatum", "110", "--survey", "50"]),
+    ("Exact distribution vs sampling until 50 valid answers", "sampling.py", ["--forms", "4"], ["--forms", "2"]),
+    ("Milgram: seconds per subject with and without key/value reuse", "milgram_cache.py", [], ["--quick"]),
+    ("AMCE bootstrap (10,000 draws, all MoCa factors)", "bootstrap.py", ["--draws", "10000"], ["--draws", "2000"]),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller samples")
+    ap.add_argument("--server", default=None, help="OpenAI-compatible URL for the sampling benchmark")
+    ap.add_argument("--out", default=str(HERE.parent / "docs" / "benchmarks.md"))
+    args = ap.parse_args()
+    parts = [f"# Benchmarks\n\nMade by `python bench/run_all.py{' --quick' if args.quick else ''}` on "
+             f"{datetime.now(timezone.utc):%Y-%m-%d} ({platform.machine()}, {platform.python_version()}, "
+             "2 cores). Every ratio compares two measurements taken in the same run.\n"]
+    for title, script, full, quick in BENCHES:
+        if not (HERE / script).exists():
+            continue
+        extra = ["--server", args.server] if script == "sampling.py" and args.server else []
+        cmd = [sys.executable, str(HERE / script), *(quick if args.quick else full), *extra]
+        t = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        took = time.perf_counter() - t
+        body = "\n".join(line for line in proc.stdout.splitlines() if line.strip())
+        if proc.returncode:
+            body += f"\n\n(failed: exit {proc.returncode})\n```\n{proc.stderr[-2000:]}\n```"
+        parts.append(f"## {title}\n\n`{' '.join(['python', 'bench/' + script, *cmd[2:]])}` ({took:.0f} s)\n\n{body}\n")
+        print(parts[-1], flush=True)
+    Path(args.out).write_text("\n".join(parts))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

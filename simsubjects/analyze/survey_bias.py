@@ -51,6 +51,7 @@ import pandas as pd
 from scipy import stats
 
 from ..errors import UserError
+from .stats import one_sample_t, welch_t
 
 BIAS_ORDER = ("acquiescence", "allow_forbid", "response_order", "opinion_float", "odd_even")
 PERTURBATION_ORDER = ("key_typo", "middle_random", "letter_swap")
@@ -194,42 +195,6 @@ def _order(df: pd.DataFrame) -> pd.DataFrame:
     b = df["bias"].map({x: i for i, x in enumerate(BIAS_ORDER)})
     p = df["perturbation"].map({"": 0, **{x: i + 1 for i, x in enumerate(PERTURBATION_ORDER)}}).fillna(9)
     return df.assign(_b=b, _p=p).sort_values(["model", "_b", "_p"], kind="stable").drop(columns=["_b", "_p"]).reset_index(drop=True)
-
-
-def one_sample_t(x, mu: float = 0.0, conf: float = 0.95) -> dict:
-    """Student's one-sample t-test of mean(x) = mu (the paper's test; scipy.stats.ttest_1samp)."""
-    x = np.asarray(x, float)
-    n = len(x)
-    est = x.mean() if n else math.nan
-    if n < 2:
-        return dict(test="One-sample t-test", estimate=est, se=math.nan, statistic=math.nan, df=math.nan, p=math.nan,
-                    ci_low=math.nan, ci_high=math.nan, n=n)
-    se = x.std(ddof=1) / math.sqrt(n)
-    t = (est - mu) / se if se > 0 else math.nan
-    q = stats.t.ppf(0.5 + conf / 2, n - 1)
-    return dict(test="One-sample t-test", estimate=est, se=se, statistic=t, df=float(n - 1),
-                p=2 * stats.t.sf(abs(t), n - 1) if se > 0 else math.nan,
-                ci_low=est - q * se, ci_high=est + q * se, n=n)
-
-
-def welch_t(x, y, conf: float = 0.95) -> dict:
-    """Welch's two-sample t-test of mean(x) - mean(y) (R's t.test(x, y))."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    nx, ny = len(x), len(y)
-    est = (x.mean() - y.mean()) if nx and ny else math.nan
-    if nx < 2 or ny < 2:
-        return dict(test="Welch two-sample t-test", estimate=est, se=math.nan, statistic=math.nan, df=math.nan,
-                    p=math.nan, ci_low=math.nan, ci_high=math.nan, n=min(nx, ny))
-    vx, vy = x.var(ddof=1) / nx, y.var(ddof=1) / ny
-    se = math.sqrt(vx + vy)
-    if se == 0:
-        return dict(test="Welch two-sample t-test", estimate=est, se=0.0, statistic=math.nan, df=math.nan,
-                    p=math.nan, ci_low=est, ci_high=est, n=min(nx, ny))
-    df = (vx + vy) ** 2 / (vx**2 / (nx - 1) + vy**2 / (ny - 1))
-    t = est / se
-    q = stats.t.ppf(0.5 + conf / 2, df)
-    return dict(test="Welch two-sample t-test", estimate=est, se=se, statistic=t, df=df, p=2 * stats.t.sf(abs(t), df),
-                ci_low=est - q * se, ci_high=est + q * se, n=min(nx, ny))
 
 
 def delta_tests(deltas: pd.DataFrame) -> pd.DataFrame:

@@ -39,17 +39,34 @@ def parse_spec(spec: str) -> tuple[str, str, list[str]]:
         return "embedded", spec, []
     backend, sep, rest = spec.partition(":")
     if sep and backend == "hf" and rest:
-        return "hf", rest, []
+        return "hf", _check_local(rest, spec), []
     if sep and backend == "openai" and rest:
         name, _, urls = rest.partition("@")
         if not name:
             raise UserError(f"model spec {spec!r} names no model; write openai:MODEL or openai:MODEL@URL")
-        return "openai", name, [u for u in urls.split(",") if u]
+        urls = [u for u in urls.split(",") if u]
+        bad = [u for u in urls if not u.startswith(("http://", "https://"))]
+        if bad:
+            raise UserError(f"model spec {spec!r}: {bad[0]!r} is not an http(s) URL such as http://127.0.0.1:8000/v1")
+        return "openai", name, urls
+    if sep and backend in ("hf", "openai"):
+        raise UserError(f"model spec {spec!r} names no model; write {backend}:/path/to/model" if backend == "hf"
+                        else f"model spec {spec!r} names no model; write openai:MODEL or openai:MODEL@URL")
     if Path(spec).exists():
-        return "hf", spec, []
+        return "hf", _check_local(spec, spec), []
     raise UserError(
         f"unknown model {spec!r}; use smollm2, hf:/path/to/model, openai:MODEL or openai:MODEL@http://host:port/v1"
     )
+
+
+def _check_local(path: str, spec: str) -> str:
+    """A local model is a folder or a .gguf file; checked before torch and transformers load."""
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"model spec {spec!r}: model path {p} does not exist; give a transformers model folder or a .gguf file")
+    if p.is_file() and p.suffix != ".gguf":
+        raise UserError(f"model spec {spec!r}: model file {p} is not a .gguf file; give a model folder or a GGUF file")
+    return path
 
 
 def load_model(spec: str, *, base_url: str | None = None, chat_template: bool = False,
@@ -67,4 +84,4 @@ def load_model(spec: str, *, base_url: str | None = None, chat_template: bool = 
     from .openai_api import OpenAIModel
 
     urls = urls or ([u for u in base_url.split(",") if u] if base_url else [])
-    return OpenAIModel(name, base_url=urls or None, **options)
+    return OpenAIModel(name, base_url=urls or None, spec=spec, **options)

@@ -246,11 +246,21 @@ class OpenAIModel:
             "logprobs": self.logprobs, "api": self.api,
         }
 
-    def choose(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceResult]:
+    def choose(self, requests: Sequence[ChoiceRequest], method: str = "exact") -> list[ChoiceResult]:
+        """method "exact": log-probabilities where the endpoint has them (else sampling);
+        "sampled": always the sampling protocol (draw until `n` valid answers)."""
         requests = list(requests)
         if not requests:
             return []
-        return self._run(self._gather(self._choose_one, requests))
+        one = self._choose_one if method == "exact" else self._choose_sampled_only
+        return self._run(self._gather(one, requests))
+
+    async def _choose_sampled_only(self, req: ChoiceRequest) -> ChoiceResult:
+        counter = [0]
+        try:
+            return await self._choose_sampled(req, counter)
+        except _Failure as exc:
+            return _failed_choice(len(req.completions), "sampled", str(exc), counter[0])
 
     def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]:
         requests = list(requests)

@@ -1,0 +1,426 @@
+"""The `openai` backend against a real OpenAI-compatible server: llama-cpp-python on 127.0.0.1.
+
+Every request loop here is bounded (few requests, small retry budgets, short timeouts).
+Run: python -m pytest tests/test_openai_backend.py -q -m server
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from simsubjects.collect.models.base import ChoiceRequest, CompletionRequest
+from simsubjects.collect.models.openai_api import (
+    OpenAIModel,
+    _match,
+    _prompt_logprob_tokens,
+    _retry_after,
+    _suffix_logprob,
+    _total_logprob,
+)
+from simsubjects.errors import UserError
+from tests.fault_proxy import FaultProxy
+from tests.llama_server import free_port, gguf_path, llama_server, llama_server_bos  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.server
+
+MODEL = "smollm2"
+# Single-token completions (all in the next-token top 20 of this model), so the default server,
+# whose only exact path is the next-token top list, scores them exactly.
+ITEMS = [
+    ("Question: Is the sky blue? Answer:", (" Yes", " No")),
+    ("The capital of France is", (" Paris", " London", " the")),
+    ("Question: Is fire cold? Answer:", (" Yes", " No")),
+    ("Q: Would you accept $3 out of $10? A:", (" Yes", " No")),
+]
+
+# Thirty more whose answers are in the top 20 (some only after EOS redraws): the fault-injection set.
+FAULT_ITEMS = [ChoiceRequest(f"Question {i}: Would you accept ${i % 10} out of $10? Answer:", (" Yes", " No"))
+               for i in range(30)]
+
+
+@pytest.fixture(autouse=True)
+def _no_real_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # never send a real key to loopback servers
+
+
+def _model(url, **kw) -> OpenAIModel:
+    kw.setdefault("timeout", 30)  # bounded: a stuck server fails a test in minutes, not hours
+    kw.setdefault("max_retries", 3)
+    kw.setdefault("backoff", 0.05)
+    return OpenAIModel(MODEL, url, **kw)
+
+
+def _assert_exact(r, k):
+    assert r.failed is None, r.failed
+    assert r.method == "exact"
+    assert len(r.probs) == k and math.isclose(sum(r.probs), 1.0, abs_tol=1e-9)
+    assert 0.0 < r.validity <= 1.0
+    assert r.n_queries >= 1
+
+
+# -- an independent computation: transformers on the same GGUF ----------------------------------------
+
+@pytest.fixture(scope="module")
+def hf_reference():
+    """log p(c | s) = log p(s·c) - log p(s) from transformers on the dequantized GGUF weights."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    path = gguf_path()
+    tok = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        path.parent, gguf_file=path.name, torch_dtype=torch.float32).eval()
+
+    cache: dict = {}
+
+    def total(text: str, bos: bool) -> float:
+        if (text, bos) not in cache:
+            ids = ([tok.bos_token_id] if bos else []) + tok(text, add_special_tokens=False).input_ids
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)  # tiny inputs: extra threads only fight the servers for the cores
+            try:
+                with torch.no_grad():
+                    logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), -1)
+            finally:
+                torch.set_num_threads(threads)
+            cache[text, bos] = float(sum(logp[i - 1, ids[i]] for i in range(1, len(ids))))
+        return cache[text, bos]
+
+    def logprob(prompt: str, completion: str, bos: bool = False) -> float:
+        return total(prompt + completion, bos) - total(prompt, bos)
+
+    return logprob
+
+
+# Why these tolerances: transformers runs the dequantized Q4_1 weights in fp32, while llama.cpp
+# multiplies the same 4-bit weights with activations quantized to 8 bits (Q8_1), so log-probabilities
+# differ by up to ~0.2 nats per token (measured: 0.02-0.18 on these items). We require per-token
+# agreement within 0.35 nats, normalized probabilities within 0.1, and the same ranking wherever the
+# reference's margin exceeds 0.5 nats (beyond what the quantization noise can flip).
+PER_TOKEN_NATS = 0.35
+
+
+def _compare_with_reference(result, ref_logprobs, n_tokens):
+    for got, want, n in zip(result.logprobs, ref_logprobs, n_tokens):
+        assert abs(got - want) <= PER_TOKEN_NATS * n, (result.logprobs, ref_logprobs)
+    m = max(ref_logprobs)
+    w = [math.exp(x - m) for x in ref_logprobs]
+    ref_probs = [x / sum(w) for x in w]
+    for p, q in zip(result.probs, ref_probs):
+        assert abs(p - q) < 0.1, (result.probs, ref_probs)
+    for i in range(len(ref_logprobs)):
+        for j in range(len(ref_logprobs)):
+            if ref_logprobs[i] > ref_logprobs[j] + 0.5:
+                assert result.logprobs[i] > result.logprobs[j], (result.logprobs, ref_logprobs)
+
+
+# -- the exact paths -----------------------------------------------------------------------------------
+
+def test_default_server_uses_top_logprobs_because_echo_is_misaligned(llama_server):
+    """llama-cpp-python shifts echoed log-probabilities by one token when there is no BOS token;
+    the backend detects that and scores from next-token top log-probabilities instead."""
+    prompt = "The capital of France is"
+    nxt = httpx.post(f"{llama_server}/completions", timeout=60, json={
+        "model": MODEL, "prompt": prompt, "max_tokens": 1, "temperature": 0, "logprobs": 1}).json()
+    tok, lp_next = nxt["choices"][0]["logprobs"]["tokens"][0], nxt["choices"][0]["logprobs"]["token_logprobs"][0]
+    echo = httpx.post(f"{llama_server}/completions", timeout=60, json={
+        "model": MODEL, "prompt": prompt + tok, "max_tokens": 1, "temperature": 0, "logprobs": 1, "echo": True,
+    }).json()["choices"][0]["logprobs"]
+    lp_echo = echo["token_logprobs"][echo["text_offset"].index(len(prompt))]
+    assert abs(lp_echo - lp_next) > 1.0  # the server bug this backend guards against
+
+    with _model(llama_server) as m:
+        results = m.choose([ChoiceRequest(p, c) for p, c in ITEMS])
+        info = m.info
+    assert info.details["choice_method"] == "top" and info.details["api"] == "completions"
+    assert info.backend == "openai" and info.revision == MODEL
+    for r, (_, comps) in zip(results, ITEMS):
+        _assert_exact(r, len(comps))
+        assert r.n_queries == 1
+    # The top list is the same distribution the server samples from: its own next-token logprob.
+    assert results[1].logprobs[0] == pytest.approx(lp_next, abs=1e-4)
+
+
+def test_top_path_agrees_with_transformers(llama_server, hf_reference):
+    with _model(llama_server) as m:
+        results = m.choose([ChoiceRequest(p, c) for p, c in ITEMS])
+    for r, (prompt, comps) in zip(results, ITEMS):
+        _assert_exact(r, len(comps))
+        _compare_with_reference(r, [hf_reference(prompt, c) for c in comps], [1] * len(comps))
+
+
+def test_echo_path_multi_token_and_straddling_boundary(llama_server_bos, hf_reference):
+    clean = ChoiceRequest("Question: Is the sky blue? Answer:", (" Yes", " No"))
+    straddle = ChoiceRequest("Question: Is the sky blue? Answer: ", ("Yes", "No"))  # " Yes" spans the boundary
+    multi = ChoiceRequest("The capital of France is", (" Paris", " London", " Berlin is nice"))
+    with _model(llama_server_bos) as m:
+        r_clean, r_straddle, r_multi = m.choose([clean, straddle, multi])
+        assert m.info.details["choice_method"] == "echo"
+    for r, req in ((r_clean, clean), (r_straddle, straddle), (r_multi, multi)):
+        _assert_exact(r, len(req.completions))
+    assert r_clean.n_queries == 2 and r_multi.n_queries == 3
+    assert r_straddle.n_queries == 3  # two completions + the prompt scored alone
+    # Same strings, so p(s·c)/p(s) gives the same normalized probabilities as the clean split.
+    assert r_straddle.probs == pytest.approx(r_clean.probs, abs=1e-6)
+
+    # Echo agrees with the server's own next-token log-probabilities (a different code path).
+    nxt = httpx.post(f"{llama_server_bos}/completions", timeout=60, json={
+        "model": MODEL, "prompt": clean.prompt, "max_tokens": 1, "temperature": 0, "logprobs": 20}).json()
+    top = nxt["choices"][0]["logprobs"]["top_logprobs"][0]
+    assert r_clean.logprobs == pytest.approx([top[" Yes"], top[" No"]], abs=1e-3)
+
+    # And transformers (BOS prepended, like this server) within the quantization tolerance.
+    _compare_with_reference(r_clean, [hf_reference(clean.prompt, c, bos=True) for c in clean.completions], [1, 1])
+    _compare_with_reference(r_multi, [hf_reference(multi.prompt, c, bos=True) for c in multi.completions], [1, 1, 3])
+
+
+def test_chat_endpoint_top_logprobs(llama_server):
+    with _model(llama_server, api="chat") as m:
+        (r,) = m.choose([ChoiceRequest("Is the sky blue? Answer Yes or No.", ("Yes", "No"))])
+        assert m.info.details["api"] == "chat"
+    _assert_exact(r, 2)  # chat's top 20 here holds "No" (-1.2) and "Yes" (-2.9)
+    assert r.probs[1] > r.probs[0]
+
+
+# -- sampling and free text --------------------------------------------------------------------------
+
+def test_sampling_path_counts_draws(llama_server):
+    with _model(llama_server, logprobs="off") as m:
+        r, impossible = m.choose([
+            ChoiceRequest("The capital of France is", (" Paris", " London"), n=8),
+            ChoiceRequest("The capital of France is", ("zqxv", "qqzvx"), n=2),
+        ])
+        details = m.info.details
+    assert details["choice_method"] == "sample"
+    assert details["n_supported"] is False  # llama-cpp-python ignores `n`: one draw per request
+    assert r.method == "sampled" and r.failed is None
+    assert r.n_samples == sum(r.counts) == 8
+    assert r.n_queries >= 8 and r.validity == pytest.approx(8 / r.n_queries)
+    assert math.isclose(sum(r.probs), 1.0)
+    assert r.counts[0] > r.counts[1]  # Paris is the likelier answer by far
+    # A choice nobody gives stops at the cap of 20*n draws and says so.
+    assert impossible.failed and "of 2 valid answers" in impossible.failed
+    assert impossible.n_queries == 40 and impossible.n_samples == 0
+
+
+def test_n_per_request_where_the_server_supports_it(llama_server):
+    """Through a proxy that honours `n` (as OpenAI and vLLM do) the backend draws several samples per
+    request, and since the proxy seeds them seed, seed+1, ... the draws equal the one-per-request ones."""
+    choice = ChoiceRequest("The capital of France is", (" Paris", " London"), n=6)
+    text = CompletionRequest("Once upon a time", n=3, temperature=0.9, max_tokens=8, seed=11)
+    with _model(llama_server, logprobs="off") as m:
+        (direct,) = m.choose([choice])
+        (direct_text,) = m.complete([text])
+    with FaultProxy(llama_server.removesuffix("/v1"), emulate_n=True) as proxy:
+        with _model(proxy.base_url, logprobs="off") as m:
+            (batched,) = m.choose([choice])
+            (batched_text,) = m.complete([text])
+            assert m.info.details["n_supported"] is True
+            sampling_requests = m.stats["requests"]
+    assert proxy.counts["fanned_out"] >= 2
+    assert batched.counts == direct.counts and batched.n_queries == direct.n_queries
+    assert batched_text.texts == direct_text.texts and batched_text.n_queries == 1
+    assert sampling_requests < direct.n_queries  # draws went in batches, not one per request
+
+
+def test_complete_returns_text_and_respects_seed(llama_server):
+    req = CompletionRequest("Once upon a time", n=3, temperature=0.8, max_tokens=12, stop=("\n",), seed=7)
+    with _model(llama_server) as m:
+        (a,) = m.complete([req])
+        (b,) = m.complete([req])
+    assert a.failed is None and len(a.texts) == 3 and a.n_queries == 3
+    assert all(isinstance(t, str) and t and "\n" not in t for t in a.texts)
+    assert a.texts == b.texts  # llama.cpp honours the per-request seed
+
+
+# -- concurrency, several URLs, rate limit --------------------------------------------------------------
+
+def test_several_base_urls_spread_the_load(llama_server):
+    # The same server under two URLs (two clean proxies), as if it were two replicas.
+    with FaultProxy(llama_server.removesuffix("/v1")) as p1, FaultProxy(llama_server.removesuffix("/v1")) as p2:
+        with _model([p1.base_url, p2.base_url], concurrency=2) as m:
+            results = m.choose(FAULT_ITEMS[:16])
+            assert m.fingerprint()["n_base_urls"] == 2
+    assert all(r.failed is None and r.method == "exact" for r in results)
+    a, b = p1.counts["forwarded"], p2.counts["forwarded"]
+    assert a + b >= 16 and min(a, b) >= 0.25 * (a + b), (a, b)
+
+
+def test_rate_limit_per_endpoint(llama_server):
+    with _model(llama_server, requests_per_second=4.0) as m:
+        m.choose([ChoiceRequest(*ITEMS[0])])  # probing happens here
+        t = time.monotonic()
+        results = m.choose([ChoiceRequest(f"Q{i}: Is the sky blue? Answer:", (" Yes", " No")) for i in range(6)])
+        elapsed = time.monotonic() - t
+    assert all(r.failed is None for r in results)
+    assert elapsed >= 5 / 4.0 - 0.1  # six requests at 4/s: at least 1.25 s
+
+
+# -- reliability ------------------------------------------------------------------------------------------
+
+
+def test_faults_are_retried_to_the_same_probabilities(llama_server):
+    with _model(llama_server) as m:
+        clean = m.choose(FAULT_ITEMS)
+    assert all(r.failed is None and r.method == "exact" for r in clean)
+
+    with FaultProxy(llama_server.removesuffix("/v1"), rate_429=0.05, rate_500=0.05, rate_delay=0.05,
+                    rate_cut=0.05, delay=5.0, retry_after="1", seed=1234) as proxy:
+        with _model(proxy.base_url, timeout=4.0, max_retries=8, concurrency=2) as m:
+            t = time.monotonic()
+            faulty = m.choose(FAULT_ITEMS)
+            elapsed = time.monotonic() - t
+            stats = dict(m.stats)
+    assert proxy.injected > 0, proxy.counts
+    assert stats.get("retries", 0) >= 1
+    assert elapsed < 120
+    for c, f in zip(clean, faulty):
+        assert f.failed is None, f.failed
+        # llama.cpp may reuse a cached prompt prefix, which changes float rounding slightly.
+        assert f.probs == pytest.approx(c.probs, abs=1e-4)
+        assert f.validity == pytest.approx(c.validity, rel=1e-3)
+
+
+def test_request_that_always_fails_is_marked_and_others_succeed(llama_server):
+    marker = "NEVER-ANSWERED"
+    reqs = [ChoiceRequest(p, c) for p, c in ITEMS[:3]] + [ChoiceRequest(f"{marker} Is it? Answer:", (" Yes", " No"))]
+    with FaultProxy(llama_server.removesuffix("/v1"), always_fail=marker) as proxy:
+        with _model(proxy.base_url, max_retries=2) as m:
+            results = m.choose(reqs)
+            (text,) = m.complete([CompletionRequest(f"{marker} once", max_tokens=4)])
+    for r in results[:3]:
+        assert r.failed is None and r.method == "exact"
+    bad = results[3]
+    assert bad.failed and "3 attempts" in bad.failed and "500" in bad.failed
+    assert all(math.isnan(p) for p in bad.probs)
+    assert text.failed and text.texts == []
+    assert proxy.counts["always_fail"] == 2 * 3
+
+
+def test_unreachable_server_is_a_user_error():
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    with OpenAIModel(MODEL, url, timeout=2, max_retries=1, backoff=0.01) as m:
+        with pytest.raises(UserError, match="check that the server is running"):
+            m.choose([ChoiceRequest(*ITEMS[0])])
+
+
+def test_openai_without_key_is_a_user_error():
+    with pytest.raises(UserError, match="OPENAI_API_KEY"):
+        OpenAIModel("gpt-4o-mini")
+
+
+# -- secrets -------------------------------------------------------------------------------------------
+
+class _EchoAuth401(BaseHTTPRequestHandler):
+    """A server that rejects the key and, carelessly, quotes it back in the error body."""
+
+    seen_key = False
+
+    def do_GET(self):
+        self._deny()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._deny()
+
+    def _deny(self):
+        auth = self.headers.get("Authorization", "")
+        type(self).seen_key = type(self).seen_key or len(auth) > 10
+        body = json.dumps({"error": {"message": f"Incorrect API key provided: {auth}"}}).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_api_key_never_written_or_logged(llama_server, tmp_path, monkeypatch, capfd, caplog):
+    secret = "sk-simsubjects-MARKER-7f3a9c2e51d04b8c"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    log_file = tmp_path / "debug.log"
+    handler = logging.FileHandler(log_file)
+    handler.setLevel(logging.DEBUG)
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    caplog.set_level(logging.DEBUG)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoAuth401)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with FaultProxy(llama_server.removesuffix("/v1"), always_fail="NEVER-ANSWERED") as proxy:
+            with OpenAIModel(MODEL, proxy.base_url, max_retries=1, backoff=0.01) as m:
+                choices = m.choose([ChoiceRequest(*ITEMS[0]), ChoiceRequest("NEVER-ANSWERED?", (" Yes", " No"))])
+                texts = m.complete([CompletionRequest("Hello", max_tokens=4)])
+                record = {"info": m.info.__dict__, "fingerprint": m.fingerprint(), "repr": repr(m),
+                          "vars": {k: repr(v) for k, v in vars(m).items()},
+                          "choices": [r.__dict__ for r in choices], "texts": [t.__dict__ for t in texts]}
+        with OpenAIModel(MODEL, f"http://127.0.0.1:{server.server_address[1]}/v1", max_retries=0) as bad:
+            with pytest.raises(UserError) as err:
+                bad.choose([ChoiceRequest(*ITEMS[0])])
+            record["error"] = str(err.value)
+            record["bad_info"] = bad.info.__dict__
+        print(json.dumps(record, default=str))
+        (tmp_path / "record.json").write_text(json.dumps(record, default=str))
+    finally:
+        server.shutdown()
+        server.server_close()
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        handler.close()
+
+    assert _EchoAuth401.seen_key  # the key was really sent, and quoted back by the server
+    assert "API key" in record["error"] and "OPENAI_API_KEY" in record["error"]
+    assert choices[0].failed is None and choices[1].failed
+    out, err_out = capfd.readouterr()
+    for where, text in [("stdout", out), ("stderr", err_out), ("caplog", caplog.text)]:
+        assert secret not in text, where
+    assert log_file.stat().st_size > 0
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+
+
+# -- parsing helpers (no server needed, but kept beside the backend's other tests) -------------------
+
+def test_prompt_logprobs_parsing_vllm_style():
+    class Choice:  # vLLM: position 0 has no log-probability; BOS first on models that add one
+        prompt_logprobs = [None,
+                           {"791": {"logprob": -2.0, "rank": 1, "decoded_token": "Answer"}},
+                           {"25": {"logprob": -1.0, "rank": 1, "decoded_token": ":"}},
+                           {"7566": {"logprob": -0.5, "rank": 2, "decoded_token": " Yes"}}]
+    toks = _prompt_logprob_tokens(Choice(), "Answer: Yes")
+    assert toks == [(0, "Answer", -2.0), (6, ":", -1.0), (7, " Yes", -0.5)]
+    assert _suffix_logprob(toks, len("Answer:")) == -0.5
+    assert _suffix_logprob(toks, len("Answer: ")) is None  # straddles: needs the prompt alone
+
+    class NoBos:
+        prompt_logprobs = [None, {"25": {"logprob": -1.0, "decoded_token": ":"}}]
+    assert _prompt_logprob_tokens(NoBos(), "Answer:") == [(0, "Answer", None), (6, ":", -1.0)]
+
+    full = [(0, "A", None), (1, "nswer", -1.0), (6, ":", -2.0), (7, " Yes", -0.5)]
+    prompt = [(0, "A", None), (1, "nswer", -1.0), (6, ":", -2.0), (7, " ", -6.0)]
+    assert _total_logprob(full, prompt) == pytest.approx(5.5)  # p(s·c)/p(s) can exceed 1
+
+
+def test_retry_after_and_answer_matching():
+    class R:
+        def __init__(self, h):
+            self.headers = h
+    assert _retry_after(R({"retry-after": "2"})) == 2.0
+    assert _retry_after(R({"retry-after-ms": "250"})) == 0.25
+    assert _retry_after(R({})) is None
+    assert _match("  Yes, I would", ["Yes", "No"]) == 0
+    assert _match("\nNo.", ["Yes", "No"]) == 1
+    assert _match("Maybe", ["Yes", "No"]) is None
+    assert _match("10 dollars", ["1", "10"]) == 1  # the longest completion that matches

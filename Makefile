@@ -16,9 +16,8 @@ setup-test: setup  ## everything the tests need: R from Debian, rpy2, llama.cpp'
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(R_PACKAGES); fi
 	$(PIP) 'rpy2==3.5.17' 'llama-cpp-python[server]'
 
-demo: setup  ## the main job on the embedded default model
-	simsubjects collect ultimatum --model smollm2 --pairs 40 --out $(DEMO_OUT)/ultimatum
-	simsubjects analyze $(DEMO_OUT)/ultimatum
+demo: setup  ## the main job: every study of the three papers on the embedded model, small scale, HTML report
+	simsubjects replicate all --model smollm2 --scale 0.002 --out $(DEMO_OUT)
 
 test: setup-test  ## all tests, Python and R
 	SIMSUBJECTS_REQUIRE_SERVER=1 $(PY) -m pytest -q

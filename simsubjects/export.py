@@ -7,7 +7,10 @@ variable labels come from the schema docs; a codebook (Markdown and CSV) is writ
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,12 +26,27 @@ MAX_LABEL = 120  # if every value fits in an SPSS value label (120 bytes); longe
 
 
 def flatten(df: pd.DataFrame) -> pd.DataFrame:
-    """Make every cell a scalar: tuples/lists/dicts become JSON text."""
+    """Make every cell a scalar: tuples/lists/dicts become JSON text; True/False/None become 1/0/NaN."""
     out = df.copy()
     for c in out.columns:
+        if out[c].dtype == object:
+            present = out[c].dropna()
+            if len(present) and present.map(lambda v: isinstance(v, (bool, np.bool_))).all():
+                out[c] = out[c].map(lambda v: float(v) if v is not None and v == v else np.nan)
+                continue
         if out[c].dtype == object and out[c].map(lambda v: isinstance(v, (list, tuple, dict, np.ndarray))).any():
-            out[c] = out[c].map(lambda v: json.dumps(list(v) if isinstance(v, (tuple, np.ndarray)) else v))
+            out[c] = out[c].map(lambda v: json.dumps(list(v) if isinstance(v, (tuple, np.ndarray)) else v,
+                                                     default=_json_scalar))
     return out
+
+
+def _json_scalar(v):
+    """numpy scalars (np.bool_, np.int64, ...) inside list cells, e.g. after a parquet round trip."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return str(v)
 
 
 def categorical_columns(df: pd.DataFrame) -> list[str]:
@@ -121,25 +139,46 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
 
 
 def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None = None) -> list[Path]:
+    formats = list(dict.fromkeys(formats))
     bad = [f for f in formats if f not in FORMATS]
     if bad:
         raise UserError(f"--to {','.join(bad)}: unknown format; choose from {', '.join(FORMATS)}")
+    if not formats:
+        raise UserError(f"--to: give at least one format of {', '.join(FORMATS)}")
     _, responses, items = load_run(run_dir)
     outdir = Path(out) if out else Path(run_dir) / "export"
+    for parent in (outdir, *outdir.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"--out {outdir}: {parent} is a file, not a folder")
+            break
+    created = not outdir.exists()
     outdir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, df in (("responses", responses), ("items", items)):
-        names = {}
-        for fmt in formats:
-            path = outdir / f"{name}.{fmt}"
-            names.update(_write(df, path, fmt))
-            written.append(path)
-        book = codebook(flatten(df), names)
-        book.to_csv(outdir / f"codebook_{name}.csv", index=False)
-        md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
-        md += [f"| {r.column} | {r.exported_as} | {r.type} | {r.label} | {r.distinct} | {r.missing} | {r.values} |"
-               for r in book.itertuples()]
-        atomic_write_bytes(outdir / f"codebook_{name}.md", ("\n".join(md) + "\n").encode())
-        written += [outdir / f"codebook_{name}.csv", outdir / f"codebook_{name}.md"]
+    # Everything is written into a staging folder first and moved in only when all succeeded,
+    # so a failed export leaves no partial file (and an earlier export stays as it was).
+    stage = Path(tempfile.mkdtemp(dir=outdir, prefix=".export-"))
+    names_out: list[str] = []
+    try:
+        for name, df in (("responses", responses), ("items", items)):
+            names = {}
+            for fmt in formats:
+                names.update(_write(df, stage / f"{name}.{fmt}", fmt))
+                names_out.append(f"{name}.{fmt}")
+            book = codebook(flatten(df), names)
+            atomic_write_bytes(stage / f"codebook_{name}.csv", book.to_csv(index=False).encode("utf-8"))
+            md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+            md += [f"| {r.column} | {r.exported_as} | {r.type} | {r.label} | {r.distinct} | {r.missing} | {r.values} |"
+                   for r in book.itertuples()]
+            atomic_write_bytes(stage / f"codebook_{name}.md", ("\n".join(md) + "\n").encode())
+            names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
+        for n in names_out:
+            os.replace(stage / n, outdir / n)
+    except BaseException:
+        if created:
+            shutil.rmtree(outdir, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    written = [outdir / n for n in names_out]
     return written

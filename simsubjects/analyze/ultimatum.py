@@ -88,7 +88,7 @@ def plot_ultimatum(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, out
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for m, g in by_offer.groupby("model"):
         ax.errorbar(g["offer"], g["mean"], yerr=1.96 * g["se"].fillna(0), marker="o", capsize=3, label=m)
-    ax.set(xlabel="Offer ($ of $10)", ylabel="Mean P(accept)", ylim=(-0.02, 1.02), xticks=range(11),
+    ax.set(xlabel=r"Offer (\$ of \$10)", ylabel="Mean P(accept)", ylim=(-0.02, 1.02), xticks=range(11),
            title="Acceptance by offer (cf. Figure 4a)")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -102,7 +102,7 @@ def plot_ultimatum(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, out
         fig, ax = plt.subplots(figsize=(5.5, 4.6))
         im = ax.imshow(mat.to_numpy(), vmin=-1, vmax=1, cmap="RdBu_r")
         ax.set(xticks=range(len(mat)), yticks=range(len(mat)), xticklabels=mat.columns, yticklabels=mat.index,
-               xlabel="Offer ($)", ylabel="Offer ($)", title=f"Name-pair correlation across offers\n{m} (cf. Figure 4b)")
+               xlabel=r"Offer (\$)", ylabel="Offer ($)", title=f"Name-pair correlation across offers\n{m} (cf. Figure 4b)")
         for i in range(len(mat)):
             for j in range(len(mat)):
                 v = mat.iat[i, j]
@@ -120,13 +120,13 @@ def plot_ultimatum(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, out
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
         for k, gk in g.groupby("pairing"):
             a1.errorbar(gk["offer"], gk["mean"], yerr=1.96 * gk["se"].fillna(0), marker="o", capsize=2, label=k)
-        a1.set(xlabel="Offer ($)", ylabel="Mean P(accept)", ylim=(-0.02, 1.02), xticks=range(11),
+        a1.set(xlabel=r"Offer (\$)", ylabel="Mean P(accept)", ylim=(-0.02, 1.02), xticks=range(11),
                title="By gender pairing (proposer-responder)")
         a1.legend(fontsize=8)
         pm = p[(p["model"] == m) & (p["offer"] == 2)]
         for k in ("Mr-Ms", "Ms-Mr"):
             a2.hist(pm.loc[pm["pairing"] == k, "p_accept"], bins=20, range=(0, 1), alpha=0.6, label=k)
-        a2.set(xlabel="P(accept) of a $2 offer", ylabel="Name pairs", title="Mr-Ms vs Ms-Mr at $2 (cf. Figure 5b)")
+        a2.set(xlabel=r"P(accept) of a \$2 offer", ylabel="Name pairs", title=r"Mr-Ms vs Ms-Mr at \$2 (cf. Figure 5b)")
         a2.legend(fontsize=8)
         fig.suptitle(m, fontsize=9)
         fig.tight_layout()

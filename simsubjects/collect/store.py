@@ -31,6 +31,14 @@ def stable_hash(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
 
+def _publish(tmp: str, path: Path) -> None:
+    """Rename a finished temporary file into place, readable like any file the user writes."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; a replication package is shared
+    os.replace(tmp, path)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -39,7 +47,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        _publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -51,7 +59,9 @@ def atomic_write_parquet(df: pd.DataFrame, path: Path) -> None:
     os.close(fd)
     try:
         df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        with open(tmp, "rb+") as f:  # on disk before the rename, like atomic_write_bytes
+            os.fsync(f.fileno())
+        _publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -102,23 +112,53 @@ class RunStore:
         self.root = Path(root)
 
     @classmethod
+    def check_out(cls, root: str | os.PathLike, identity: dict, overwrite: bool = False) -> None:
+        """Refuse a bad --out before the slow part (loading a model): a file, a path under a file,
+        or a folder holding a run whose identity differs in any key given in `identity` (a partial
+        identity, e.g. study and parameters without the model fingerprint)."""
+        store = cls(Path(root))
+        _check_folder_path(store.root, f"--out {root}")
+        old = store.read_manifest(missing_ok=True)
+        if old is None or overwrite:
+            return
+        theirs = old.get("identity")
+        theirs = theirs if isinstance(theirs, dict) else {}
+        mine = json.loads(json.dumps(identity, default=str))
+        if any(theirs.get(k) != v for k, v in mine.items()):
+            raise UserError(_other_run_message(root, old))
+
+    @classmethod
     def open(cls, root: str | os.PathLike, identity: dict, overwrite: bool = False) -> "RunStore":
         store = cls(Path(root))
-        if store.root.exists() and not store.root.is_dir():
-            raise UserError(f"--out {root}: exists and is not a folder")
+        _check_folder_path(store.root, f"--out {root}")
         old = store.read_manifest(missing_ok=True)
         if old is not None and old.get("identity") != identity and not overwrite:
-            raise UserError(
-                f"--out {root}: holds a run with other parameters ({old.get('study')}, {old.get('model', {}).get('spec')}); "
-                "choose another folder or pass --overwrite"
-            )
+            raise UserError(_other_run_message(root, old))
         if overwrite and old is not None and old.get("identity") != identity:
             for name in (MANIFEST, RESPONSES, ITEMS, RECORDS, CACHE, CACHE + "-wal", CACHE + "-shm"):
                 (store.root / name).unlink(missing_ok=True)
-        store.root.mkdir(parents=True, exist_ok=True)
+        try:
+            store.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"--out {root}: cannot create the folder ({e.strerror or e})") from None
+        # Temporary files of writes a killed run left behind (the renamed-in files are whole).
+        for name in (MANIFEST, RESPONSES, ITEMS, RECORDS):
+            for tmp in store.root.glob(f".{name}.*.tmp"):
+                tmp.unlink(missing_ok=True)
+        store.previous_manifest = old
         # Mark the folder as a run in progress: analyze refuses it until the final manifest lands.
         atomic_write_json({**(old or {}), "status": "running", "identity": identity}, store.root / MANIFEST)
         return store
+
+    def restore_manifest(self, nothing_cached: bool = False) -> None:
+        """After a failed start: put back a complete manifest that `open` marked as running (its
+        tables were not rewritten), or remove what `open` added to a folder that held no run."""
+        old = getattr(self, "previous_manifest", None)
+        if old is not None and old.get("status") == "complete":
+            atomic_write_json(old, self.root / MANIFEST)
+        elif old is None and nothing_cached:
+            for name in (MANIFEST, CACHE, CACHE + "-wal", CACHE + "-shm"):
+                (self.root / name).unlink(missing_ok=True)
 
     def cache(self) -> RequestCache:
         return RequestCache(self.root / CACHE)
@@ -130,9 +170,14 @@ class RunStore:
                 return None
             raise UserError(f"{self.root}: no {MANIFEST}; is this a run folder written by `simsubjects collect`?")
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            manifest = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise UserError(f"{path}: not valid JSON ({e.msg if hasattr(e, 'msg') else e}); re-run the collection") from None
+        except OSError as e:
+            raise UserError(f"{path}: cannot be read ({e.strerror or e})") from None
+        if not isinstance(manifest, dict):
+            raise UserError(f"{path}: not a run manifest (a JSON object is expected); re-run the collection")
+        return manifest
 
     def finish(self, responses: pd.DataFrame, items: pd.DataFrame, manifest: dict,
                records: list[dict] | None = None) -> None:
@@ -152,6 +197,8 @@ def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]
     manifest = store.read_manifest()
     if manifest.get("status") != "complete":
         raise UserError(f"{root}: the collection did not finish; run the same `simsubjects collect` command again to resume it")
+    if not isinstance(manifest.get("study"), str):
+        raise UserError(f"{store.root / MANIFEST}: names no study; re-run the collection")
     tables = []
     for name in (RESPONSES, ITEMS):
         path = store.root / name
@@ -161,4 +208,30 @@ def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]
             raise UserError(f"{path}: missing; re-run the collection into {root}") from None
         except Exception as e:  # pyarrow raises several types for truncated or foreign files
             raise UserError(f"{path}: cannot be read as parquet ({type(e).__name__}); re-run the collection") from None
+    from ..schema import CORE_COLUMNS
+
+    missing = [c for c in CORE_COLUMNS if c not in tables[0].columns]
+    if missing:
+        raise UserError(f"{store.root / RESPONSES}: missing column(s) {', '.join(missing)}; "
+                        "not a responses table of docs/schema.md")
+    if tables[0].empty:
+        raise UserError(f"{store.root / RESPONSES}: no rows; re-run the collection")
     return manifest, tables[0], tables[1]
+
+
+def _check_folder_path(path: Path, what: str) -> None:
+    """A folder that exists or can be created: neither it nor any parent is a file."""
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{what}: exists and is not a folder")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"{what}: {parent} is a file, not a folder")
+            break
+
+
+def _other_run_message(root, old: dict) -> str:
+    model = old.get("model")
+    spec = model.get("spec") if isinstance(model, dict) else None
+    return (f"--out {root}: holds a run with other parameters ({old.get('study')}, {spec}); "
+            "choose another folder or pass --overwrite")

@@ -1,0 +1,97 @@
+"""`simsubjects report`: the HTML report of run folders built by hand (no model needed)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from simsubjects import report as rp
+from simsubjects.cli import main
+from simsubjects.collect.store import RunStore
+from simsubjects.errors import UserError
+from tests.test_ultimatum import fixture_responses
+
+
+def ultimatum_run(path, model="m"):
+    store = RunStore.open(path, {"x": model})
+    df = fixture_responses().assign(model=model)
+    items = pd.DataFrame({"item": ["offer-01", "offer-02", "offer-05"], "offer": [1, 2, 5]})
+    store.finish(df, items, {
+        "study": "ultimatum", "created": "2024-01-01T00:00:00+00:00",
+        "versions": {"simsubjects": "0.1.0", "python": "3.11"},
+        "model": {"spec": model, "revision": "sha256:abc"}, "parameters": {"pairs": 12, "seed": 0, "method": "exact"},
+        "counts": {"trials": 36, "answered": 36, "mean_validity": 0.75}, "failures": [],
+        "timings": {"collection_seconds": 1.5}})
+    return path
+
+
+def test_fmt_reads_like_a_table():
+    assert rp.fmt(97.6) == "97.6" and rp.fmt(0.12345) == "0.123" and rp.fmt(3.0) == "3"
+    assert rp.fmt(2.5e-7) == "2.50e-07" and rp.fmt(float("nan")) == "–" and rp.fmt(None) == "–"
+    assert rp.fmt(299792458.0) == "299792458" and rp.fmt(1234.56) == "1,234.6" and rp.fmt(True) == "yes"
+
+
+def test_table_escapes_and_cuts_long_tables():
+    html = rp.table(pd.DataFrame({"who": ["<b>x</b>"] * 50, "p": [0.5] * 50}), max_rows=10, csv="a/b.csv")
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x" not in html
+    assert html.count("<tr>") == 11 and "first 10 of 50 rows" in html and 'href="a/b.csv"' in html
+    assert '<td class="n">0.5</td>' in html  # numbers right-aligned
+
+
+def test_published_table4_as_printed():
+    t = rp.table4_published()
+    assert len(t) == 45 and t["model"].nunique() == 9 and set(t["bias"]) == set(rp.BIAS_NAMES.values())
+    row = t[(t["model"] == "Llama2 70b") & (t["bias"] == "odd_even")].iloc[0]
+    assert row["delta_b"] == 12.191 and row["p_letter_swap"] == 0.618 and row["pearson_r"] == 0.12
+
+
+def test_single_run_report(tmp_path, capsys):
+    run = ultimatum_run(tmp_path / "ug")
+    assert main(["report", str(run)]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out == str(run / "report.html")
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and page.count('<section id="ultimatum">') == 1
+    assert "data:image/png;base64," in page and "<table>" in page
+    assert "97.6" in page and "99.5" in page  # Aher et al. Table 1 beside the run's validity
+    assert "simsubjects collect ultimatum --model m --pairs 12 --out" in page
+    assert "sha256:abc" in page
+    # self-contained: nothing fetched from elsewhere
+    assert not re.search(r'<(script|link)\b', page) and not re.search(r'src="(?!data:)', page)
+    assert (run / "analysis" / "acceptance_by_offer.csv").is_file()
+
+
+def test_folder_of_runs_and_a_broken_run(tmp_path):
+    ultimatum_run(tmp_path / "a", "model-a")
+    ultimatum_run(tmp_path / "b", "model-b")
+    broken = tmp_path / "c"
+    RunStore.open(broken, {"x": 1}).finish(pd.DataFrame({"study": ["ultimatum"], "trial": ["t"]}).iloc[:0],
+                                           pd.DataFrame({"item": []}), {"study": "ultimatum", "counts": {}})
+    path = rp.render_report(tmp_path)
+    page = path.read_text(encoding="utf-8")
+    assert page.count("<section id=") == 3
+    assert "model-a" in page and "model-b" in page
+    assert 'class="error"' in page  # the broken run says why, the others still render
+
+
+def test_replication_manifest_drives_the_sections(tmp_path):
+    from simsubjects.replicate import KIND
+
+    ultimatum_run(tmp_path / "ultimatum")
+    (tmp_path / "manifest.json").write_text(json.dumps({
+        "kind": KIND, "papers": ["aher2023"], "scale": 0.01, "seed": 0, "command": "simsubjects replicate aher2023 ...",
+        "model": {"spec": "m", "revision": "sha256:abc"}, "created": "2024-01-01", "versions": {},
+        "studies": [{"paper": "aher2023", "study": "ultimatum", "folder": "ultimatum", "status": "complete"},
+                    {"paper": "aher2023", "study": "wisdom", "folder": "wisdom", "status": "skipped",
+                     "error": "study not registered"}]}))
+    page = rp.render_report(tmp_path).read_text(encoding="utf-8")
+    assert "Aher, Arriaga &amp; Kalai (2023)" in page and "simsubjects replicate aher2023" in page
+    assert page.count("<section id=") == 2 and "study not registered" in page
+
+
+def test_missing_folder_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="no such folder"):
+        rp.render_report(tmp_path / "nope")

@@ -104,13 +104,19 @@ def datasets_import(kind, prompts_dir, out):
     """Read released question files (BiasMonkey PROMPTS_DIR) into the survey-bias item table."""
     from .collect.studies.survey_bias import read_biasmonkey_questions
 
+    if out and not Path(out).parent.is_dir():
+        raise UserError(f"--out {out}: the folder {Path(out).parent} does not exist")
     items = read_biasmonkey_questions(prompts_dir)
     summary = items.groupby(["bias", "perturbation", "form"]).size().rename("items").reset_index()
     echo_table(f"{len(items)} items from {prompts_dir}", summary)
     if out:
+        from .collect.store import atomic_write_bytes, atomic_write_parquet
         from .export import flatten
 
-        (flatten(items).to_csv(out, index=False) if str(out).endswith(".csv") else items.to_parquet(out, index=False))
+        if str(out).endswith(".csv"):
+            atomic_write_bytes(Path(out), flatten(items).to_csv(index=False).encode("utf-8"))
+        else:
+            atomic_write_parquet(items, Path(out))
         click.echo(f"wrote {out}; collect with: simsubjects collect survey-bias --questions {prompts_dir}")
 
 
@@ -120,15 +126,17 @@ def datasets_import(kind, prompts_dir, out):
 @click.option("--model", required=True, help="Name of the model these responses come from.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Run folder to write.")
 @click.option("--prompts", default=None, type=click.Path(), help="Released prompts/ folder, for question texts.")
-def import_responses(kind, results_dir, model, out, prompts):
+@click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run.")
+def import_responses(kind, results_dir, model, out, prompts, overwrite):
     """Turn released per-sample response files into a run folder, so `analyze` runs unchanged."""
     from .collect.human.biasmonkey import read_biasmonkey_responses
     from .collect.store import RunStore, stable_hash
     from .schema import check_responses
 
-    responses, items = read_biasmonkey_responses(results_dir, model, prompts)
     identity = {"study": "survey_bias", "imported": kind, "model": model, "files": stable_hash(str(results_dir))}
-    store = RunStore.open(out, identity, overwrite=True)
+    RunStore.check_out(out, identity, overwrite=overwrite)
+    responses, items = read_biasmonkey_responses(results_dir, model, prompts)
+    store = RunStore.open(out, identity, overwrite=overwrite)
     store.finish(check_responses(responses), items, {
         "study": "survey_bias", "identity": identity, "model": {"spec": model, "backend": "imported"},
         "source": {"kind": kind, "results_dir": str(results_dir), "prompts_dir": prompts},
@@ -162,6 +170,9 @@ def _collect_command(study):
     def run(**kw):
         from .collect.pipeline import run_study
 
+        bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
+        if bad:
+            raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
         params = {o.flags[0].lstrip("-").replace("-", "_"): kw.pop(o.flags[0].lstrip("-").replace("-", "_"))
                   for o in study.options}
         params["seed"] = kw["seed"]
@@ -247,6 +258,68 @@ def export(run_dir, to, out):
     click.echo("\n".join(str(p) for p in paths))
 
 
+# --- replicate / report --------------------------------------------------------------------------
+@cli.command()
+@click.argument("papers", nargs=-1, required=True)
+@click.option("--model", "-m", default="smollm2", show_default=True,
+              help="Model spec: smollm2 (embedded), hf:/path, openai:MODEL or openai:MODEL@URL.")
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
+              help="Folder of the replication package (re-running the same command resumes it).")
+@click.option("--scale", default=1.0, show_default=True, type=float,
+              help="Sample sizes x SCALE, 0 < SCALE <= 1; 1 = the paper's full design (README of the folder says what).")
+@click.option("--only", default=None, help="Comma-separated studies of the paper(s) to run (default: every one).")
+@click.option("--method", type=click.Choice(["auto", "exact", "sampled"]), default="auto", show_default=True,
+              help="auto: each study's default (exact log-probabilities); sampled: for servers without them.")
+@click.option("--n", default=None, type=click.IntRange(1),
+              help="Valid answers per trial with --method sampled (default: the paper's, scaled).")
+@click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated.")
+@click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template.")
+@click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default).")
+@click.option("--overwrite", is_flag=True, help="Replace run folders that hold different runs.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of every study's design.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
+              help="Trials per batch; each finished batch is saved before the next starts.")
+def replicate(papers, **kw):
+    """Replicate a paper (aher2023, tjuatja2024, nie2023 or all) into one folder, ending with its report.
+
+    \b
+    Every study of the paper is collected at --scale with one model load, analyzed and exported
+    (parquet, csv, rds, dta + codebooks); the folder gets report.html, README.md, analysis.R
+    (the R twins: Rscript analysis.R) and manifest.json. Example:
+      simsubjects replicate aher2023 --model smollm2 --scale 0.002 --out runs/aher2023
+    """
+    from .replicate import replicate as run_replicate
+
+    options = {"chat_template": kw["chat_template"], "trust_remote_code": kw["trust_remote_code"]}
+    if kw["base_url"]:
+        options["base_url"] = kw["base_url"]
+    only = [s for s in (kw["only"] or "").split(",") if s.strip()]
+    man = run_replicate(list(papers), kw["model"], kw["out"], scale=kw["scale"], seed=kw["seed"], method=kw["method"],
+                        n=kw["n"], only=only, overwrite=kw["overwrite"], model_options=options,
+                        show_progress=not kw["quiet"], batch_size=kw["batch_size"],
+                        cli_options={"papers": list(papers), **kw}, log=lambda m: click.echo(m, err=True))
+    rows = [{"study": e["study"], "status": e.get("status"), "trials": e.get("counts", {}).get("trials"),
+             "validity": e.get("counts", {}).get("mean_validity"),
+             "seconds": sum(e.get("timings", {}).values()) if e.get("timings") else None}
+            for e in man["studies"]]
+    echo_table(f"{', '.join(man['papers'])} at scale {man['scale']:g} on {man['model']['spec']}", pd.DataFrame(rows))
+    out = Path(kw["out"])
+    click.echo(f"\nR side: cd {out} && Rscript analysis.R\nreport: {out / 'report.html'}")
+    if any(e.get("status") == "failed" for e in man["studies"]):
+        raise click.exceptions.Exit(1)
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path())
+@click.option("--out", default=None, type=click.Path(dir_okay=False), help="HTML file (default: RUN_DIR/report.html).")
+def report(run_dir, out):
+    """Render a run folder or a replication folder as one self-contained HTML report; prints its path."""
+    from .report import render_report
+
+    click.echo(str(render_report(run_dir, out=out)))
+
+
 def main(argv=None) -> int:
     try:
         cli.main(args=argv, prog_name="simsubjects", standalone_mode=False)
@@ -263,6 +336,9 @@ def main(argv=None) -> int:
         return 130
     except click.exceptions.Exit as e:
         return e.exit_code
+    except OSError as e:  # the file system refused (disk full, permissions, ...): one line, not a traceback
+        click.echo(f"error: {e}", err=True)
+        return 1
     return 0
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..collect.store import load_run
+from ..collect.store import atomic_write_bytes, load_run
 from ..collect.studies.registry import get_study, resolve
 from ..errors import UserError
 
@@ -26,6 +26,12 @@ class Analysis:
 def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: bool = True) -> Analysis:
     """Analyze one run folder, or several of the same study side by side (one model each)."""
     runs = [load_run(d) for d in dirs]
+    outdir = Path(out) if out else Path(dirs[0]) / "analysis"
+    for parent in (outdir, *outdir.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"--out {outdir}: {parent} is a file, not a folder")
+            break
     studies = {m["study"] for m, _, _ in runs}
     if len(studies) > 1:
         raise UserError(f"cannot analyze runs of different studies together: {sorted(studies)}")
@@ -36,10 +42,9 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     responses = pd.concat([r for _, r, _ in runs], ignore_index=True)
     items = runs[0][2]
     tables = resolve(spec.analyze)(responses, items)
-    outdir = Path(out) if out else Path(dirs[0]) / "analysis"
     outdir.mkdir(parents=True, exist_ok=True)
-    for name, df in tables.items():
-        df.to_csv(outdir / f"{name}.csv", index=False)
+    for name, df in tables.items():  # each table whole or not at all (a killed analyze leaves no half CSV)
+        atomic_write_bytes(outdir / f"{name}.csv", df.to_csv(index=False).encode("utf-8"))
     figures = resolve(spec.plot)(tables, responses, outdir) if plots and spec.plot else []
     shown = resolve(spec.summary)(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, outdir, figures)

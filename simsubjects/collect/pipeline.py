@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import platform
+import shutil
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pandas as pd
 
@@ -50,25 +52,43 @@ def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact
     parse_spec(model_spec)  # a bad spec fails before anything is written
     if method not in study.methods:
         raise UserError(f"--method {method}: {study.name} supports {', '.join(study.methods)}")
+    if method != "exact" and n < 1:
+        raise UserError(f"--n {n}: must be at least 1")
     trials, items = study.build(**params)
     params = {**params, "method": method, "n": n if method != "exact" else None}
+    # --out is checked before the model loads: a file, or a folder holding another run, fails at once.
+    RunStore.check_out(out, {"study": study.name, "parameters": params}, overwrite=overwrite)
+    created = not Path(out).exists()
     model = model or load_model(model_spec, **(model_options or {}))
     identity = {"study": study.name, "model": model.fingerprint(), "parameters": params}
     store = RunStore.open(out, identity, overwrite=overwrite)
-    cache = store.cache()
-    records = None
+    nothing_cached = True
     try:
-        if study.collect is None:
-            responses, stats = collect_choices(model, trials, cache, study=study.name, method=method, n=n,
-                                               show_progress=show_progress, chunk=batch_size)
+        cache = store.cache()
+        records = None
+        try:
+            if study.collect is None:
+                responses, stats = collect_choices(model, trials, cache, study=study.name, method=method, n=n,
+                                                   show_progress=show_progress, chunk=batch_size)
+            else:
+                responses, stats, records = study.collect(model, cache, trials, {**params, "batch_size": batch_size},
+                                                          show_progress)
+        finally:
+            try:
+                nothing_cached = len(cache) == 0
+            except Exception:  # noqa: BLE001 - only decides what to clean up
+                nothing_cached = False
+            cache.close()
+        if study.finalize is not None:
+            responses = study.finalize(responses, params)
+        responses = check_responses(responses, f"{study.name} responses")
+    except UserError:
+        # A bad input found only now (e.g. an unreachable server): leave no half-made run behind.
+        if created and nothing_cached:
+            shutil.rmtree(out, ignore_errors=True)
         else:
-            responses, stats, records = study.collect(model, cache, trials, {**params, "batch_size": batch_size},
-                                                      show_progress)
-    finally:
-        cache.close()
-    if study.finalize is not None:
-        responses = study.finalize(responses, params)
-    responses = check_responses(responses, f"{study.name} responses")
+            store.restore_manifest(nothing_cached)
+        raise
     manifest = base_manifest(study.name, model, params, study.datasets, study.templates(), started)
     manifest["identity"] = identity
     manifest["counts"] = {k: v for k, v in stats.items() if k not in ("failures", "seconds")}

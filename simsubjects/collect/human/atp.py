@@ -111,6 +111,24 @@ def _literal_list(text, where: str) -> list:
     return list(v)
 
 
+def _read_csv(path: Path, **kw) -> pd.DataFrame:
+    """pandas.read_csv with any parser failure (empty file, bad bytes, bad quoting) as a UserError."""
+    try:
+        return pd.read_csv(path, **kw)
+    except Exception as e:  # noqa: BLE001 - any parser failure is a bad file for the user
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UserError(f"{path}: cannot read as UTF-8 CSV ({msg})") from None
+
+
+def _check_weights(values: pd.Series, column: str, where) -> None:
+    w = pd.to_numeric(values, errors="coerce")
+    bad = (w.isna() | (w < 0)).to_numpy()
+    if bad.any():
+        i = int(bad.nonzero()[0][0])
+        raise UserError(f"{where}: survey weight {column} of respondent row {i + 1} is {str(values.iloc[i])!r}, "
+                        "not a non-negative number")
+
+
 def _wave_of(name: str) -> int | None:
     m = re.search(r"W(\d+)", name, re.IGNORECASE)
     return int(m.group(1)) if m else None
@@ -142,7 +160,7 @@ def read_opinionqa_wave(wave_dir, keys: Sequence[str] | None = None, by=None, ov
     for p in (info_p, resp_p):
         if not p.is_file():
             raise UserError(f"{p}: missing; an OpinionQA wave folder holds info.csv, metadata.csv and responses.csv")
-    info = pd.read_csv(info_p, dtype=str, keep_default_na=False)
+    info = _read_csv(info_p, dtype=str, keep_default_na=False)
     for col in ("key", "references", "option_ordinal"):
         if col not in info.columns:
             raise UserError(f"{info_p}: missing column {col!r}")
@@ -156,14 +174,17 @@ def read_opinionqa_wave(wave_dir, keys: Sequence[str] | None = None, by=None, ov
     for i, rec in enumerate(info.to_dict("records")):
         where = f"{info_p}:{i + 2} ({rec['key']})"
         refs = [str(r) for r in _literal_list(rec["references"], where + " references")]
-        ordinal = [float(x) for x in _literal_list(rec["option_ordinal"], where + " option_ordinal")]
+        try:
+            ordinal = [float(x) for x in _literal_list(rec["option_ordinal"], where + " option_ordinal")]
+        except (TypeError, ValueError):
+            raise UserError(f"{where} option_ordinal: {str(rec['option_ordinal'])[:60]!r} is not a list of numbers") from None
         if len(ordinal) > len(refs):
             raise UserError(f"{where}: {len(ordinal)} ordinal values for {len(refs)} references")
         options[rec["key"]] = ([(r, ordinal[j], False) for j, r in enumerate(refs[: len(ordinal)])]
                                + [(r, math.nan, True) for r in refs[len(ordinal):]])
         questions[rec["key"]] = rec.get("question", "")
     wave = _wave_of(root.name)
-    header = pd.read_csv(resp_p, nrows=0).columns
+    header = _read_csv(resp_p, nrows=0).columns
     wcol = _weight_column(list(header), wave, str(resp_p), weight)
     if wave is None:
         wave = _wave_of(wcol)
@@ -174,10 +195,11 @@ def read_opinionqa_wave(wave_dir, keys: Sequence[str] | None = None, by=None, ov
     missing = [c for c in _as_list(by) if c not in header]
     if missing:
         raise UserError(f"{resp_p}: no demographic column(s) {', '.join(missing)}")
-    data = pd.read_csv(resp_p, usecols=cols, dtype={c: str for c in cols if c != wcol}, keep_default_na=True)
+    data = _read_csv(resp_p, usecols=cols, dtype={c: str for c in cols if c != wcol}, keep_default_na=True)
+    _check_weights(data[wcol], wcol, resp_p)
     groups = None
     if meta_p.is_file() and by is not None:
-        meta = pd.read_csv(meta_p, dtype=str, keep_default_na=False)
+        meta = _read_csv(meta_p, dtype=str, keep_default_na=False)
         if {"key", "options"} <= set(meta.columns):
             groups = {r["key"]: [str(x) for x in _literal_list(r["options"], f"{meta_p} ({r['key']})")]
                       for r in meta.to_dict("records") if r["key"] in _as_list(by)}
@@ -219,7 +241,12 @@ def read_atp_sav(path, keys: Sequence[str] | None = None, by=None, overall: bool
     missing = [c for c in by_cols if c not in names]
     if missing:
         raise UserError(f"{p}: no demographic variable(s) {', '.join(missing)}")
-    df, _ = pyreadstat.read_sav(str(p), usecols=list(dict.fromkeys([*keys, *by_cols, wcol])), apply_value_formats=False)
+    try:
+        df, _ = pyreadstat.read_sav(str(p), usecols=list(dict.fromkeys([*keys, *by_cols, wcol])),
+                                    apply_value_formats=False)
+    except Exception as e:  # noqa: BLE001 - a truncated file fails only when the rows are read
+        raise UserError(f"{p}: cannot read as an SPSS .sav file ({e})") from None
+    _check_weights(df[wcol], wcol, p)
     refusal_codes = {float(c) for c in refusal_codes}
     options, questions, data = {}, {}, pd.DataFrame(index=df.index)
     for k in keys:

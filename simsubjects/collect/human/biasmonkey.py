@@ -160,6 +160,13 @@ def _read_one(path: Path, bias: str, pert: str, model: str) -> tuple[pd.DataFram
         k = n0.index[(n0["min"] != n0["max"])][0]
         raise UserError(f"{path}: key {k!r} has different num_options values; expected one per question")
     n0 = n0["min"].to_dict()
+    # a letter beyond both the original's and the form's option count answers no option shown
+    limit = [max(n0[k], _form_options(bias, pert, f, n0[k])) for k, f in zip(d["key"], d["form"])]
+    bad = [LETTERS.index(r) >= n for r, n in zip(d["response"], limit)]
+    if any(bad):
+        i = bad.index(True)
+        raise UserError(f"{path}:{i + 2}: response {df['response'].iloc[i]!r} is not one of the {limit[i]} options "
+                        f"(A-{LETTERS[limit[i] - 1]}) of key {d['key'].iloc[i]!r}")
     rows, items = [], []
     for (key, form), grp in d.groupby(["key", "form"], sort=False):
         item = _derived_item(bias, pert, key, form, int(n0[key]), path.name)

@@ -157,6 +157,8 @@ def study_items(task: str = "causal", personas: str = "none", stories: int = 0, 
                 method: str = "exact", **_):
     from ..human.moca import load_moca
 
+    if stories < 0:
+        raise UserError(f"--stories {stories}: must be 0 (all) or a positive number")
     _, items = load_moca(task)
     if stories:
         items = items.groupby("task", sort=False).head(stories).reset_index(drop=True)

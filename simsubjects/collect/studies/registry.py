@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from string import Template
 from typing import Callable
 
 from ...errors import UserError
@@ -42,6 +43,17 @@ class StudyDef:
     summary: str = ""  # optional "module:function" -> terminal-sized tables
     methods: tuple[str, ...] = ("exact",)
     aliases: tuple[str, ...] = ()
+
+
+def fill_template(template: str, where: str, /, **values) -> str:
+    """`string.Template` substitution; a placeholder without a value is a UserError that names it."""
+    try:
+        return Template(template).substitute(**values)
+    except KeyError as e:
+        raise UserError(f"{where}: template variable ${e.args[0]} has no value "
+                        f"(available: {', '.join('$' + k for k in sorted(values))})") from None
+    except ValueError as e:  # a lone "$" or "${" that starts no valid placeholder
+        raise UserError(f"{where}: {e}") from None
 
 
 def resolve(ref: str) -> Callable:

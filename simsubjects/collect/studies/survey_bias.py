@@ -568,8 +568,11 @@ def read_biasmonkey_questions(prompts_dir, align_odd_even: bool = True) -> pd.Da
     orig_middle: dict[str, bool | None] = {}
     for p in files:
         if _parse_name(p) == ("odd_even", ""):
-            d = pd.read_csv(p, dtype=str, keep_default_na=False)
-            if "orig middle option" in d.columns:
+            try:
+                d = pd.read_csv(p, dtype=str, keep_default_na=False)
+            except Exception as e:  # noqa: BLE001 - any parser failure is a bad file for the user
+                raise UserError(f"{p}: cannot read as CSV ({e})") from None
+            if "orig middle option" in d.columns and "key" in d.columns:
                 orig_middle = {k: _bool_cell(v, p.name) for k, v in zip(d["key"], d["orig middle option"])}
     frames = [read_question_file(p, align_odd_even, orig_middle) for p in files]
     items = pd.concat(frames, ignore_index=True)
@@ -753,7 +756,7 @@ SURVEY_BIAS = StudyDef(
                                      "help": f"Comma-separated perturbations ({', '.join(PERTURBATIONS)}), all or none."}),
         Option(("--questions",), {"default": None, "type": click.Path(exists=True, file_okay=False),
                                   "help": "Folder of question files in the released BiasMonkey format (default: bundled set)."}),
-        Option(("--as-sample",), {"default": 0, "type": int, "show_default": True,
+        Option(("--as-sample",), {"default": 0, "type": click.IntRange(0), "show_default": True,
                                   "help": "With --method exact: replace each distribution by a seeded sample of this size (e.g. 50)."}),
     ],
     datasets=["survey_bias_questions"],

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from string import Template
-
 import pandas as pd
 
 from ...datasets.registry import load_json
 from ...errors import UserError
 from .names import REFLEXIVE, ultimatum_pairs
-from .registry import Option, StudyDef
+from .registry import Option, StudyDef, fill_template
 
 MAX_PAIRS = 10_000
 
@@ -27,12 +25,12 @@ def build_trials(pairs: int = 200, offers=None, seed: int = 0) -> tuple[pd.DataF
     bad = [o for o in offers if o not in spec["offers"]]
     if bad:
         raise UserError(f"--offers: {bad} not in 0..{spec['endowment']}")
-    template = Template(spec["template"])
     design = ultimatum_pairs(seed).head(pairs)
     rows = []
     for rec in design.to_dict("records"):
         for offer in offers:
-            prompt = template.substitute(
+            prompt = fill_template(
+                spec["template"], "prompt template of ultimatum (datasets/aher2023/prompts.json)",
                 proposer=rec["proposer"], responder=rec["responder"],
                 proposer_self=REFLEXIVE[rec["proposer_title"]], offer=offer, keep=spec["endowment"] - offer,
             )

@@ -55,7 +55,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...errors import UserError
-from ..studies.survey_bias import (BIASES, LETTERS, PERTURBATIONS, RELEASED_COLUMNS, STUDY, items_frame, item_id,
+from ..studies.survey_bias import (LETTERS, RELEASED_COLUMNS, STUDY, _parse_name, items_frame, item_id,
                                    read_biasmonkey_questions)
 
 __all__ = ["read_biasmonkey_questions", "read_biasmonkey_responses", "response_file_type"]
@@ -66,18 +66,8 @@ RESPONSE_COLUMNS = ["key", "response", "group", "num_options"]
 def response_file_type(path: Path) -> tuple[str, str] | None:
     """File name -> (bias, perturbation) of a released response file, or None if it is not one."""
     name = Path(path).name
-    if not name.endswith(".csv"):
-        return None
-    stem = name[: -len(".csv")]
-    if stem.startswith("responses-"):
-        stem = stem[len("responses-"):]
-    for suffix in (".sample", "-sample"):
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
-    bias, _, pert = stem.partition("-")
-    if bias not in BIASES or (pert and pert not in PERTURBATIONS):
-        return None
-    return bias, pert
+    # Response files are named like question files, with an optional "responses-" in front.
+    return _parse_name(Path(name[len("responses-"):] if name.startswith("responses-") else name))
 
 
 def _is_question_file(path: Path) -> bool:

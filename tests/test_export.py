@@ -62,3 +62,29 @@ def test_unknown_format_writes_nothing(run_dir):
     with pytest.raises(UserError, match="xlsx"):
         export_run(run_dir, ["csv", "xlsx"])
     assert not (run_dir / "export").exists()
+
+
+@pytest.mark.r
+def test_r_reads_the_exports(run_dir):
+    """readRDS and haven::read_dta in R give the same values as the parquet table."""
+    import shutil
+    import subprocess
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript is not installed")
+    export_run(run_dir, ["csv", "rds", "dta"])
+    out = run_dir / "export"
+    script = f"""
+    x <- readRDS("{out / 'responses.rds'}")
+    y <- haven::read_dta("{out / 'responses.dta'}")
+    z <- read.csv("{out / 'responses.csv'}", stringsAsFactors = FALSE)
+    stopifnot(nrow(x) == nrow(z), nrow(y) == nrow(z), is.factor(x$response))
+    stopifnot(isTRUE(all.equal(x$weight, z$weight, tolerance = 1e-12)))
+    stopifnot(identical(as.character(x$response), z$response), identical(as.character(x$pairing), z$pairing))
+    stopifnot(isTRUE(all.equal(as.numeric(y$weight), z$weight, tolerance = 1e-12)))
+    stopifnot(identical(as.character(haven::as_factor(y$response)), z$response))
+    stopifnot(grepl("^Validity rate", attr(y$validity, "label")))
+    cat("ok\\n")
+    """
+    r = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]

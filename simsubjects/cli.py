@@ -177,7 +177,12 @@ def _collect_command(study):
         params["seed"] = kw["seed"]
         if kw["validate"]:
             trials, _ = study.build(**params)
-            return validate_only(trials, kw["model"], kw)
+            if study.validate is None:
+                return validate_only(trials, kw["model"], kw)
+            from .collect.models import load_model
+
+            model = load_model(kw["model"], **_model_kwargs(kw))
+            return echo_table("validity rates (outcomes hidden)", study.validate(model, trials, params))
         _, manifest = run_study(
             study, kw["model"], kw["out"], params={**params, "chat_template": kw["chat_template"]},
             method=kw["method"], n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),

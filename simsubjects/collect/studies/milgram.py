@@ -479,6 +479,7 @@ def _def(study: str, help_: str, aliases: tuple[str, ...] = ()) -> StudyDef:
         templates=lambda: [scenario(study)["introduction"],
                            *(j["template"] for j in scenario(study)["judgments"].values())],
         collect=make_collect(study),
+        validate=validate,
         finalize=with_humans,
         analyze="simsubjects.analyze.milgram:analyze_milgram",
         plot="simsubjects.analyze.milgram:plot_milgram",

@@ -36,6 +36,9 @@ class StudyDef:
     # None: a k-choice study collected by collect.runner.collect_choices. Otherwise a function
     # (model, cache, trials, params, show_progress) -> (responses, stats, records or None).
     collect: Callable | None = None
+    # Optional (model, trials, params, n) -> validity table for `--validate` (free-text studies);
+    # k-choice studies are validated generically from their prompts and options.
+    validate: Callable | None = None
     # Optional (responses, params) -> responses after collection: add human reference rows, etc.
     finalize: Callable | None = None
     analyze: str = ""  # "module:function" -> (responses, items) -> dict[str, DataFrame]

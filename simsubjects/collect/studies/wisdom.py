@@ -167,6 +167,7 @@ STUDY = StudyDef(
     datasets=["wisdom", "names", "prompts_aher2023"],
     templates=lambda: [prompt_spec()["template"]],
     collect=collect,
+    validate=validate,
     analyze="simsubjects.analyze.wisdom:analyze_wisdom",
     plot="simsubjects.analyze.wisdom:plot_wisdom",
     summary="simsubjects.analyze.wisdom:summary",

@@ -33,6 +33,26 @@ DESIGN_COLUMNS: dict[str, str] = {
     "pair": "Name-pair identifier",
     "n_samples": "Number of valid samples behind a sampled distribution",
     "n_queries": "Number of model queries made for the observation",
+    # Garden path
+    "sentence": "Sentence judged", "version": "gp (garden path) or control (comma)",
+    "set": "published (Christianson et al. 2001) or novel (Aher et al. 2023)", "type": "OT or RAT verb",
+    # Wisdom of Crowds
+    "estimate": "Parsed integer estimate (missing when invalid)", "truth": "True answer",
+    "completion": "Raw model completion",
+    # Milgram
+    "breakoff_level": "Last level at which the subject obeyed (0 none, 30 completed)",
+    "cause": "terminated, prods exhausted, completed or max stages",
+    "completed": "1 if the subject completed all levels", "censored": "1 if cut by --max-stages",
+    "n_steps": "Steps simulated", "n_disobediences": "Disobedient steps",
+    "judgment_validity": "Mean validity of the experimenter judgments", "rule": "Judgment-probability rule",
+    "judgment": "termination or obedience", "level": "Shock level (1-30)", "step": "Step of the record",
+    "attempt": "Attempt within the stage", "kind": "Kind of step", "decision": "Decision taken",
+    "p_rule": "Probability used by the rule", "p_scored": "Unnormalized probability of the scored completion",
+    "outcome": "Outcome of the judgment",
+    # Survey bias and MoCa
+    "key": "Question key", "bias": "Response bias", "perturbation": "Non-bias perturbation ('' for a bias pair)",
+    "form": "original or modified question form", "num_options": "Number of answer options",
+    "task": "causal or moral", "persona": "Persona slug ('' for none)", "template": "Prompt template",
 }
 
 LABELS = {**CORE_COLUMNS, **DESIGN_COLUMNS}

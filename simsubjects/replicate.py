@@ -391,6 +391,20 @@ chr <- function(d) { for (c in names(d)) if (is.factor(d[[c]])) d[[c]] <- as.cha
 rows <- function(lst) { lst <- Filter(Negate(is.null), lst); if (length(lst)) do.call(rbind, lst) else data.frame() }
 '''
 
+def _milgram_r(study: str, title: str) -> str:
+    """The R block of one Milgram scenario: its survival table from the break-off rows."""
+    return f'''
+# ---- {title}
+run <- read_run("{study}")
+r <- chr(run$responses)
+b <- r[r$condition == "breakoff", ]
+b <- data.frame(model = b$model, level = as.numeric(b$breakoff_level),
+                censored = as.logical(b$censored) %in% TRUE)
+s <- milgram_survival(b, max_level = 30, by = "model")
+keep(s[s$n.event > 0 | s$level %in% c(0, 30), ], "{study}_survival")
+'''
+
+
 R_BLOCKS = {
     "ultimatum": r'''
 # ---- Ultimatum Game: P(accept) by offer (one-sample t) and the pairing contrast Mr-Ms vs Ms-Mr (Welch)
@@ -434,26 +448,9 @@ keep(rows(lapply(split(r, list(r$model, r$item), drop = TRUE), function(g) {
              iqr = q[3] - q[1])
 })), "wisdom_medians")
 ''',
-    "milgram": r'''
-# ---- Milgram (classic): share still obeying by shock level, model(s) and Milgram (1963), Kaplan-Meier
-run <- read_run("milgram")
-r <- chr(run$responses)
-b <- r[r$condition == "breakoff", ]
-b <- data.frame(model = b$model, level = as.numeric(b$breakoff_level),
-                censored = as.logical(b$censored) %in% TRUE)
-s <- milgram_survival(b, max_level = 30, by = "model")
-keep(s[s$n.event > 0 | s$level %in% c(0, 30), ], "milgram_survival")
-''',
-    "milgram_novel": r'''
-# ---- Milgram (novel scenario): the same survival table
-run <- read_run("milgram_novel")
-r <- chr(run$responses)
-b <- r[r$condition == "breakoff", ]
-b <- data.frame(model = b$model, level = as.numeric(b$breakoff_level),
-                censored = as.logical(b$censored) %in% TRUE)
-s <- milgram_survival(b, max_level = 30, by = "model")
-keep(s[s$n.event > 0 | s$level %in% c(0, 30), ], "milgram_novel_survival")
-''',
+    "milgram": _milgram_r("milgram", "Milgram (classic): share still obeying by shock level, model(s) and Milgram "
+                                     "(1963), Kaplan-Meier"),
+    "milgram_novel": _milgram_r("milgram_novel", "Milgram (novel scenario): the same survival table"),
     "survey_bias": r'''
 # ---- Survey response biases: delta per question (delta_bias) and t-tests across questions
 run <- read_run("survey_bias")

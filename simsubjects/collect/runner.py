@@ -30,7 +30,7 @@ def _chunks(seq: Sequence, size: int):
         yield seq[i : i + size]
 
 
-def cached_map(model, cache: RequestCache, requests: list, keys: list[str], ask: Callable,
+def cached_map(cache: RequestCache, requests: list, keys: list[str], ask: Callable,
                decode: Callable, chunk: int, bar=None) -> tuple[list, dict[int, str]]:
     """Answers for `requests` (cached or asked in fixed chunks); failures by index."""
     results: list = [None] * len(requests)
@@ -74,11 +74,11 @@ def collect_choices(model, trials: pd.DataFrame, cache: RequestCache, *, study: 
     keys = [stable_hash({"model": fp, "method": method, **r.key()}) for r in requests]
 
     def ask(reqs):
-        return model.choose(reqs, method=method) if method != "exact" else model.choose(reqs)
+        return model.choose(reqs, method=method)
 
     t0 = time.perf_counter()
     with progress(len(requests), f"{study} ({model.info.spec})", show_progress) as bar:
-        results, failures = cached_map(model, cache, requests, keys, ask, lambda v: ChoiceResult(**v), chunk, bar)
+        results, failures = cached_map(cache, requests, keys, ask, lambda v: ChoiceResult(**v), chunk, bar)
     design = [c for c in trials.columns if c not in ("prompt", "options", "labels")]
     rows = []
     for t, (rec, res) in enumerate(zip(trials[design].to_dict("records"), results)):
@@ -110,4 +110,4 @@ def complete_many(model, cache: RequestCache, requests: list[CompletionRequest],
     """Free-text answers through the cache (for studies that parse completions themselves)."""
     fp = model.fingerprint()
     keys = [stable_hash({"model": fp, **r.key()}) for r in requests]
-    return cached_map(model, cache, requests, keys, model.complete, lambda v: CompletionResult(**v), chunk, bar)
+    return cached_map(cache, requests, keys, model.complete, lambda v: CompletionResult(**v), chunk, bar)

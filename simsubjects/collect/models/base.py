@@ -105,7 +105,9 @@ class ModelInfo:
 class LanguageModel(Protocol):
     info: ModelInfo
 
-    def choose(self, requests: Sequence[ChoiceRequest]) -> list[ChoiceResult]: ...
+    def choose(self, requests: Sequence[ChoiceRequest], method: str = "exact") -> list[ChoiceResult]:
+        """method "exact": log-probabilities where available; "sampled": draw until each request's n valid answers."""
+        ...
 
     def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]: ...
 

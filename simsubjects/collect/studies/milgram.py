@@ -318,7 +318,7 @@ def model_judge(model, cache, *, method: str = "exact", chunk: int = 64) -> Judg
 
     def judge(reqs: list[ChoiceRequest]) -> list:
         keys = [stable_hash({"model": fp, "method": method, **r.key()}) for r in reqs]
-        results, _ = cached_map(model, cache, reqs, keys, ask, lambda v: ChoiceResult(**v), chunk=chunk)
+        results, _ = cached_map(cache, reqs, keys, ask, lambda v: ChoiceResult(**v), chunk=chunk)
         return results
 
     return judge

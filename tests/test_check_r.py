@@ -1,11 +1,13 @@
 """R twins: check_r computes each study's statistics in Python and in R (rpy2) and they agree;
 the R package at the repository root builds and passes R CMD check."""
 
+import importlib.util
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +26,16 @@ def check_r():
 
     r_session()  # fails here, not in every test, when R or estimatr is missing
     return check_r
+
+
+def test_starting_r_leaves_child_pythons_working(check_r):
+    """rpy2 exports R's LD_LIBRARY_PATH (system libraries first); a child Python of another build
+    then loads the system libpython and cannot import its own packages. The R session undoes it."""
+    code = "import llama_cpp, simsubjects.cli, torch" if importlib.util.find_spec("llama_cpp") else \
+        "import simsubjects.cli, torch"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert "/usr/lib/R/lib" not in os.environ.get("LD_LIBRARY_PATH", "")
 
 
 def assert_all_ok(table: pd.DataFrame, min_rows: int):

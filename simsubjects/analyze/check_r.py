@@ -33,6 +33,7 @@ Study pieces (`CHECKS`, keyed by study name):
 from __future__ import annotations
 
 import functools
+import os
 import math
 from pathlib import Path
 from typing import Callable, Mapping
@@ -62,12 +63,30 @@ def _package_root() -> Path | None:
     return None
 
 
+def _import_rpy2():
+    """rpy2.robjects, without the LD_LIBRARY_PATH that rpy2 exports while starting R.
+
+    The variable only reaches child processes (the loader read it when this process started), and
+    there it does harm: R's list puts the system library folder first, so a child Python of another
+    build (pyenv, conda) loads the system libpython and cannot import its own packages.
+    """
+    before = os.environ.get("LD_LIBRARY_PATH")
+    try:
+        import rpy2.robjects as ro
+    finally:
+        if before is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = before
+    return ro
+
+
 class RSession:
     """The R functions of simsubjects in one R environment, and conversions both ways."""
 
     def __init__(self):
         try:
-            import rpy2.robjects as ro
+            ro = _import_rpy2()
         except ImportError:
             raise UserError("--check-r needs rpy2 and R: pip install 'rpy2==3.5.17' "
                             "(rpy2 3.6 does not work with R 4.2)") from None

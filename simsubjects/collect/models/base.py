@@ -67,7 +67,13 @@ class ChoiceResult:
 
 @dataclass(frozen=True)
 class CompletionRequest:
-    """Free text after `prompt`: n samples at the given temperature/top_p."""
+    """Free text after `prompt`: n samples at the given temperature/top_p.
+
+    `stop` strings end the text and are cut from it. `settled` is a regular expression telling a
+    backend that the caller has all it will read once the text matches it (e.g. its first sentence
+    is complete); a backend that decodes locally stops there, one that cannot (an API) returns the
+    longer text. What the caller extracts is the same either way.
+    """
 
     prompt: str
     n: int = 1
@@ -76,11 +82,13 @@ class CompletionRequest:
     max_tokens: int = 64
     stop: tuple[str, ...] = ()
     seed: int = 0
+    settled: str = ""
 
     def key(self) -> dict:
         return {
             "op": "complete", "prompt": self.prompt, "n": self.n, "temperature": self.temperature,
             "top_p": self.top_p, "max_tokens": self.max_tokens, "stop": list(self.stop), "seed": self.seed,
+            **({"settled": self.settled} if self.settled else {}),
         }
 
 

@@ -1,19 +1,29 @@
-"""Free-text generation that reuses the keys/values of a growing prompt.
+"""Free-text generation: many sequences decoded together, growing prompts encoded once.
 
-A Milgram record grows by a stage text and one completion at a time; re-encoding the whole
-record at every stage makes its cost grow with the record's length. `PrefixStore` keeps the
-keys/values of recently generated sequences, and a new prompt is encoded only from where it
-stops agreeing (token for token) with the longest stored sequence.
+Decoding one token is bound by reading the weights (and the keys/values) from memory, so rows are
+decoded as one batch: the weights are read once per step for all of them. Each row's keys/values
+live in preallocated buffers that a step writes into, not in tensors that are concatenated (and
+copied) at every step. Rows that finish leave the batch.
 
-Sampling uses one seeded generator per request, so a request's text does not depend on which
-other requests it was batched or cached with.
+A Milgram record grows by a stage text and one completion at a time; re-encoding the whole record
+at every stage makes its cost grow with the record's length. `PrefixStore` keeps the keys/values
+of recently generated sequences, and a new prompt is encoded only from where it stops agreeing
+(token for token) with the longest stored sequence.
+
+Sampling uses one seeded generator per row, so a row's text does not depend on which other rows
+it was batched or cached with, up to float rounding (batched matmuls add in another order; a
+sampled token can change only where the draw falls within ~1e-6 of a boundary between tokens).
 """
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from .packing import lcp
 
@@ -58,16 +68,39 @@ class PrefixStore:
         self.used = 0
 
 
-def _forward(model, ids: list[int], kv, start: int):
-    """Encode `ids` after a cache of `start` tokens; returns (last logits, new cache tensors)."""
-    from transformers import DynamicCache
+class _BufferedLayer(DynamicLayer):
+    """A DynamicLayer that appends into spare capacity instead of concatenating.
 
+    `keys`/`values` are views of the first `n` positions of the buffers, so the attention reads
+    exactly the positions written so far, as with DynamicLayer.
+    """
+
+    def __init__(self, kbuf: torch.Tensor, vbuf: torch.Tensor, n: int):
+        super().__init__()
+        self.dtype, self.device, self.is_initialized = kbuf.dtype, kbuf.device, True
+        self.kbuf, self.vbuf = kbuf, vbuf
+        self.keys, self.values = kbuf[:, :, :n], vbuf[:, :, :n]
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        n, m = self.keys.shape[-2], key_states.shape[-2]
+        self.kbuf[:, :, n : n + m] = key_states
+        self.vbuf[:, :, n : n + m] = value_states
+        self.keys, self.values = self.kbuf[:, :, : n + m], self.vbuf[:, :, : n + m]
+        return self.keys, self.values
+
+    def keep(self, rows: torch.Tensor) -> None:
+        """Drop the rows that are not in `rows` (finished sequences leave the batch)."""
+        n = self.keys.shape[-2]
+        self.kbuf, self.vbuf = self.kbuf.index_select(0, rows), self.vbuf.index_select(0, rows)
+        self.keys, self.values = self.kbuf[:, :, :n], self.vbuf[:, :, :n]
+
+
+def _prefill(model, ids: list[int], kv, start: int):
+    """Encode `ids` after a cache of `start` tokens; returns (last logits, cache tensors per layer)."""
     cache = DynamicCache(ddp_cache_data=kv) if kv else DynamicCache()
-    x = torch.tensor([ids])
-    pos = torch.arange(start, start + len(ids))[None]
-    out = model(input_ids=x, position_ids=pos, past_key_values=cache, use_cache=True, logits_to_keep=1)
-    layers = out.past_key_values.layers
-    return out.logits[0, -1].float(), [(layer.keys, layer.values) for layer in layers]
+    out = model(input_ids=torch.tensor([ids]), position_ids=torch.arange(start, start + len(ids))[None],
+                past_key_values=cache, use_cache=True, logits_to_keep=1)
+    return out.logits[0, -1].float(), [(layer.keys, layer.values) for layer in out.past_key_values.layers]
 
 
 def sample_next(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator) -> int:
@@ -81,27 +114,117 @@ def sample_next(logits: torch.Tensor, temperature: float, top_p: float, gen: tor
     return int(torch.multinomial(probs, 1, generator=gen))
 
 
-def generate(model, tokenizer, prompt_ids: list[int], *, max_tokens: int, temperature: float, top_p: float,
-             stop: tuple[str, ...], seed: int, store: PrefixStore | None) -> str:
-    """One sampled continuation of `prompt_ids`, stopping at EOS, a stop string or max_tokens."""
-    n, kv = store.lookup(prompt_ids) if store is not None else (0, None)
-    gen = torch.Generator().manual_seed(seed)
+@dataclass
+class Row:
+    """One sequence to generate. `settled` (a regular expression) ends generation once it matches
+    the text: the caller has everything it will read (e.g. the first sentence is complete)."""
+
+    ids: list[int]
+    seed: int
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    settled: str = ""
+
+
+class _Running:
+    def __init__(self, row: Row, logits: torch.Tensor, kv):
+        self.row, self.logits, self.kv = row, logits, kv
+        self.gen = torch.Generator().manual_seed(row.seed)
+        self.out: list[int] = []
+        self.text = ""
+        self.done = False
+        self.settled = re.compile(row.settled) if row.settled else None
+
+    def step(self, eos: set[int], tokenizer) -> None:
+        """Sample the next token; mark the row done at EOS, a stop string, `settled` or max_tokens."""
+        tok = sample_next(self.logits, self.row.temperature, self.row.top_p, self.gen)
+        if tok in eos:
+            self.done = True  # EOS is not part of the text
+            return
+        self.out.append(tok)
+        self.text = tokenizer.decode(self.out, skip_special_tokens=True)
+        self.done = (len(self.out) >= self.row.max_tokens or any(s in self.text for s in self.row.stop)
+                     or (self.settled is not None and self.settled.search(self.text) is not None))
+
+
+def generate(model, tokenizer, rows: list[Row], *, store: PrefixStore | None = None) -> list[str]:
+    """Sampled continuations of every row, each ending at EOS, a stop string, `settled` or its
+    max_tokens; rows are decoded together. Stop strings are not cut here."""
     e = getattr(model.generation_config, "eos_token_id", None)
     eos = {tokenizer.eos_token_id, *(e if isinstance(e, (list, tuple)) else [e])} - {None}
     with torch.inference_mode():
-        logits, kv = _forward(model, prompt_ids[n:], kv, n)
-        out: list[int] = []
-        text = ""
-        for _ in range(max_tokens):
-            tok = sample_next(logits, temperature, top_p, gen)
-            if tok in eos:
+        # Prefill one row at a time (long prompts keep the matmuls large); identical prompts once.
+        running, prefilled = [], {}
+        for row in rows:
+            key = tuple(row.ids)
+            if key not in prefilled:
+                n, kv = store.lookup(row.ids) if store is not None else (0, None)
+                prefilled[key] = _prefill(model, row.ids[n:], kv, n)
+            running.append(_Running(row, *prefilled[key]))
+        del prefilled
+        length = max((len(r.ids) for r in rows), default=0)
+        batch: list[_Running] = []  # the rows in the cache, in cache order
+        cache = mask = None
+        for step in range(max((r.max_tokens for r in rows), default=0)):
+            for r in batch if cache is not None else running:
+                r.step(eos, tokenizer)
+            if cache is None:
+                batch = [r for r in running if not r.done]
+                cache, mask = _batch_cache(batch, length, max(r.max_tokens for r in rows))
+                if store is not None:
+                    for r in running:
+                        if r.done:
+                            store.put(tuple(r.row.ids), r.kv)
+                for r in running:
+                    r.kv = None
+            elif any(r.done for r in batch):
+                if store is not None:
+                    _store_finished(store, batch, cache, length)
+                keep = torch.tensor([j for j, r in enumerate(batch) if not r.done], dtype=torch.long)
+                for layer in cache.layers:
+                    layer.keep(keep)
+                mask, batch = mask.index_select(0, keep), [r for r in batch if not r.done]
+            if not batch:
                 break
-            out.append(tok)
-            text = tokenizer.decode(out, skip_special_tokens=True)
-            if stop and any(s in text for s in stop):
-                break
-            logits, kv = _forward(model, [tok], kv, len(prompt_ids) + len(out) - 1)
-    if store is not None:
-        # kv now holds prompt + all but the last sampled token: exactly the tokens it encoded.
-        store.put(tuple(prompt_ids + out[: kv[0][0].shape[2] - len(prompt_ids)]), kv)
-    return text
+            mask = torch.cat([mask, mask.new_ones(len(batch), 1)], dim=1)
+            out = model(input_ids=torch.tensor([[r.out[-1]] for r in batch]),
+                        position_ids=torch.tensor([[len(r.row.ids) + step] for r in batch]),
+                        attention_mask=mask, past_key_values=cache, use_cache=True)
+            for j, r in enumerate(batch):
+                r.logits = out.logits[j, -1].float()
+    return [r.text for r in running]
+
+
+def _batch_cache(batch: list[_Running], length: int, room: int):
+    """Buffers for the running rows: prompts right-aligned at `length` (the left padding masked),
+    with room for `room` more tokens."""
+    if not batch:
+        return DynamicCache(), None
+    layers = []
+    for li, (k0, v0) in enumerate(batch[0].kv):
+        kbuf = k0.new_zeros(len(batch), k0.shape[1], length + room, k0.shape[-1])
+        vbuf = v0.new_zeros(len(batch), v0.shape[1], length + room, v0.shape[-1])
+        for j, r in enumerate(batch):
+            k, v = r.kv[li]
+            kbuf[j, :, length - k.shape[-2] : length] = k[0]
+            vbuf[j, :, length - v.shape[-2] : length] = v[0]
+        layers.append(_BufferedLayer(kbuf, vbuf, length))
+    cache = DynamicCache()
+    cache.layers = layers
+    mask = torch.zeros(len(batch), length, dtype=torch.long)
+    for j, r in enumerate(batch):
+        mask[j, length - len(r.row.ids) :] = 1
+    return cache, mask
+
+
+def _store_finished(store: PrefixStore, batch: list[_Running], cache, length: int) -> None:
+    """Keep the keys/values of the finished rows: their prompt and the tokens fed after it."""
+    n = cache.layers[0].keys.shape[-2]
+    for j, r in enumerate(batch):
+        if r.done:
+            first = length - len(r.row.ids)
+            kv = [(layer.kbuf[j : j + 1, :, first:n].clone(), layer.vbuf[j : j + 1, :, first:n].clone())
+                  for layer in cache.layers]
+            store.put(tuple(r.row.ids + r.out[: n - length]), kv)

@@ -10,7 +10,7 @@ from typing import Sequence
 
 from ...errors import UserError
 from .base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
-from .generation import PrefixStore, generate
+from .generation import PrefixStore, Row, generate
 from .packing import Packed, lcp as _lcp, pack
 
 
@@ -59,6 +59,7 @@ class HFModel:
         spec: str | None = None,
         chat_template: bool = False,
         batch_tokens: int = 4096,
+        gen_positions: int = 32768,
         packing: bool = True,
         reuse_cache: bool = True,
         threads: int | None = None,
@@ -98,6 +99,7 @@ class HFModel:
         self.torch = torch
         self.chat_template = chat_template
         self.batch_tokens = batch_tokens
+        self.gen_positions = gen_positions
         self.packing = packing
         self.reuse_cache = reuse_cache
         self.prefix_store = PrefixStore()
@@ -135,7 +137,8 @@ class HFModel:
         return [ChoiceResult.from_logprobs(lp) for lp in self.score(requests)]
 
     def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]:
-        return [CompletionResult(texts=self._generate(r)) for r in requests]
+        texts = self._generate(requests)
+        return [CompletionResult(texts=[texts.pop(0) for _ in range(r.n)]) for r in requests]
 
     # --- exact scoring -----------------------------------------------------------------------
     def _encode(self, text: str) -> list[int]:
@@ -262,16 +265,26 @@ class HFModel:
         return values
 
     # --- sampling ---------------------------------------------------------------------------------
-    def _generate(self, r: CompletionRequest) -> list[str]:
-        prompt = self.format_prompt(r.prompt)
-        ids = self.tokenizer(prompt, add_special_tokens=not self.chat_template).input_ids
+    def _generate(self, requests: Sequence[CompletionRequest]) -> list[str]:
+        """The n texts of every request, in order; rows decoded together up to `gen_positions`
+        cached positions per batch (keys/values of prompt plus max_tokens for each row)."""
+        rows = []
+        for r in requests:
+            prompt = self.format_prompt(r.prompt)
+            ids = self.tokenizer(prompt, add_special_tokens=not self.chat_template).input_ids
+            rows += [Row(ids, _seed_of([r.key(), i]), r.max_tokens, r.temperature, r.top_p, tuple(r.stop), r.settled)
+                     for i in range(r.n)]
         store = self.prefix_store if self.reuse_cache else None
-        return [
-            _cut_at_stop(generate(self.model, self.tokenizer, ids, max_tokens=r.max_tokens,
-                                  temperature=r.temperature, top_p=r.top_p, stop=tuple(r.stop),
-                                  seed=_seed_of([r.key(), i]), store=store), r.stop)
-            for i in range(r.n)
-        ]
+        texts, batch = [], []
+        for row in rows:
+            width = max(len(b.ids) + b.max_tokens for b in batch + [row])
+            if batch and width * (len(batch) + 1) > self.gen_positions:
+                texts += generate(self.model, self.tokenizer, batch, store=store)
+                batch = []
+            batch.append(row)
+        if batch:
+            texts += generate(self.model, self.tokenizer, batch, store=store)
+        return [_cut_at_stop(t, row.stop) for t, row in zip(texts, rows)]
 
     def _sample_choice(self, r: ChoiceRequest, cap: int = 20) -> ChoiceResult:
         """Draw at temperature 1 until r.n valid answers (or cap*n draws), counting queries."""
@@ -282,7 +295,7 @@ class HFModel:
         while sum(counts) < r.n and queries < cap * r.n:
             req = CompletionRequest(prompt=r.prompt, n=batch, temperature=1.0, max_tokens=longest,
                                     seed=_seed_of([r.key(), round_]))
-            for text in self._generate(req):
+            for text in self._generate([req]):
                 if sum(counts) >= r.n:
                     break
                 queries += 1

@@ -11,7 +11,9 @@ sleepy-driver scenario (milgram_novel.json). The rules are those of Appendix E.1
   top_p 1, `max_tokens` 40 as the authors' code).
 * Only the first sentence is kept (the authors' regex, applied to the completion's first line;
   ";" becomes "."; one leading space) and appended after the name. Two 2-choice judgments run on
-  it, termination then obedience (both always, so every step has both probabilities).
+  it, termination then obedience (both always, so every step has both probabilities). A local
+  model stops generating once that sentence is settled (`SETTLED`): the same draws give the same
+  sentence, and the step's stored completion ends there.
 * Termination judged positive -> the experiment ends (cause "terminated").
 * Punishment step: obeyed -> the stage is done. Disobeyed -> the stage's disobedience count k
   goes up and prod k is appended ("Prod 1*", the scenario's special prod, replaces prod 1 on the
@@ -89,6 +91,9 @@ CAUSES = ("terminated", "prods exhausted", "completed", "max stages", "failed")
 # The authors' first-sentence regex: up to the first . ! ? ; (not the dot of "Mr."/"Ms."),
 # with a closing quote if one follows.
 _SENTENCE = re.compile(r'(.*?(?<!Mr|Ms)[\.\!\?\;]"?)')
+# first_sentence() cannot change once the first line is complete, or once it holds a sentence end
+# followed by one more character (which settles the optional closing quote): generation may stop.
+SETTLED = r'\n|(?<!Mr|Ms)[.!?;].'
 
 
 def scenario(study: str) -> dict:
@@ -302,8 +307,8 @@ def simulate(scen: dict, people: Sequence[dict], generate: Generate, judge: Judg
 # --- model adapters: the generate/judge pair through the request cache ---------------------------
 def model_generate(model, cache, *, max_tokens: int = MAX_TOKENS, seed: int = 0, chunk: int = 16) -> Generate:
     def generate(prompts: list[str]) -> list:
-        reqs = [CompletionRequest(p, n=1, temperature=1.0, top_p=1.0, max_tokens=max_tokens, seed=seed)
-                for p in prompts]
+        reqs = [CompletionRequest(p, n=1, temperature=1.0, top_p=1.0, max_tokens=max_tokens, seed=seed,
+                                  settled=SETTLED) for p in prompts]
         results, _ = complete_many(model, cache, reqs, chunk=chunk)
         return [r.texts[0] if r is not None and r.texts else None for r in results]
 
@@ -435,7 +440,7 @@ def validate(model, trials: pd.DataFrame, params: dict, n: int = 4) -> pd.DataFr
     people = trials[["subject", "title", "surname", "group"]].head(n).to_dict("records")
     subs = [Subject(scen, p, params.get("judge_rule", DEFAULT_RULE), 1) for p in people]
     res = model.complete([CompletionRequest(s.prompt, max_tokens=params.get("max_tokens", MAX_TOKENS),
-                                            seed=int(params.get("seed") or 0)) for s in subs])
+                                            seed=int(params.get("seed") or 0), settled=SETTLED) for s in subs])
     texts = [r.texts[0] if not r.failed and r.texts else "" for r in res]
     parsed = [first_sentence(t) for t in texts]
     reqs = [r for s, (a, _) in zip(subs, parsed) for r in s.judgment_requests(a, params.get("n") or 50)]

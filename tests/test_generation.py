@@ -1,0 +1,75 @@
+"""Batched generation on the bundled model: rows decoded together give the texts each row gives
+alone, cached keys/values change nothing, and Milgram's early stop keeps every first sentence."""
+
+from simsubjects.collect.models import CompletionRequest
+from simsubjects.collect.models.generation import PrefixStore, Row, generate
+from simsubjects.collect.studies.milgram import SETTLED, first_sentence
+
+PROMPTS = [
+    "The experimenter told Mr. Smith to continue.",
+    "Once upon a time there was a",
+    "Answer: the capital of France is",
+    "This document contains a record of Ms. Lee's actions during her participation in a study on memory "
+    "and learning. The learner gave a wrong answer. The experimenter instructs Ms. Lee to administer a "
+    "shock of 75 volts.\n\nMs. Lee",
+]
+
+
+def rows_for(tok, prompts, **kw):
+    return [Row(tok(p).input_ids, seed=k, **{"max_tokens": 20, **kw}) for k, p in enumerate(prompts)]
+
+
+def test_rows_decoded_together_equal_rows_alone(smollm2):
+    model, tok = smollm2.model, smollm2.tokenizer
+    for temperature in (0.0, 1.0):
+        rows = rows_for(tok, PROMPTS, temperature=temperature)  # four prompt lengths: left padding
+        alone = [generate(model, tok, [r])[0] for r in rows]
+        assert generate(model, tok, rows) == alone
+        assert all(alone) and len(set(alone)) == len(alone)
+
+
+def test_rows_that_stop_early_leave_the_others_unchanged(smollm2):
+    model, tok = smollm2.model, smollm2.tokenizer
+    rows = rows_for(tok, PROMPTS)
+    short = Row(rows[1].ids, seed=rows[1].seed, max_tokens=3)
+    texts = generate(model, tok, [rows[0], short, rows[2], rows[3]])
+    full = generate(model, tok, rows)
+    assert texts[0] == full[0] and texts[2:] == full[2:]
+    assert full[1].startswith(texts[1]) and len(texts[1]) < len(full[1])
+
+
+def test_stored_keys_values_change_nothing(smollm2):
+    model, tok = smollm2.model, smollm2.tokenizer
+    store = PrefixStore()
+    first = generate(model, tok, rows_for(tok, PROMPTS), store=store)
+    assert len(store.entries) == len(PROMPTS)
+    # The next prompts extend the generated texts, as a Milgram record grows by its completion.
+    grown = [p + t + "\n\nThen" for p, t in zip(PROMPTS, first)]
+    with_store = generate(model, tok, rows_for(tok, grown), store=store)
+    assert with_store == generate(model, tok, rows_for(tok, grown))
+
+
+def test_milgram_settled_stop_keeps_the_first_sentence(smollm2):
+    """Each row alone, with and without the early stop: same draws, so the same first sentence."""
+    model, tok = smollm2.model, smollm2.tokenizer
+    prompts = [PROMPTS[3].replace("Ms. Lee", name) for name in ("Mr. Smith", "Ms. Garcia", "Mr. Nguyen", "Ms. Begay")]
+    saved = 0
+    for seed in range(2):
+        for p in prompts:
+            full = Row(tok(p).input_ids, seed=seed, max_tokens=40)
+            cut = Row(full.ids, seed=seed, max_tokens=40, settled=SETTLED)
+            a, b = generate(model, tok, [full])[0], generate(model, tok, [cut])[0]
+            assert first_sentence(b) == first_sentence(a), (a, b)
+            assert a.startswith(b)
+            saved += len(a) - len(b)
+    assert saved > 0
+
+
+def test_complete_returns_n_texts_per_request_cut_at_stop(smollm2):
+    reqs = [CompletionRequest(PROMPTS[1], n=3, max_tokens=12, seed=1),
+            CompletionRequest(PROMPTS[2], n=2, max_tokens=12, seed=2, stop=(".",))]
+    res = smollm2.complete(reqs)
+    assert [len(r.texts) for r in res] == [3, 2]
+    assert len(set(res[0].texts)) == 3  # n draws, not one draw repeated
+    assert all("." not in t for t in res[1].texts)
+    assert smollm2.complete(reqs[1:])[0].texts == res[1].texts  # batch composition does not matter

@@ -21,8 +21,8 @@ BENCHES = [
     ("k-choice scoring vs lm-evaluation-harness", "kchoice.py", ["--ultimatum", "1000", "--survey", "500"],
      ["--ultimatum", "110", "--survey", "50"]),
     ("Exact distribution vs sampling until 50 valid answers", "sampling.py", ["--forms", "4"], ["--forms", "2"]),
-    ("Milgram: seconds per subject with and without key/value reuse", "milgram_cache.py", [],
-     ["--stages", "5,10,15", "--max-tokens", "20"]),
+    ("Milgram: seconds per subject, re-encoding the record vs simsubjects' generation", "milgram_cache.py", [],
+     ["--subjects", "4"]),
     ("AMCE bootstrap (10,000 draws, all MoCa factors)", "bootstrap.py", ["--draws", "10000"], ["--draws", "2000"]),
 ]
 

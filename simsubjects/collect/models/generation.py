@@ -168,28 +168,30 @@ def generate(model, tokenizer, rows: list[Row], *, store: PrefixStore | None = N
         batch: list[_Running] = []  # the rows in the cache, in cache order
         cache = mask = None
         for step in range(max((r.max_tokens for r in rows), default=0)):
-            for r in batch if cache is not None else running:
+            live = [r for r in (running if cache is None else batch) if not r.done]
+            for r in live:
                 r.step(eos, tokenizer)
-            if cache is None:
+            if cache is None:  # the first token came from the prefill: now build the batch
                 batch = [r for r in running if not r.done]
                 cache, mask = _batch_cache(batch, length, max(r.max_tokens for r in rows))
-                if store is not None:
-                    for r in running:
-                        if r.done:
-                            store.put(tuple(r.row.ids), r.kv)
                 for r in running:
+                    if r.done and store is not None:
+                        store.put(tuple(r.row.ids), r.kv)
                     r.kv = None
-            elif any(r.done for r in batch):
-                if store is not None:
-                    _store_finished(store, batch, cache, length)
+            elif store is not None:
+                _store_finished(store, batch, [r for r in live if r.done], cache, length)
+            n_done = sum(r.done for r in batch)
+            if n_done == len(batch):
+                break
+            # Finished rows leave the batch once they are half of it: copying the buffers at every
+            # finish would cost more than carrying a few idle rows.
+            if 2 * n_done >= len(batch):
                 keep = torch.tensor([j for j, r in enumerate(batch) if not r.done], dtype=torch.long)
                 for layer in cache.layers:
                     layer.keep(keep)
                 mask, batch = mask.index_select(0, keep), [r for r in batch if not r.done]
-            if not batch:
-                break
             mask = torch.cat([mask, mask.new_ones(len(batch), 1)], dim=1)
-            out = model(input_ids=torch.tensor([[r.out[-1]] for r in batch]),
+            out = model(input_ids=torch.tensor([[r.out[-1] if r.out else 0] for r in batch]),
                         position_ids=torch.tensor([[len(r.row.ids) + step] for r in batch]),
                         attention_mask=mask, past_key_values=cache, use_cache=True)
             for j, r in enumerate(batch):
@@ -219,12 +221,11 @@ def _batch_cache(batch: list[_Running], length: int, room: int):
     return cache, mask
 
 
-def _store_finished(store: PrefixStore, batch: list[_Running], cache, length: int) -> None:
-    """Keep the keys/values of the finished rows: their prompt and the tokens fed after it."""
+def _store_finished(store: PrefixStore, batch: list[_Running], finished: list[_Running], cache, length: int):
+    """Keep the keys/values of rows that just finished: their prompt and the tokens fed after it."""
     n = cache.layers[0].keys.shape[-2]
-    for j, r in enumerate(batch):
-        if r.done:
-            first = length - len(r.row.ids)
-            kv = [(layer.kbuf[j : j + 1, :, first:n].clone(), layer.vbuf[j : j + 1, :, first:n].clone())
-                  for layer in cache.layers]
-            store.put(tuple(r.row.ids + r.out[: n - length]), kv)
+    for r in finished:
+        j, first = batch.index(r), length - len(r.row.ids)
+        kv = [(layer.kbuf[j : j + 1, :, first:n].clone(), layer.vbuf[j : j + 1, :, first:n].clone())
+              for layer in cache.layers]
+        store.put(tuple(r.row.ids + r.out[: n - length]), kv)

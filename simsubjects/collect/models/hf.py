@@ -137,8 +137,8 @@ class HFModel:
         return [ChoiceResult.from_logprobs(lp) for lp in self.score(requests)]
 
     def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]:
-        texts = self._generate(requests)
-        return [CompletionResult(texts=[texts.pop(0) for _ in range(r.n)]) for r in requests]
+        texts = iter(self._generate(requests))
+        return [CompletionResult(texts=[next(texts) for _ in range(r.n)]) for r in requests]
 
     # --- exact scoring -----------------------------------------------------------------------
     def _encode(self, text: str) -> list[int]:

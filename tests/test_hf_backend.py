@@ -86,3 +86,42 @@ def test_sampled_choice_counts_valid_answers(smollm2):
         assert sum(res.counts) == 5 and res.n_samples == 5
         assert abs(sum(res.probs) - 1) < 1e-12
     assert 0 <= res.validity <= 1
+
+
+def test_packed_lines_match_scoring_each_prompt_alone(smollm2):
+    """Prompts sharing a short instruction, prompts sharing a long scenario, and unrelated ones,
+    of many lengths: packed into rows, short rows side by side in one line under a block mask,
+    they get the log-probabilities each prompt gets alone."""
+    from simsubjects.collect.models.packing import fill, pack
+
+    instr = "Please answer the following question with one of the alphabetical options provided.\nQuestion: "
+    questions = ["Is it raining?", "Do you prefer tea or coffee in the morning, before work?",
+                 "Should the city build more bike lanes?", "How often do you read the news?"]
+    reqs = [ChoiceRequest(instr + q + "\nA. Yes\nB. No\nAnswer:", (" A", " B")) for q in questions]
+    offer = PROMPTS[0][0].replace("decide whether", "decide, after an offer of ${}, whether")
+    reqs += [ChoiceRequest(offer.format(d), PROMPTS[0][1]) for d in (0, 3, 5, 10)]
+    reqs += [ChoiceRequest(p, c) for p, c in PROMPTS[1:]]
+    seqs = [tuple(smollm2.tokenizer(r.prompt).input_ids) for r in reqs]
+    rows = pack(seqs, max_len=512)
+    assert len(rows) < len(seqs) and len(fill(rows, 512)) < len(rows)  # both kinds of sharing happen
+    together = smollm2.score(reqs)
+    for r, got in zip(reqs, together):
+        assert got == pytest.approx(smollm2.score([r])[0], abs=1e-4)
+
+
+def test_packing_never_encodes_more_tokens():
+    import random
+
+    from simsubjects.collect.models.packing import pack
+
+    rng = random.Random(0)
+    for _ in range(200):
+        stems = [tuple(rng.randrange(5) for _ in range(rng.randrange(1, 40))) for _ in range(3)]
+        seqs = [rng.choice(stems) + tuple(rng.randrange(5) for _ in range(rng.randrange(1, 30)))
+                for _ in range(rng.randrange(1, 25))]
+        rows = pack(seqs, max_len=256, min_shared=2)
+        assert sum(len(r.tokens) for r in rows) <= sum(map(len, seqs))
+        assert sorted(m for r in rows for m in r.members) == list(range(len(seqs)))
+        for r in rows:  # every member's own sequence is recoverable from the row
+            for k, m in enumerate(r.members):
+                assert [r.tokens[r.where(k, p)] for p in range(len(seqs[m]))] == list(seqs[m])

@@ -11,7 +11,7 @@ from typing import Sequence
 from ...errors import UserError
 from .base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
 from .generation import PrefixStore, Row, generate
-from .packing import Packed, lcp as _lcp, pack
+from .packing import Packed, fill, lcp as _lcp, pack
 
 
 def file_sha256(path: Path, limit: int = 4 << 30) -> str:
@@ -47,6 +47,14 @@ def valid_start(text: str, option: str) -> bool:
         return False
     rest = text[len(option):]
     return not rest or not (rest[0].isalnum() and option[-1:].isalnum())
+
+
+# Short packed rows share a line of up to this many tokens (attention over a line stays cheap).
+LINE_TOKENS = 512
+
+
+def _line_len(line) -> int:
+    return sum(len(r.tokens) for r in line)
 
 
 class HFModel:
@@ -209,58 +217,68 @@ class HFModel:
     def _forward_logprobs(self, seqs: list[tuple], targets: list[list[tuple[int, int]]]) -> list[list[float]]:
         """Log-probabilities of the target tokens at the target positions of each sequence.
 
-        Sequences sharing a prefix are packed into one row (packing.py); rows are sorted by length
-        and batched under a token budget, so padding stays small; the LM head runs only at the
-        positions whose log-probabilities are needed.
+        Sequences sharing a prefix are packed into one row, and short rows share a line of up to
+        LINE_TOKENS tokens (packing.py); lines are sorted by length and batched under a token
+        budget, and a batch closes before padding would exceed a fifth of it (tiny batches
+        aside); the LM head runs only at the positions whose log-probabilities are needed.
         """
         torch = self.torch
-        rows = sorted(pack(seqs, max_len=self.batch_tokens) if self.packing else
-                      [Packed(list(s), list(range(len(s))), [-1] * len(s), [i], [len(s)], len(s))
-                       for i, s in enumerate(seqs)], key=lambda r: len(r.tokens))
+        rows = (pack(seqs, max_len=LINE_TOKENS) if self.packing else
+                [Packed(list(s), list(range(len(s))), [-1] * len(s), [i], [len(s)], len(s)) for i, s in enumerate(seqs)])
+        lines = sorted(fill(rows, max([LINE_TOKENS] + [len(r.tokens) for r in rows])),
+                       key=lambda line: sum(len(r.tokens) for r in line))
         values: list[list[float]] = [[] for _ in seqs]
         body = self.model.get_decoder()
         head = self.model.get_output_embeddings()
         pad = self.tokenizer.pad_token_id
         i = 0
         with torch.inference_mode():
-            while i < len(rows):
-                j = i + 1
-                while j < len(rows) and (j - i + 1) * len(rows[j].tokens) <= self.batch_tokens:
+            while i < len(lines):
+                j, real = i + 1, _line_len(lines[i])
+                while j < len(lines):
+                    padded = (j - i + 1) * _line_len(lines[j])
+                    real += _line_len(lines[j])
+                    if padded > self.batch_tokens or (padded > 512 and padded > 1.25 * real):
+                        break
                     j += 1
-                batch = rows[i:j]
-                width = len(batch[-1].tokens)
+                batch = lines[i:j]
+                width = _line_len(batch[-1])
                 ids = torch.full((len(batch), width), pad, dtype=torch.long)
                 pos = torch.zeros((len(batch), width), dtype=torch.long)
-                seg = torch.full((len(batch), width), -2, dtype=torch.long)
-                for r, row in enumerate(batch):
-                    n = len(row.tokens)
-                    ids[r, :n] = torch.tensor(row.tokens)
-                    pos[r, :n] = torch.tensor(row.positions)
-                    seg[r, :n] = torch.tensor(row.segment)
-                # A token sees earlier tokens of the shared prefix and of its own remainder.
+                seg = torch.full((len(batch), width), -1, dtype=torch.long)
+                grp = torch.full((len(batch), width), -1, dtype=torch.long)  # -1: padding
+                rr, cc, toks, order = [], [], [], []
+                for r, line in enumerate(batch):
+                    at = 0
+                    for g, row in enumerate(line):
+                        n = len(row.tokens)
+                        ids[r, at : at + n] = torch.tensor(row.tokens)
+                        pos[r, at : at + n] = torch.tensor(row.positions)
+                        seg[r, at : at + n] = torch.tensor(row.segment)
+                        grp[r, at : at + n] = g
+                        for k, m in enumerate(row.members):
+                            order.append(m)
+                            for p, tok in targets[m]:
+                                rr.append(r)
+                                cc.append(at + row.where(k, p))
+                                toks.append(tok)
+                        at += n
+                # A token sees earlier tokens of its own packed row: the shared prefix and its own remainder.
                 causal = torch.ones(width, width, dtype=torch.bool).tril()
-                same = (seg[:, None, :] == -1) | (seg[:, None, :] == seg[:, :, None])
-                mask = causal & same & (seg[:, None, :] != -2)
-                mask |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves: no NaN
+                same = (grp[:, None, :] == grp[:, :, None]) & ((seg[:, None, :] == -1) | (seg[:, None, :] == seg[:, :, None]))
+                mask = causal & same & (grp[:, None, :] >= 0)
+                mask |= torch.eye(width, dtype=torch.bool)  # padding attends to itself: no NaN
                 hidden = body(input_ids=ids, attention_mask=mask[:, None], position_ids=pos).last_hidden_state
                 self.stats["forwards"] += 1
-                self.stats["tokens"] += sum(len(row.tokens) for row in batch)
+                self.stats["tokens"] += sum(_line_len(line) for line in batch)
                 self.stats["padded_tokens"] += ids.numel()
-                rr, cc, toks = [], [], []
-                for r, row in enumerate(batch):
-                    for k, m in enumerate(row.members):
-                        for p, tok in targets[m]:
-                            rr.append(r)
-                            cc.append(row.where(k, p))
-                            toks.append(tok)
                 logits = head(hidden[torch.tensor(rr), torch.tensor(cc)]).float()
                 self.stats["head_positions"] += len(toks)
                 lp = torch.log_softmax(logits, dim=-1)[torch.arange(len(toks)), torch.tensor(toks)].tolist()
                 at = 0
-                for row in batch:
-                    for m in row.members:
-                        values[m] = lp[at : at + len(targets[m])]
-                        at += len(targets[m])
+                for m in order:
+                    values[m] = lp[at : at + len(targets[m])]
+                    at += len(targets[m])
                 i = j
         return values
 

@@ -35,10 +35,11 @@ class Packed:
 
 
 def pack(seqs: list[tuple[int, ...]], max_len: int = 2048, min_shared: int = 8) -> list[Packed]:
-    """Greedy groups of lexicographically adjacent sequences that share a long enough prefix.
+    """Greedy groups of lexicographically adjacent sequences that share a prefix.
 
-    A sequence joins the current group when the shared prefix stays at least half of its
-    length (so packing always saves work) and the row stays under `max_len` tokens.
+    A sequence joins the current group when that encodes fewer tokens than leaving it alone (the
+    group's shared prefix may shrink, which lengthens every member's remainder), the shared prefix
+    has at least `min_shared` tokens, and the row stays within `max_len` tokens.
     """
     order = sorted(range(len(seqs)), key=lambda i: seqs[i])
     groups: list[tuple[int, list[int]]] = []
@@ -47,8 +48,10 @@ def pack(seqs: list[tuple[int, ...]], max_len: int = 2048, min_shared: int = 8) 
         if groups:
             plen, members = groups[-1]
             shared = min(plen, lcp(seqs[members[0]], s))
-            packed_len = shared + sum(len(seqs[j]) - shared for j in members) + len(s) - shared
-            if shared >= min_shared and 2 * shared >= len(s) and packed_len <= max_len:
+            total = sum(len(seqs[j]) for j in members)
+            now = plen + total - plen * len(members)
+            packed_len = shared + total + len(s) - shared * (len(members) + 1)
+            if shared >= min_shared and packed_len < now + len(s) and packed_len <= max_len:
                 groups[-1] = (shared, members + [i])
                 continue
         groups.append((len(s), [i]))
@@ -66,3 +69,19 @@ def pack(seqs: list[tuple[int, ...]], max_len: int = 2048, min_shared: int = 8) 
             segment += [k] * len(rest)
         out.append(Packed(tokens, positions, segment, members, offsets, plen))
     return out
+
+
+def fill(rows: list[Packed], capacity: int) -> list[list[Packed]]:
+    """Packed rows placed side by side in lines of at most `capacity` tokens (first fit, longest
+    first), so that short rows share a line instead of being padded to the longest one. Within a
+    line, a block mask keeps each packed row to itself."""
+    lines: list[list] = []  # [tokens used, rows]
+    for row in sorted(rows, key=lambda r: -len(r.tokens)):
+        for line in lines:
+            if line[0] + len(row.tokens) <= capacity:
+                line[0] += len(row.tokens)
+                line[1].append(row)
+                break
+        else:
+            lines.append([len(row.tokens), [row]])
+    return [line for _, line in lines]

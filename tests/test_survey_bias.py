@@ -326,6 +326,80 @@ def test_sample_files_delta_b_as_the_release_computes_it():
         assert d[("odd_even", key)] == pytest.approx((nm - m) / 50 * 100)
 
 
+def _write_release(path, forms):
+    """A released-format response file: forms = [(key, group, num_options, {letter: count})]."""
+    lines = ["key,response,group,num_options"]
+    for key, group, n, counts in forms:
+        for letter, c in counts.items():
+            lines += [f"{key},{letter},{group},{n}"] * c
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_released_blank_answers_and_per_form_option_counts(tmp_path):
+    """Some released files (gpt-3.5-turbo-instruct, llama2-7b) record each form's own num_options
+    (4 without the middle, with answers relabelled a,b,d,e; 6 with "Don't know") and blank answers.
+    The release counts the matching letters / 50 * 100: a blank is one of the 50 samples."""
+    _write_release(tmp_path / "odd_even.csv", [
+        ("S1", "middle alpha", 5, {"a": 10, "b": 10, "c": 25, "d": 5}),
+        ("S1", "no middle alpha", 4, {"a": 10, "b": 12, "d": 8, "e": 5, "": 15}),
+        ("S2", "middle alpha", 5, {"a": 30, "b": 20}),
+        ("S2", "no middle alpha", 4, {"b": 5, "": 45}),
+    ])
+    _write_release(tmp_path / "opinion_float.csv", [
+        ("S1", "orig alpha", 5, {"a": 30, "c": 20}),
+        ("S1", "float alpha", 6, {"c": 10, "f": 30, "": 10}),
+    ])
+    resp, items = read_biasmonkey_responses(tmp_path, "m")
+    by = items.set_index("item")
+    assert by.loc["odd_even/S1/modified", "num_options"] == 4
+    assert by.loc["odd_even/S1/modified", "labels"] == ("A", "B", "D", "E")
+    assert by.loc["odd_even/S1/modified", "positions"] == (1.0, 2.0, 4.0, 5.0)
+    assert by.loc["opinion_float/S1/modified", "num_options"] == 6
+    assert (resp.groupby("trial")["weight"].sum() == 50).all()
+    d = an.question_deltas(resp, items).set_index(["bias", "key"])["delta"]
+    assert d[("odd_even", "S1")] == pytest.approx(((12 + 8) - (10 + 5)) / 50 * 100)  # 10
+    assert d[("odd_even", "S2")] == pytest.approx((5 - 20) / 50 * 100)  # -30
+    assert d[("opinion_float", "S1")] == pytest.approx((20 - 10) / 50 * 100)  # 20
+    t = an.delta_tests(an.question_deltas(resp, items))
+    row = t[(t["bias"] == "odd_even") & (t["perturbation"] == "") & (t["test"] == "One-sample t-test")].iloc[0]
+    assert row["estimate"] == pytest.approx(-10) and row["n"] == 2
+    assert row["p"] == pytest.approx(stats.ttest_1samp([10, -30], 0).pvalue)
+
+
+def test_released_results_folder_layout(tmp_path):
+    """results/<model>/csv (the release's layout) is found from results/<model> and results/."""
+    csv_dir = tmp_path / "results" / "llama2-7b" / "csv"
+    csv_dir.mkdir(parents=True)
+    _write_release(csv_dir / "acquiescence.csv", [("K", "orig alpha", 2, {"a": 20, "b": 30}),
+                                                   ("K", "pos alpha", 2, {"a": 35, "b": 15})])
+    for folder in (csv_dir, csv_dir.parent, tmp_path / "results"):
+        resp, items = read_biasmonkey_responses(folder, "llama2-7b")
+        assert an.question_deltas(resp, items)["delta"].item() == pytest.approx((35 - 20) / 50 * 100)
+
+
+def test_released_opinion_float_perturbation_files_give_way_to_odd_even(tmp_path):
+    """Table 4's opinion-float Δp are the odd_even-<p> pairs (full_analysis.ipynb), also for the
+    model whose folder holds opinion_float-<p>.csv files (llama2-70b-ift)."""
+    _write_release(tmp_path / "odd_even-key_typo.csv", [
+        ("S1", "middle alpha", 5, {"b": 10, "c": 30, "d": 10}),
+        ("S1", "no middle alpha", 5, {"b": 20, "c": 20, "d": 10}),
+        ("S2", "middle alpha", 5, {"a": 40, "b": 10}),
+        ("S2", "no middle alpha", 5, {"a": 45, "b": 5}),
+    ])
+    _write_release(tmp_path / "opinion_float-key_typo.csv", [
+        ("S1", "orig alpha", 5, {"c": 50}),
+        ("S1", "float alpha", 5, {"a": 50}),
+        ("S2", "orig alpha", 5, {"c": 50}),
+        ("S2", "float alpha", 5, {"a": 50}),
+    ])
+    resp, items = read_biasmonkey_responses(tmp_path, "m")
+    d = an.question_deltas(resp, items)
+    of = d[(d["bias"] == "opinion_float") & (d["perturbation"] == "key_typo")].set_index("key")
+    assert set(of["pairs_from"]) == {"odd_even"}
+    assert of.loc["S1", "delta"] == pytest.approx(((20 + 10) - (10 + 10)) / 50 * 100)  # 20
+    assert of.loc["S2", "delta"] == pytest.approx((5 - 10) / 50 * 100)  # -10
+
+
 # ----------------------------------------------------------------------------- Δb/Δp by hand
 
 def tidy(model, bias, pert, key, form, counts, method="sampled", num_options=None):

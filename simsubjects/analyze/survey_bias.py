@@ -10,7 +10,8 @@ github.com/lindiatjuatja/BiasMonkey), which produced the paper's Table 4:
 
     Δ = 100 * share(first form, first options) - 100 * share(second form, second options)
 
-(share = count / samples of that form, i.e. count / 50 * 100 in the release)
+(share = count / samples of that form, i.e. count / 50 * 100 in the release; blank answers in the
+released files are samples that match no option, so they stay in the 50)
 
 | bias | first: form [options] | second: form [options] | Table 2 as printed |
 | --- | --- | --- | --- |

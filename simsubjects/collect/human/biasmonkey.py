@@ -11,14 +11,19 @@ How the released response files are laid out (worked out from the files, ``forma
 and ``analysis/utils.py`` of the release):
 
 - One row per sampled answer: ``key, response, group, num_options``; 50 rows per question and form.
-  ``response`` is the lower-case letter answered.
+  ``response`` is the lower-case letter answered; a few files (e.g. gpt-3.5-turbo-instruct's
+  ``odd_even.csv``) also hold blank answers. A blank is kept as a sample with the response label
+  ``""``: it counts in the form's 50 samples but for no option, exactly as the released analysis
+  (``analysis/utils.py``: matching letters / 50 * 100) treats it.
 - File name -> pair type: ``<bias>.csv`` holds the bias pairs, ``<bias>-<perturbation>.csv`` the
   perturbation pairs of that bias's original questions (perturbation in key_typo, middle_random,
-  letter_swap). There are no ``opinion_float-<perturbation>.csv`` results: the opinion-float
-  questions are the odd/even ones, and the release reports ``odd_even-<perturbation>.csv`` for both
-  biases. Other files (``acquiescence_reword.csv``, ``question_order-sample.csv``, ``*-steer*.csv``)
-  are not part of Table 4 and are skipped. ``responses-<name>.sample.csv`` / ``<name>-sample.csv``
-  name variants are accepted.
+  letter_swap). The opinion-float questions are the odd/even ones, and the release reports
+  ``odd_even-<perturbation>.csv`` for both biases (``analysis/full_analysis.ipynb``); the
+  ``opinion_float-<perturbation>.csv`` released for one model (llama2-70b-ift) are skipped when the
+  ``odd_even-<perturbation>.csv`` is there, so its opinion-float Δp are the odd/even ones, as in
+  Table 4. Other files (``acquiescence_reword.csv``, ``question_order-sample.csv``,
+  ``*-steer*.csv``) are not part of Table 4 and are skipped. ``responses-<name>.sample.csv`` /
+  ``<name>-sample.csv`` name variants are accepted.
 - ``group`` is the released question-file column the answer was given to, i.e. the form:
 
   | bias | original form (group) | modified form (group) |
@@ -33,17 +38,22 @@ and ``analysis/utils.py`` of the release):
   perturbed original question (not the bias rewording); e.g. in ``acquiescence-key_typo.csv``
   ``pos alpha`` is the original question with typos, and in ``odd_even-key_typo.csv``
   ``no middle alpha`` is the 5-option question with typos.
-- ``num_options`` is the option count of the original form in every row (5 for both odd/even
-  forms, 5 for both opinion-float forms). The form's own count is derived: odd/even
-  ``no middle alpha`` has one option fewer, opinion-float ``float alpha`` one more.
+- ``num_options``: one value per question form, in one of two conventions (both occur in the
+  release, by model):
+  (a) the original form's count in every row (5 for both odd/even forms, 5 for both opinion-float
+  forms; e.g. gpt-3.5-turbo); the form's own count is derived: odd/even ``no middle alpha`` has one
+  option fewer, opinion-float ``float alpha`` one more;
+  (b) each form's own count (4 for ``no middle alpha``, 6 for ``float alpha``; e.g. llama2-7b,
+  gpt-3.5-turbo-instruct). A form whose recorded count differs from its original's uses its own.
 - Response order: answers to ``reversed alpha`` were mapped back to the original option order
   (``format_results.py``), so "a" is the original first option in both forms.
-- Odd/even: ``format_results.py`` meant to relabel the 4-option answers a,b,c,d -> a,b,d,e, but it
-  only does so when ``num_options`` is even and the files record 5, so the answers are the letters
-  as shown: in ``no middle alpha`` "c" is the 4-point scale's third option and "d" its last
-  (answers "e" to the 4-option form occur too: validity was checked against 5 options). The
-  paper's Table 4 counts these letters as they are; this reader keeps them (items of that form get
-  labels A-D with positions 1, 2, 4, 5 on the 5-point scale) so the analysis reproduces Table 4.
+- Odd/even: ``format_results.py`` relabels the 4-option answers a,b,c,d -> a,b,d,e only when the
+  row's ``num_options`` is even, i.e. in files of convention (b): there "d" is the 4-point scale's
+  third option (the middle scale's "d"); those items get labels A, B, D, E. In files of convention
+  (a) the answers are the letters as shown: "c" is the 4-point scale's third option and "d" its
+  last (answers "e" to the 4-option form occur too: validity was checked against 5 options); those
+  items get labels A-D. Either way positions are 1, 2, 4, 5 on the 5-point scale, and the paper's
+  Table 4 counts the letters as recorded (b and d), which is what the analysis does.
 """
 
 from __future__ import annotations
@@ -61,6 +71,7 @@ from ..studies.survey_bias import (LETTERS, RELEASED_COLUMNS, STUDY, _parse_name
 __all__ = ["read_biasmonkey_questions", "read_biasmonkey_responses", "response_file_type"]
 
 RESPONSE_COLUMNS = ["key", "response", "group", "num_options"]
+BLANK = ""  # response label of a sample recorded without an answer letter
 
 
 def response_file_type(path: Path) -> tuple[str, str] | None:
@@ -87,9 +98,19 @@ def _form_options(bias: str, pert: str, form: str, n0: int) -> int:
     return n0
 
 
-def _derived_item(bias: str, pert: str, key: str, form: str, n0: int, source: str) -> dict:
-    """Item row known from the response file alone (no question text)."""
-    n = _form_options(bias, pert, form, n0)
+def _form_counts(bias: str, pert: str, form: str, n_orig: int | None, n_rec: int) -> tuple[int, bool]:
+    """(options shown in this form, odd/even letters shifted) from the recorded ``num_options``.
+
+    Files record either the original form's count in every row, or (bias pairs of some models)
+    each form's own count: then a 4-option odd/even form was relabelled a,b,c,d -> a,b,d,e.
+    """
+    if form == "original" or pert or n_orig is None or n_rec == n_orig:
+        return _form_options(bias, pert, form, n_rec if n_orig is None else n_orig), False
+    return n_rec, bias == "odd_even" and n_rec % 2 == 0
+
+
+def _derived_item(bias: str, pert: str, key: str, form: str, n: int, source: str, shifted: bool = False) -> dict:
+    """Item row known from the response file alone (no question text); `n` options shown."""
     labels = list(LETTERS[:n])
     positions = [float(i + 1) for i in range(n)]
     refusal = [False] * n
@@ -98,8 +119,10 @@ def _derived_item(bias: str, pert: str, key: str, form: str, n0: int, source: st
             labels = labels[::-1]  # shown option i was recorded as its original letter
             positions = positions[::-1]
         elif bias == "odd_even":
-            mid = n0 // 2  # letters kept as shown; shown option i sits at this position of the middle scale
+            mid = n // 2  # shown option i sits at this position of the middle scale
             positions = [float(i + 1) if i < mid else float(i + 2) for i in range(n)]
+            if shifted:  # recorded with the letter of the same option on the middle scale
+                labels = [LETTERS[i] if i < mid else LETTERS[i + 1] for i in range(n)]
         elif bias == "opinion_float":
             positions[-1] = math.nan
             refusal[-1] = True
@@ -130,7 +153,9 @@ def _read_one(path: Path, bias: str, pert: str, model: str) -> tuple[pd.DataFram
         raise UserError(f"{path}:{i + 2}: group {df['group'].iloc[i]!r} is not {col0!r} or {col1!r} "
                         f"(the two forms of {bias})")
     resp = df["response"].str.strip().str.upper()
-    bad = ~resp.str.fullmatch(r"[A-Z]")
+    # a blank answer is a sample without a valid letter (the release writes some); it counts in
+    # the form's 50 samples but for no option, as in the released analysis
+    bad = ~(resp.str.fullmatch(r"[A-Z]") | (resp == BLANK))
     if bad.any():
         i = int(bad.to_numpy().nonzero()[0][0])
         raise UserError(f"{path}:{i + 2}: response {df['response'].iloc[i]!r} is not a single letter")
@@ -144,32 +169,35 @@ def _read_one(path: Path, bias: str, pert: str, model: str) -> tuple[pd.DataFram
         i = int(bad.to_numpy().nonzero()[0][0])
         raise UserError(f"{path}:{i + 2}: empty key")
     d = pd.DataFrame({"key": df["key"].str.strip(), "form": forms, "response": resp, "num_options": nopt.astype(int)})
-    # the original form's option count (recorded in every row) fixes both forms' counts
-    n0 = d.groupby("key", sort=False)["num_options"].agg(["min", "max"])
-    if (n0["min"] != n0["max"]).any():
-        k = n0.index[(n0["min"] != n0["max"])][0]
-        raise UserError(f"{path}: key {k!r} has different num_options values; expected one per question")
-    n0 = n0["min"].to_dict()
+    # num_options: one value per question form (the original's count in every row, or each form's own)
+    rec = d.groupby(["key", "form"], sort=False)["num_options"].agg(["min", "max"])
+    if (rec["min"] != rec["max"]).any():
+        k = rec.index[(rec["min"] != rec["max"])][0]
+        raise UserError(f"{path}: key {k[0]!r} has different num_options values in one form; expected one per "
+                        f"question form")
+    rec = rec["min"].to_dict()
+    counts = {(k, f): _form_counts(bias, pert, f, rec.get((k, "original")), n) for (k, f), n in rec.items()}
     # a letter beyond both the original's and the form's option count answers no option shown
-    limit = [max(n0[k], _form_options(bias, pert, f, n0[k])) for k, f in zip(d["key"], d["form"])]
-    bad = [LETTERS.index(r) >= n for r, n in zip(d["response"], limit)]
+    limit = [max(rec.get((k, "original"), 0), counts[k, f][0] + counts[k, f][1]) for k, f in zip(d["key"], d["form"])]
+    bad = [r != BLANK and LETTERS.index(r) >= n for r, n in zip(d["response"], limit)]
     if any(bad):
         i = bad.index(True)
         raise UserError(f"{path}:{i + 2}: response {df['response'].iloc[i]!r} is not one of the {limit[i]} options "
                         f"(A-{LETTERS[limit[i] - 1]}) of key {d['key'].iloc[i]!r}")
     rows, items = [], []
     for (key, form), grp in d.groupby(["key", "form"], sort=False):
-        item = _derived_item(bias, pert, key, form, int(n0[key]), path.name)
+        n_form, shifted = counts[key, form]
+        item = _derived_item(bias, pert, key, form, n_form, path.name, shifted)
         items.append(item)
-        counts = grp["response"].value_counts()
+        tally = grp["response"].value_counts()
         labels = list(item["labels"]) if item["labels"] else []
-        order = sorted(set(labels)) + sorted(set(counts.index) - set(labels))
+        order = sorted(set(labels)) + sorted(set(tally.index) - set(labels))
         n = int(len(grp))
         for lab in order:
             rows.append({
                 "study": STUDY, "trial": f"{model}|{item['item']}", "item": item["item"], "condition": form,
                 "subject": "", "source": "model", "model": model, "method": "sampled", "response": lab,
-                "weight": float(counts.get(lab, 0)), "validity": math.nan,
+                "weight": float(tally.get(lab, 0)), "validity": float((grp["response"] != BLANK).mean()),
                 "key": key, "bias": bias, "perturbation": pert, "form": form, "num_options": item["num_options"],
                 "n_samples": n, "n_queries": math.nan,
             })
@@ -179,18 +207,26 @@ def _read_one(path: Path, bias: str, pert: str, model: str) -> tuple[pd.DataFram
 def read_biasmonkey_responses(results_dir, model: str, prompts_dir=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Released per-sample files of one model -> (tidy responses, item table).
 
-    `results_dir`: the model's ``results/<model>/csv`` folder (or any folder of such files).
+    `results_dir`: the model's ``results/<model>/csv`` folder (or any folder of such files);
+    ``results/<model>`` and ``results`` (with `model` naming the subfolder) lead there too.
     `prompts_dir`: optional released ``prompts/`` folder; when given, items carry the question
     texts (with the odd/even no-middle labels kept as shown, like the response files).
     Responses: one row per (question form, answer letter) with weight = number of samples,
-    method "sampled", n_samples = samples of that form; validity is unknown (NaN): the release
-    keeps only valid answers and not the number of queries.
+    method "sampled", n_samples = samples (rows) of that form; blank answers are a response ""
+    that matches no option; validity = share of that form's samples with a letter (the release
+    does not keep the number of queries).
     """
     root = Path(results_dir)
     if not root.is_dir():
         raise UserError(f"{root}: not a directory; give the folder of released response CSVs (results/<model>/csv)")
     if not str(model).strip():
         raise UserError("model: give the model name these responses come from (e.g. llama2-7b)")
+    if not any(response_file_type(p) for p in root.glob("*.csv")):
+        # the release keeps the CSVs in results/<model>/csv (beside the pickles)
+        for sub in (root / "csv", root / str(model).strip() / "csv"):
+            if sub.is_dir():
+                root = sub
+                break
     chosen: dict[tuple[str, str], Path] = {}
     for p in sorted(root.iterdir()):
         t = response_file_type(p) if p.is_file() else None
@@ -202,6 +238,11 @@ def read_biasmonkey_responses(results_dir, model: str, prompts_dir=None) -> tupl
             chosen[t] = p
     if not chosen:
         raise UserError(f"{root}: no released response files (<bias>.csv or <bias>-<perturbation>.csv) found")
+    # the paper's opinion-float Δp are the odd/even perturbation pairs: an opinion_float-<p>.csv
+    # (released for one model) is not used where odd_even-<p>.csv is there
+    for b, p in list(chosen):
+        if b == "opinion_float" and p and ("odd_even", p) in chosen:
+            del chosen[b, p]
     frames, items = [], []
     for (bias, pert), p in chosen.items():
         df, it = _read_one(p, bias, pert, str(model))

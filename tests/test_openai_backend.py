@@ -170,7 +170,10 @@ def test_echo_path_multi_token_and_straddling_boundary(llama_server_bos, hf_refe
     # Same strings, so p(s·c)/p(s) gives the same normalized probabilities as the clean split.
     assert r_straddle.probs == pytest.approx(r_clean.probs, abs=1e-6)
 
-    # Echo agrees with the server's own next-token log-probabilities (a different code path).
+    # Echo agrees with the server's own next-token log-probabilities (a different code path). The
+    # prompt is evaluated afresh: were it a prefix of the cached last request, llama.cpp would
+    # re-evaluate its last token alone, with a single-token Q4 kernel that differs by ~0.04.
+    httpx.post(f"{llama_server_bos}/completions", timeout=60, json={"model": MODEL, "prompt": "Hello", "max_tokens": 1})
     nxt = httpx.post(f"{llama_server_bos}/completions", timeout=60, json={
         "model": MODEL, "prompt": clean.prompt, "max_tokens": 1, "temperature": 0, "logprobs": 20}).json()
     top = nxt["choices"][0]["logprobs"]["top_logprobs"][0]

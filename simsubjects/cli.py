@@ -16,6 +16,10 @@ pd.set_option("display.max_columns", 20)
 pd.set_option("display.max_rows", 200)
 
 
+DEVICE_OPTION = click.option("--device", default="auto", show_default=True,
+                             help="Where a local model runs: auto (a CUDA GPU if there is one), cpu, cuda, cuda:N.")
+
+
 def model_options(f):
     """Options shared by every collection: which model, and how to run it."""
     opts = [
@@ -26,6 +30,7 @@ def model_options(f):
         click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated."),
         click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template."),
         click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default)."),
+        DEVICE_OPTION,
         click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run."),
         click.option("--seed", default=0, show_default=True, type=int, help="Seed of the design (names, samples)."),
         click.option("--validate", is_flag=True,
@@ -40,7 +45,7 @@ def model_options(f):
 
 
 def _model_kwargs(kw: dict) -> dict:
-    out = {"chat_template": kw["chat_template"], "trust_remote_code": kw["trust_remote_code"]}
+    out = {"chat_template": kw["chat_template"], "trust_remote_code": kw["trust_remote_code"], "device": kw["device"]}
     if kw.get("base_url"):
         out["base_url"] = kw["base_url"]
     return out
@@ -279,6 +284,7 @@ def export(run_dir, to, out):
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated.")
 @click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template.")
 @click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default).")
+@DEVICE_OPTION
 @click.option("--overwrite", is_flag=True, help="Replace run folders that hold different runs.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of every study's design.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
@@ -295,12 +301,9 @@ def replicate(papers, **kw):
     """
     from .replicate import replicate as run_replicate
 
-    options = {"chat_template": kw["chat_template"], "trust_remote_code": kw["trust_remote_code"]}
-    if kw["base_url"]:
-        options["base_url"] = kw["base_url"]
     only = [s for s in (kw["only"] or "").split(",") if s.strip()]
     man = run_replicate(list(papers), kw["model"], kw["out"], scale=kw["scale"], seed=kw["seed"], method=kw["method"],
-                        n=kw["n"], only=only, overwrite=kw["overwrite"], model_options=options,
+                        n=kw["n"], only=only, overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                         show_progress=not kw["quiet"], batch_size=kw["batch_size"],
                         cli_options={"papers": list(papers), **kw}, log=lambda m: click.echo(m, err=True))
     rows = [{"study": e["study"], "status": e.get("status"), "trials": e.get("counts", {}).get("trials"),

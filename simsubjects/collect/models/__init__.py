@@ -70,17 +70,18 @@ def _check_local(path: str, spec: str) -> str:
 
 
 def load_model(spec: str, *, base_url: str | None = None, chat_template: bool = False,
-               trust_remote_code: bool = False, **options) -> LanguageModel:
+               trust_remote_code: bool = False, device: str = "auto", **options) -> LanguageModel:
+    """`device` (auto | cpu | cuda | cuda:N) places a local model; a server's model is where the server put it."""
     backend, name, urls = parse_spec(spec)
     if backend == "embedded":
         from .hf import HFModel
 
-        return HFModel(smollm2_path(), spec=spec, chat_template=chat_template, **options)
+        return HFModel(smollm2_path(), spec=spec, chat_template=chat_template, device=device, **options)
     if backend == "hf":
         from .hf import HFModel
 
         return HFModel(name, spec=spec, chat_template=chat_template, trust_remote_code=trust_remote_code,
-                       **options)
+                       device=device, **options)
     from .openai_api import OpenAIModel
 
     urls = urls or ([u for u in base_url.split(",") if u] if base_url else [])

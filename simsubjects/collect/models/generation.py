@@ -98,9 +98,11 @@ class _BufferedLayer(DynamicLayer):
 def _prefill(model, ids: list[int], kv, start: int):
     """Encode `ids` after a cache of `start` tokens; returns (last logits, cache tensors per layer)."""
     cache = DynamicCache(ddp_cache_data=kv) if kv else DynamicCache()
-    out = model(input_ids=torch.tensor([ids]), position_ids=torch.arange(start, start + len(ids))[None],
+    dev = model.device
+    out = model(input_ids=torch.tensor([ids], device=dev), position_ids=torch.arange(start, start + len(ids), device=dev)[None],
                 past_key_values=cache, use_cache=True, logits_to_keep=1)
-    return out.logits[0, -1].float(), [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+    # sampling runs on the CPU with each row's own seeded generator: the same text on any device
+    return out.logits[0, -1].float().cpu(), [(layer.keys, layer.values) for layer in out.past_key_values.layers]
 
 
 def sample_next(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator) -> int:
@@ -186,16 +188,17 @@ def generate(model, tokenizer, rows: list[Row], *, store: PrefixStore | None = N
             # Finished rows leave the batch once they are half of it: copying the buffers at every
             # finish would cost more than carrying a few idle rows.
             if 2 * n_done >= len(batch):
-                keep = torch.tensor([j for j, r in enumerate(batch) if not r.done], dtype=torch.long)
+                keep = torch.tensor([j for j, r in enumerate(batch) if not r.done], dtype=torch.long, device=mask.device)
                 for layer in cache.layers:
                     layer.keep(keep)
                 mask, batch = mask.index_select(0, keep), [r for r in batch if not r.done]
             mask = torch.cat([mask, mask.new_ones(len(batch), 1)], dim=1)
-            out = model(input_ids=torch.tensor([[r.out[-1] if r.out else 0] for r in batch]),
-                        position_ids=torch.tensor([[len(r.row.ids) + step] for r in batch]),
+            out = model(input_ids=torch.tensor([[r.out[-1] if r.out else 0] for r in batch], device=mask.device),
+                        position_ids=torch.tensor([[len(r.row.ids) + step] for r in batch], device=mask.device),
                         attention_mask=mask, past_key_values=cache, use_cache=True)
+            logits = out.logits[:, -1].float().cpu()
             for j, r in enumerate(batch):
-                r.logits = out.logits[j, -1].float()
+                r.logits = logits[j]
     return [r.text for r in running]
 
 
@@ -218,7 +221,7 @@ def _batch_cache(batch: list[_Running], length: int, room: int):
     mask = torch.zeros(len(batch), length, dtype=torch.long)
     for j, r in enumerate(batch):
         mask[j, length - len(r.row.ids) :] = 1
-    return cache, mask
+    return cache, mask.to(batch[0].kv[0][0].device)
 
 
 def _store_finished(store: PrefixStore, batch: list[_Running], finished: list[_Running], cache, length: int):

@@ -72,6 +72,7 @@ class HFModel:
         reuse_cache: bool = True,
         threads: int | None = None,
         trust_remote_code: bool = False,
+        device: str = "auto",
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -103,7 +104,8 @@ class HFModel:
             raise UserError(f"cannot load model from {path}: {first}") from None
         finally:
             gguf_utils.tqdm = bar
-        self.model.eval()
+        self.device = _device(torch, device)
+        self.model.to(self.device).eval()
         self.torch = torch
         self.chat_template = chat_template
         self.batch_tokens = batch_tokens
@@ -120,7 +122,7 @@ class HFModel:
             backend="hf",
             name=path.name,
             revision=_revision(path),
-            details={"chat_template": chat_template, "dtype": "float32",
+            details={"chat_template": chat_template, "dtype": "float32", "device": str(self.device),
                      "parameters": sum(p.numel() for p in self.model.parameters())},
         )
 
@@ -268,13 +270,15 @@ class HFModel:
                 same = (grp[:, None, :] == grp[:, :, None]) & ((seg[:, None, :] == -1) | (seg[:, None, :] == seg[:, :, None]))
                 mask = causal & same & (grp[:, None, :] >= 0)
                 mask |= torch.eye(width, dtype=torch.bool)  # padding attends to itself: no NaN
-                hidden = body(input_ids=ids, attention_mask=mask[:, None], position_ids=pos).last_hidden_state
+                dev = self.device
+                hidden = body(input_ids=ids.to(dev), attention_mask=mask[:, None].to(dev),
+                              position_ids=pos.to(dev)).last_hidden_state
                 self.stats["forwards"] += 1
                 self.stats["tokens"] += sum(_line_len(line) for line in batch)
                 self.stats["padded_tokens"] += ids.numel()
-                logits = head(hidden[torch.tensor(rr), torch.tensor(cc)]).float()
+                logits = head(hidden[torch.tensor(rr, device=dev), torch.tensor(cc, device=dev)])
                 self.stats["head_positions"] += len(toks)
-                lp = torch.log_softmax(logits, dim=-1)[torch.arange(len(toks)), torch.tensor(toks)].tolist()
+                lp = _target_logprobs(logits, torch.tensor(toks, device=dev))
                 at = 0
                 for m in order:
                     values[m] = lp[at : at + len(targets[m])]
@@ -326,6 +330,33 @@ class HFModel:
         if sum(counts) < r.n:
             res.failed = f"only {sum(counts)} valid answers in {queries} draws"
         return res
+
+
+def _device(torch, device: str):
+    """auto: the first CUDA GPU if there is one, else the CPU; a named device must exist."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise UserError(f"--device {device}: not a device; use auto, cpu, cuda or cuda:N") from None
+    if dev.type == "cuda" and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
+        raise UserError(f"--device {device}: no such CUDA GPU here ({torch.cuda.device_count()} visible); use auto or cpu")
+    if dev.type not in ("cpu", "cuda"):
+        raise UserError(f"--device {device}: use auto, cpu, cuda or cuda:N")
+    return dev
+
+
+def _target_logprobs(logits, toks, chunk: int = 256) -> list[float]:
+    """log softmax(logits)[i, toks[i]] in float64: over a vocabulary of ~50k tokens a float32
+    log-sum-exp is off by ~1e-5, more than the exactness this backend promises."""
+    import torch
+
+    out = []
+    for lg, tk in zip(logits.split(chunk), toks.split(chunk)):
+        lg = lg.double()
+        out += (lg.gather(1, tk[:, None])[:, 0] - torch.logsumexp(lg, dim=-1)).tolist()
+    return out
 
 
 def _cut_at_stop(text: str, stop: Sequence[str]) -> str:

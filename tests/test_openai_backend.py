@@ -307,6 +307,69 @@ def test_request_that_always_fails_is_marked_and_others_succeed(llama_server):
     assert proxy.counts["always_fail"] == 2 * 3
 
 
+def _collect_ultimatum(url: str, out) -> int:
+    from simsubjects.cli import main
+
+    return main(["collect", "ultimatum", "--model", f"openai:{MODEL}@{url}", "--pairs", "2", "--quiet", "--out", str(out)])
+
+
+def _table(out):
+    import pandas as pd
+
+    df = pd.read_parquet(out / "responses.parquet").drop(columns=["model"])  # the spec names the URL
+    return df.sort_values(["trial", "response"]).reset_index(drop=True)
+
+
+def _assert_same_table(a, b):
+    import pandas as pd
+
+    floats = [c for c in a.columns if a[c].dtype.kind == "f"]
+    pd.testing.assert_frame_equal(a.drop(columns=floats), b.drop(columns=floats))
+    # llama.cpp may reuse a cached prompt prefix, which changes float rounding slightly
+    pd.testing.assert_frame_equal(a[floats], b[floats], check_exact=False, atol=1e-4, rtol=0)
+
+
+def test_collection_through_faults_equals_a_clean_collection(llama_server, tmp_path):
+    assert _collect_ultimatum(llama_server, tmp_path / "clean") == 0
+    with FaultProxy(llama_server.removesuffix("/v1"), rate_429=0.06, rate_500=0.06, rate_delay=0.04,
+                    rate_cut=0.06, delay=1.0, retry_after="1", seed=99) as proxy:
+        assert _collect_ultimatum(proxy.base_url, tmp_path / "faulty") == 0
+    assert proxy.injected >= 2, proxy.counts  # 22 trials, about one request in five disturbed
+    assert json.loads((tmp_path / "faulty" / "manifest.json").read_text())["failures"] == []
+    _assert_same_table(_table(tmp_path / "clean"), _table(tmp_path / "faulty"))
+
+
+def test_failed_trials_are_listed_and_a_rerun_asks_only_for_them(llama_server, tmp_path):
+    from simsubjects.collect.studies.ultimatum import build_trials
+
+    trials, _ = build_trials(pairs=2)
+    marker = "takes $7 for himself"  # the $3 offers of Mr. proposers
+    expected = set(trials.loc[trials["prompt"].str.contains(marker, regex=False), "trial"])
+    assert 0 < len(expected) < len(trials)
+    out = tmp_path / "run"
+    with FaultProxy(llama_server.removesuffix("/v1")) as proxy:
+        assert _collect_ultimatum(proxy.base_url, tmp_path / "clean") == 0
+        clean = proxy.counts["forwarded"]  # the backend's start-up probe + every trial's requests
+        proxy.always_fail = marker.encode()
+        assert _collect_ultimatum(proxy.base_url, out) == 0  # the rest finishes
+        first = proxy.counts["forwarded"] - clean
+        failures = json.loads((out / "manifest.json").read_text())["failures"]
+        assert {f["trial"] for f in failures} == expected
+        assert all("500" in f["reason"] for f in failures)
+        per_trial = (clean - first) / len(expected)
+        assert per_trial >= 1
+        proxy.always_fail = None  # the server recovers; the same command runs again, twice
+        asked = []
+        for _ in range(2):
+            before = proxy.counts["requests"]
+            assert _collect_ultimatum(proxy.base_url, out) == 0
+            asked.append(proxy.counts["requests"] - before)
+    probe = clean - len(trials) * per_trial
+    assert asked == [probe + len(expected) * per_trial, 0]  # only the failed trials; then nothing
+    assert json.loads((out / "manifest.json").read_text())["failures"] == []
+    _assert_same_table(_table(tmp_path / "clean"), _table(out))
+
+
 def test_unreachable_server_is_a_user_error():
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     with OpenAIModel(MODEL, url, timeout=2, max_retries=1, backoff=0.01) as m:

@@ -422,31 +422,18 @@ keep(rows(lapply(split(p, p$model), function(gm) rows(lapply(c("all", sort(uniqu
 })))), "ultimatum_pairing_welch")
 ''',
     "garden_path": r'''
-# ---- Garden path: per-sentence P(ungrammatical), garden path minus control (paired = one-sample t on differences)
+# ---- Garden path: per-sentence P(ungrammatical) over names; garden path vs control across sentences
 run <- read_run("garden_path")
-r <- chr(run$responses)
-p <- prob_of(r[r$source == "model", ], "ungrammatical", keep = c("model", "item", "condition", "set"))
-m <- aggregate(p_ungrammatical ~ model + set + item + condition, data = p, FUN = mean)
-w <- reshape(m, idvar = c("model", "set", "item"), timevar = "condition", direction = "wide")
-if (all(c("p_ungrammatical.garden_path", "p_ungrammatical.control") %in% names(w))) {
-  w$difference <- w$p_ungrammatical.garden_path - w$p_ungrammatical.control
-  keep(rows(lapply(split(w, w$model), function(g)
-    cbind(model = g$model[1], set = "both", n_gp_greater = sum(g$difference > 0), one_sample_test(g$difference)))),
-    "garden_path_paired_test")
-}
+s <- garden_path_sentences(chr(run$responses))
+keep(s, "garden_path_sentences", show = 10)
+keep(rows(c(lapply(split(s, s$model), function(g) cbind(model = g$model[1], type = "all", garden_path_tests(g))),
+            lapply(split(s, list(s$model, s$type), drop = TRUE), function(g)
+              cbind(model = g$model[1], type = g$type[1], garden_path_tests(g))))), "garden_path_paired_tests")
 ''',
     "wisdom": r'''
-# ---- Wisdom of crowds: median and IQR per question (quantile type 7 = numpy's default)
+# ---- Wisdom of crowds: median, quartiles (type 7 = numpy's default) and exact share per question
 run <- read_run("wisdom")
-r <- chr(run$responses)
-r <- r[r$source == "model", ]
-r$estimate <- suppressWarnings(as.numeric(if ("estimate" %in% names(r)) r$estimate else r$response))
-keep(rows(lapply(split(r, list(r$model, r$item), drop = TRUE), function(g) {
-  x <- g$estimate[!is.na(g$estimate)]
-  q <- if (length(x)) stats::quantile(x, c(.25, .5, .75), type = 7, names = FALSE) else rep(NA_real_, 3)
-  data.frame(model = g$model[1], item = g$item[1], n = nrow(g), n_valid = length(x), median = q[2],
-             iqr = q[3] - q[1])
-})), "wisdom_medians")
+keep(wisdom_questions(chr(run$responses), chr(run$items)[c("item", "truth")]), "wisdom_questions")
 ''',
     "milgram": _milgram_r("milgram", "Milgram (classic): share still obeying by shock level, model(s) and Milgram "
                                      "(1963), Kaplan-Meier"),

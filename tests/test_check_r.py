@@ -194,6 +194,57 @@ def milgram_responses(study="milgram", seed=3):
     return pd.DataFrame(rows)
 
 
+def garden_path_responses(seed=0):
+    """Two models, 8 sentences of both sets and types, GP and control judged by 3 names each."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model in ("m1", "m2"):
+        for k in range(8):
+            item, set_, type_ = f"s{k}", ("published", "novel")[k % 2], ("OT", "RAT")[k // 4]
+            for version in ("garden_path", "control"):
+                for name in ("a", "b", "c"):
+                    p = float(np.clip(0.5 + 0.1 * (version == "garden_path") + rng.normal(0, 0.15), 0.01, 0.99))
+                    z = float(rng.uniform(0.05, 0.3))
+                    for resp, w in (("ungrammatical", p * z), ("grammatical", (1 - p) * z)):
+                        rows.append({"study": "garden_path", "trial": f"{item}|{version}|{name}", "item": item,
+                                     "condition": version, "subject": name, "source": "model", "model": model,
+                                     "method": "exact", "response": resp, "weight": w, "validity": z,
+                                     "set": set_, "type": type_})
+    return pd.DataFrame(rows)
+
+
+def test_garden_path(check_r):
+    from simsubjects.analyze.garden_path import analyze_garden_path
+
+    responses = garden_path_responses()
+    out = check_r("garden_path", responses, None, analyze_garden_path(responses))
+    # per model: 3 sets x 3 types x 2 versions (mean, SE); 9 groups x 2 tests (count, estimate, statistic,
+    # df, p); plus the two worst-sentence rows
+    assert_all_ok(out, 2 * (18 * 2 + 18 * 5) + 2)
+    assert out["statistic"].str.contains("Wilcoxon signed-rank test p.value").sum() == 2 * 9
+
+
+def test_wisdom(check_r):
+    from simsubjects.analyze.wisdom import analyze_wisdom
+    from simsubjects.collect.studies.wisdom import questions
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for model in ("m1", "m2"):
+        for item, truth in zip(questions()["item"][:4], questions()["truth"][:4]):
+            for i in range(7):  # some invalid answers, some exactly right
+                est = [np.nan, float(truth), float(round(truth * rng.uniform(0.5, 2)))][i % 3]
+                rows.append({"study": "wisdom", "trial": f"{item}|{i}", "item": item, "condition": "Mr.",
+                             "subject": str(i), "source": "model", "model": model, "method": "generated",
+                             "response": "" if np.isnan(est) else str(int(est)), "weight": 1.0,
+                             "validity": float(not np.isnan(est)), "estimate": est})
+    responses = pd.DataFrame(rows)
+    out = check_r("wisdom", responses, None, analyze_wisdom(responses))
+    assert_all_ok(out, 2 * 4 * 7)
+    exact = out[out["statistic"].str.endswith("share_exact")]
+    assert (exact["python"] > 0).all()  # the hyper-accurate answers were counted
+
+
 @pytest.mark.parametrize("study", ["milgram", "milgram_novel"])
 def test_milgram(check_r, study):
     mg = pytest.importorskip("simsubjects.analyze.milgram")

@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyreadr
 import pytest
@@ -255,6 +256,19 @@ def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
     m = pd_.merge(rd, on=["bias", "perturbation", "key"])
     assert len(m) == len(pd_) > 0
     assert (m["delta"] - m["estimate"]).abs().max() < 1e-8
+    # garden path: the paired t-test over all sentences; wisdom: median and IQR per question
+    rg = pd.read_csv(r / "garden_path_paired_tests.csv")
+    rg = rg[(rg["type"] == "all") & (rg["test"] == "Paired t-test")].iloc[0]
+    pg = pd.read_csv(out / "garden_path" / "analysis" / "paired_tests.csv")
+    pg = pg[(pg["type"] == "all") & (pg["test"] == "Paired t-test")]
+    pg = pg[pg["set"] == ("both" if len(pg) > 1 else pg["set"].iloc[0])].iloc[0]
+    assert rg["estimate"] == pytest.approx(pg["mean_difference"], abs=1e-8)
+    assert rg["p.value"] == pytest.approx(pg["p"], abs=1e-6)
+    rq = pd.read_csv(r / "wisdom_questions.csv").merge(
+        pd.read_csv(out / "wisdom" / "analysis" / "per_question.csv"), on=["model", "item"], suffixes=("_r", ""))
+    assert len(rq) > 0
+    for c in ("n_valid", "median", "iqr", "share_exact"):
+        np.testing.assert_allclose(rq[f"{c}_r"], rq[c], atol=1e-8, equal_nan=True)
     # Milgram survival and MoCa AMCE ran; their estimates are checked against Python in test_check_r
     assert (r / "milgram_survival.csv").is_file() and (r / "milgram_novel_survival.csv").is_file()
     assert "moca" in res.stdout.lower() or (r / "moca_amce.csv").is_file()

@@ -24,6 +24,11 @@ Study pieces (`CHECKS`, keyed by study name):
   (R: delta_tests), and, when the responses carry human rows with ordinal positions and the item
   table the option positions, the normalized Wasserstein distance per question and the
   representativeness (R: wasserstein_by_question, representativeness).
+* garden_path — the per-sentence mean P(ungrammatical) of each version; mean and SEM across
+  sentences by set, type and version (R: one_sample_test); the paired t-test and Wilcoxon
+  signed-rank test of garden path vs control (R: garden_path_sentences, garden_path_tests).
+* wisdom — per model and question: valid estimates, median, quartiles, IQR, median over the truth,
+  share exactly right (R: wisdom_questions, quantile type 7).
 * milgram, milgram_novel — per model and for Milgram's humans, the share still obeying, the number
   at risk and the refusals at each shock level (R: milgram_survival, Kaplan-Meier through
   survival::survfit), and the log-rank test of each model against the humans (R:
@@ -431,8 +436,71 @@ def check_milgram(r: RSession, responses, items, tables, tol, tol_p) -> list[dic
     return out
 
 
+# ---------------------------------------------------------------- garden path
+
+def check_garden_path(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
+    from . import garden_path as gp
+
+    sent = gp.per_sentence(gp.ungrammatical_probs(responses))
+    cols = [c for c in ("source", "model", "trial", "response", "weight", "validity", "item", "condition", "set",
+                        "type") if c in responses.columns]
+    rs = r("garden_path_sentences", responses[cols])
+    key = ["model", "set", "type", "item"]
+    m = sent.merge(rs, on=key, how="outer", suffixes=("", "_r"))
+    out = []
+    for v in ("garden_path", "control"):  # one row for all sentences: the one that differs most
+        diff = (m[v] - m[f"{v}_r"]).abs().fillna(math.inf)
+        worst = m.loc[diff.idxmax()]
+        out.append(compare(f"garden_path mean P(ungrammatical) of the {v} sentence that differs most, of {len(m)}",
+                           worst[v], worst[f"{v}_r"], tol))
+
+    def subset(model, set_, type_):  # the Python tables add set "both" and type "all"
+        g = rs[rs["model"] == model]
+        g = g if set_ == "both" else g[g["set"] == set_]
+        return g if type_ == "all" else g[g["type"] == type_]
+
+    by_type = tables.get("by_type")
+    by_type = gp.by_type(sent) if by_type is None else by_type
+    for row in by_type.to_dict("records"):
+        rr = r("one_sample_test", subset(row["model"], row["set"], row["type"])[row["version"]]).iloc[0]
+        out += compare_fields(_tag("garden_path", row["model"], row["set"], row["type"], row["version"], "mean"),
+                              {"estimate": row["mean_p_ungrammatical"], "se": row["sem"]}, rr, tol, tol_p)
+    tests = tables.get("paired_tests")
+    tests = gp.paired_tests(sent) if tests is None else tests
+    for (model, set_, type_), g in tests.groupby(["model", "set", "type"], sort=False):
+        rt = r("garden_path_tests", subset(model, set_, type_)[["difference"]]).set_index("test")
+        for row in g.to_dict("records"):
+            if row["test"] not in rt.index:
+                continue
+            tag = _tag("garden_path", model, set_, type_, row["test"])
+            out.append(compare(f"{tag} sentences GP > control", row["n_gp_greater"], rt.loc[row["test"], "n_gp_greater"], tol))
+            out += compare_fields(tag, row, rt.loc[row["test"]], tol, tol_p,
+                                  {"mean_difference": "estimate", "statistic": "statistic", "df": "df", "p": "p.value"})
+    return out
+
+
+# ---------------------------------------------------------------- wisdom of crowds
+
+def check_wisdom(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
+    from ..collect.studies.wisdom import questions
+    from .wisdom import estimates, per_question
+
+    pq = tables.get("per_question")
+    pq = per_question(responses) if pq is None else pq
+    d = estimates(responses)[["model", "item", "estimate"]]
+    rw = r("wisdom_questions", d, questions()[["item", "truth"]])
+    m = pq.merge(rw, on=["model", "item"], how="outer", suffixes=("", "_r"))
+    out = []
+    for row in m.to_dict("records"):
+        for f in ("n_valid", "median", "q1", "q3", "iqr", "median_norm", "share_exact"):
+            out.append(compare(_tag("wisdom", row["model"], row["item"], f), row[f], row[f"{f}_r"], tol))
+    return out
+
+
 CHECKS: dict[str, Callable] = {
     "ultimatum": check_ultimatum,
+    "garden_path": check_garden_path,
+    "wisdom": check_wisdom,
     "moca": check_moca,
     "survey_bias": check_survey_bias,
     "milgram": check_milgram,

@@ -546,16 +546,34 @@ def plot_moca(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) 
     return paths
 
 
+def _interval(lo, hi) -> str:
+    return f"[{lo:.3f}, {hi:.3f}]" if np.isfinite(lo) and np.isfinite(hi) else ""
+
+
+def side_by_side(a: pd.DataFrame) -> pd.DataFrame:
+    """One row per factor: each system's difference in means with its OLS-cluster and bootstrap intervals."""
+    rows = []
+    for (task, factor, term), g in a.groupby(["task", "factor", "term"], sort=False):
+        row = {"task": task, "factor": factor, "term": term}
+        for (source, model), s in g.groupby(["source", "model"], sort=False):
+            who = "human" if source == "human" else model
+            by = s.set_index("method")
+            if "difference-in-means" in by.index:
+                row[who] = by.at["difference-in-means", "estimate"]
+            for method, label in (("ols-cluster", "OLS-cluster CI"), ("bootstrap-story", "bootstrap CI")):
+                if method in by.index:
+                    row[f"{who} {label}"] = _interval(by.at[method, "ci_low"], by.at[method, "ci_high"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def summary(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Terminal view: agreement (Table 3) and the AMCE side by side, humans and model."""
     a = tables["amce"]
-    wide = a.pivot_table(index=["task", "factor", "term", "method"], columns="source", values="estimate",
-                         aggfunc="first").reset_index()
-    ci = a[a["method"] == "bootstrap-story"][["source", "task", "factor", "ci_low", "ci_high"]]
-    view = {
+    se = ", ".join(sorted({str(x) for x in a["se_type"].dropna() if str(x)})) or "CR2"
+    return {
         "human classes (Table 1)": tables["table1"],
         "agreement with humans (Table 3; 95% bootstrap over stories)": tables["agreement"],
-        "AMCE: difference in means / OLS clustered by story / story bootstrap (columns: who)": wide,
-        "AMCE 95% story-bootstrap intervals": ci,
+        f"AMCE, humans and model side by side: difference in means, 95% intervals from OLS clustered by story "
+        f"({se}) and from the story bootstrap": side_by_side(a),
     }
-    return view

@@ -379,12 +379,12 @@ def plot_grid(grid: pd.DataFrame, path) -> Path:
         ax.tick_params(length=0)
     for k in range(len(models), nrow * ncol):
         axes[k // ncol][k % ncol].axis("off")
-    fig.text(0.5, 0.005, f"blue: significant positive mean; orange: significant negative; hatched: not significant; "
-                         f"grey: not run", ha="center", va="bottom", fontsize=7)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.text(0.5, 0.005, "blue: significant positive mean; orange: significant negative\n"
+                         "hatched: not significant; grey: not run", ha="center", va="bottom", fontsize=7)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
+    fig.savefig(path, dpi=150, bbox_inches="tight")  # the legend line is wider than a one-model grid
     plt.close(fig)
     return path
 

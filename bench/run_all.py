@@ -8,6 +8,7 @@ Not part of the test suite: timings belong in a table with ratios measured in th
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import platform
 import subprocess
 import sys
@@ -30,7 +31,9 @@ BENCHES = [
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller samples")
-    ap.add_argument("--server", default=None, help="OpenAI-compatible URL for the sampling benchmark")
+    ap.add_argument("--server", default="auto" if importlib.util.find_spec("llama_cpp") else None,
+                    help="OpenAI-compatible URL for the sampling benchmark (default: start llama-cpp-python's "
+                         "server on loopback where it is installed)")
     ap.add_argument("--out", default=str(HERE.parent / "docs" / "benchmarks.md"))
     args = ap.parse_args()
     parts = [f"# Benchmarks\n\nMade by `python bench/run_all.py{' --quick' if args.quick else ''}` on "

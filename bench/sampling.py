@@ -2,21 +2,24 @@
 
 Per survey question form: model forward passes / queries and seconds for each method, on the
 bundled model and, with --server URL (an OpenAI-compatible server such as llama-cpp-python's
-serving the same GGUF), through the `openai` backend.
+serving the same GGUF), through the `openai` backend; `--server auto` starts llama-cpp-python's
+server on a free loopback port for the run (tests/llama_server.py) and stops it after.
 
-    python bench/sampling.py --forms 4 [--server http://127.0.0.1:8000/v1]
+    python bench/sampling.py --forms 4 [--server auto | --server http://127.0.0.1:8000/v1]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 from common import markdown  # noqa: E402
 
 from simsubjects.collect.models import ChoiceRequest, load_model  # noqa: E402
@@ -45,16 +48,30 @@ def measure(model, backend: str, reqs: list[ChoiceRequest]) -> list[dict]:
     return rows
 
 
+@contextlib.contextmanager
+def server(url: str):
+    """The given base URL, or with "auto" llama-cpp-python's server on the bundled GGUF, started here."""
+    if url != "auto":
+        yield url
+        return
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from llama_server import start_llama_server
+
+    with start_llama_server() as started:
+        yield started
+
+
 def main(argv=None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--forms", type=int, default=4)
     ap.add_argument("--n", type=int, default=50)
-    ap.add_argument("--server", default=None, help="OpenAI-compatible base URL serving the same model")
+    ap.add_argument("--server", default=None, help="OpenAI-compatible base URL serving the same model, or auto")
     args = ap.parse_args(argv)
     reqs = requests(args.forms, args.n)
     rows = measure(load_model("smollm2"), "hf (smollm2)", reqs)
     if args.server:
-        rows += measure(load_model(f"openai:smollm2@{args.server}"), "openai (loopback llama.cpp)", reqs)
+        with server(args.server) as url:
+            rows += measure(load_model(f"openai:smollm2@{url}"), "openai (loopback llama.cpp)", reqs)
     df = pd.DataFrame(rows)
     summary = df.groupby(["backend", "method"]).agg(
         forms=("form", "size"), forward_passes=("forward passes", "mean"), queries=("queries", "mean"),

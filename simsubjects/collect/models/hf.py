@@ -85,6 +85,7 @@ class HFModel:
         hf_logging.disable_progress_bar()
         if threads:
             torch.set_num_threads(threads)
+        self.device = _device(torch, device)  # a bad --device fails before the weights load
         kw: dict = {"trust_remote_code": trust_remote_code}
         if path.is_file():
             if path.suffix != ".gguf":
@@ -104,7 +105,6 @@ class HFModel:
             raise UserError(f"cannot load model from {path}: {first}") from None
         finally:
             gguf_utils.tqdm = bar
-        self.device = _device(torch, device)
         self.model.to(self.device).eval()
         self.torch = torch
         self.chat_template = chat_template

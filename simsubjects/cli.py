@@ -221,6 +221,10 @@ def _report_collection(out, manifest: dict) -> None:
     c = manifest["counts"]
     click.echo(f"wrote {out}: {c['answered']}/{c['trials']} trials, {c['rows']} rows, "
                f"mean validity {c['mean_validity']:.4f}, {manifest['timings']['collection_seconds']:.1f}s")
+    if manifest.get("short"):
+        click.echo(f"{len(manifest['short'])} trials reached the sampling budget (20 x --n draws) with fewer than "
+                   f"--n valid answers; their rows hold the valid answers found (n_samples; listed in "
+                   f"manifest.json under short)", err=True)
     if manifest["failures"]:
         click.echo(f"{len(manifest['failures'])} trials failed (listed in manifest.json); "
                    "run the same command again to retry only them", err=True)

@@ -82,10 +82,18 @@ def test_sampled_choice_counts_valid_answers(smollm2):
     (res,) = smollm2.choose([ChoiceRequest(prompt, (" yes", " no", " Yes", " No"), n=5)], method="sampled")
     assert res.method == "sampled"
     assert res.n_queries >= res.n_samples
-    if res.failed is None:
+    assert res.failed is None
+    if res.short is None:
         assert sum(res.counts) == 5 and res.n_samples == 5
         assert abs(sum(res.probs) - 1) < 1e-12
     assert 0 <= res.validity <= 1
+
+
+def test_sampling_budget_ends_in_a_short_answer_not_a_failure(smollm2, tmp_path):
+    """A completion the model never gives: 20 x n draws, then the valid answers found (none)."""
+    (res,) = smollm2.choose([ChoiceRequest("Is water wet?\nAnswer:", (" zqxj", " xqzv"), n=2)], method="sampled")
+    assert res.failed is None and res.short == "only 0 of 2 valid answers in 40 draws (cap 40)"
+    assert res.n_queries == 40 and res.n_samples == 0 and res.validity == 0
 
 
 def test_packed_lines_match_scoring_each_prompt_alone(smollm2):

@@ -91,8 +91,9 @@ def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact
         raise
     manifest = base_manifest(study.name, model, params, study.datasets, study.templates(), started)
     manifest["identity"] = identity
-    manifest["counts"] = {k: v for k, v in stats.items() if k not in ("failures", "seconds")}
+    manifest["counts"] = {k: v for k, v in stats.items() if k not in ("failures", "short", "seconds")}
     manifest["failures"] = stats.get("failures", [])
+    manifest["short"] = stats.get("short", [])
     manifest["timings"]["collection_seconds"] = stats.get("seconds")
     store.finish(responses, items, manifest, records)
     return responses, manifest

@@ -98,6 +98,8 @@ def collect_choices(model, trials: pd.DataFrame, cache: RequestCache, *, study: 
     stats = {
         "trials": len(trials), "answered": len(trials) - len(failures), "rows": len(rows),
         "failures": [{"trial": trials["trial"].iat[i], "reason": r} for i, r in failures.items()],
+        "short": [{"trial": trials["trial"].iat[i], "reason": r.short} for i, r in enumerate(results)
+                  if r is not None and r.short],
         "queries": int(sum(r.n_queries for r in results if r is not None)),
         "mean_validity": float(pd.Series([r.validity for r in results if r is not None]).mean()) if rows else None,
         "seconds": round(time.perf_counter() - t0, 3),

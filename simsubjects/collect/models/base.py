@@ -37,7 +37,10 @@ class ChoiceResult:
     counts: list[int] | None = None
     n_samples: int = 0
     n_queries: int = 1
-    failed: str | None = None
+    failed: str | None = None  # no answer (server errors after retries): not cached, a re-run asks again
+    # the sampling protocol reached its draw budget with fewer than n valid answers: a finished
+    # answer (the same seeds would draw the same again), kept with the valid answers it found
+    short: str | None = None
 
     @classmethod
     def from_logprobs(cls, logprobs: Sequence[float], n_queries: int = 1) -> "ChoiceResult":

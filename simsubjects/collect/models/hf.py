@@ -328,7 +328,7 @@ class HFModel:
             round_ += 1
         res = ChoiceResult.from_counts(counts, queries)
         if sum(counts) < r.n:
-            res.failed = f"only {sum(counts)} valid answers in {queries} draws"
+            res.short = f"only {sum(counts)} of {r.n} valid answers in {queries} draws (cap {cap * r.n})"
         return res
 
 

@@ -657,7 +657,7 @@ class OpenAIModel:
                     valid += 1
         result = ChoiceResult.from_counts(counts, draws)
         if valid < req.n:
-            result.failed = f"only {valid} of {req.n} valid answers in {draws} draws (cap {cap})"
+            result.short = f"only {valid} of {req.n} valid answers in {draws} draws (cap {cap})"
         return result
 
     async def _draw(self, prompt: str, want: int, max_tokens: int, seed: int, counter: list) -> list[str]:

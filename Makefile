@@ -22,5 +22,6 @@ demo: setup  ## the main job: every study of the three papers on the embedded mo
 test: setup-test  ## all tests, Python and R
 	SIMSUBJECTS_REQUIRE_SERVER=1 $(PY) -m pytest -q
 
-bench: setup-test
+bench: setup-test  ## the benchmark tables (docs/benchmarks.md); lm-evaluation-harness is the reference
+	$(PIP) -e '.[bench]'
 	$(PY) bench/run_all.py

@@ -41,9 +41,11 @@ def measure(model, backend: str, reqs: list[ChoiceRequest]) -> list[dict]:
             (res,) = model.choose([r], method=method) if method == "sampled" else model.choose([r])
             secs = time.perf_counter() - t
             after = getattr(model, "stats", {})
-            rows.append({"backend": backend, "form": k, "method": method,
-                         "forward passes": after.get("forwards", 0) - before.get("forwards", 0) if method == "exact"
-                         else res.n_queries, "queries": res.n_queries, "valid": res.n_samples or "-",
+            # a server's forward passes are not seen from here (NaN); a local model counts them
+            passes = (after["forwards"] - before.get("forwards", 0) if "forwards" in after else float("nan")) \
+                if method == "exact" else res.n_queries
+            rows.append({"backend": backend, "form": k, "method": method, "forward passes": passes,
+                         "queries": res.n_queries, "valid": res.n_samples or "-",
                          "seconds": secs, "validity Z": res.validity})
     return rows
 

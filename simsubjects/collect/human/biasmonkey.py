@@ -177,8 +177,9 @@ def _read_one(path: Path, bias: str, pert: str, model: str) -> tuple[pd.DataFram
                         f"question form")
     rec = rec["min"].to_dict()
     counts = {(k, f): _form_counts(bias, pert, f, rec.get((k, "original")), n) for (k, f), n in rec.items()}
-    # a letter beyond both the original's and the form's option count answers no option shown
-    limit = [max(rec.get((k, "original"), 0), counts[k, f][0] + counts[k, f][1]) for k, f in zip(d["key"], d["form"])]
+    # a letter beyond both the original's and the form's option count answers no option shown (a
+    # relabelled 4-option form answers up to "e": one letter more than it has options)
+    limit = [max(rec.get((k, "original"), 0), counts[k, f][0] + int(counts[k, f][1])) for k, f in zip(d["key"], d["form"])]
     bad = [r != BLANK and LETTERS.index(r) >= n for r, n in zip(d["response"], limit)]
     if any(bad):
         i = bad.index(True)

@@ -411,6 +411,8 @@ def section(run: Run) -> str:
         "collection time": f"{fmt(m.get('timings', {}).get('collection_seconds'))} s",
         "failures": len(m.get("failures", [])),
     }
+    if m.get("short"):  # sampled trials that stopped at the draw budget with fewer valid answers
+        facts["short of --n valid answers"] = len(m["short"])
     parts = [f'<section id="{html.escape(study)}"><h2>{html.escape(title)}</h2>',
              '<dl class="facts">' + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>"
                                             for k, v in facts.items()) + "</dl>"]

@@ -62,6 +62,16 @@ def test_single_run_report(tmp_path, capsys):
     # self-contained: nothing fetched from elsewhere
     assert not re.search(r'<(script|link)\b', page) and not re.search(r'src="(?!data:)', page)
     assert (run / "analysis" / "acceptance_by_offer.csv").is_file()
+    assert "short of --n valid answers" not in page  # said only where the sampling budget was reached
+
+
+def test_report_counts_trials_short_of_n_valid_answers(tmp_path):
+    run = ultimatum_run(tmp_path / "ug")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["short"] = [{"trial": "t1", "reason": "only 3 of 50 valid answers in 1000 draws (cap 1000)"}] * 2
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["report", str(run)]) == 0
+    assert "<dt>short of --n valid answers</dt><dd>2</dd>" in (run / "report.html").read_text(encoding="utf-8")
 
 
 def test_folder_of_runs_and_a_broken_run(tmp_path):

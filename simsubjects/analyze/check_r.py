@@ -223,6 +223,13 @@ def compare_fields(label: str, py: Mapping, r: Mapping, tol: float, tol_p: float
             for pf, rf in fields.items() if pf in py]
 
 
+def compare_worst(label: str, both: pd.DataFrame, col: str, tol: float) -> dict:
+    """One row for a whole column: the row where `col` (Python) and `col_r` (R) differ most."""
+    diff = (both[col] - both[f"{col}_r"]).abs().fillna(math.inf)
+    worst = both.loc[diff.idxmax()] if len(both) else pd.Series({col: math.nan, f"{col}_r": math.nan})
+    return compare(label, worst[col], worst[f"{col}_r"], tol)
+
+
 def _tag(*parts) -> str:
     return " | ".join(str(p) for p in parts if str(p) not in ("", "nan", "None"))
 
@@ -248,11 +255,8 @@ def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[d
     rp["offer"] = rp["offer"].astype(float)
     key = ["source", "model", "trial"]
     both = p.merge(rp[[*key, "p_accept"]], on=key, suffixes=("", "_r"), how="outer")
-    # one row for all trials: the trial where Python and R differ most
-    diff = (both["p_accept"] - both["p_accept_r"]).abs().fillna(math.inf)
-    worst = both.loc[diff.idxmax()] if len(both) else pd.Series({"p_accept": math.nan, "p_accept_r": math.nan})
-    out = [compare(f"ultimatum P(accept) of the trial that differs most, of {len(both)} trials",
-                   worst["p_accept"], worst["p_accept_r"], tol)]
+    out = [compare_worst(f"ultimatum P(accept) of the trial that differs most, of {len(both)} trials", both,
+                         "p_accept", tol)]
 
     for row in by_offer.itertuples(index=False):
         x = rp.loc[(rp["model"] == row.model) & (rp["offer"] == float(row.offer)), "p_accept"]
@@ -447,12 +451,8 @@ def check_garden_path(r: RSession, responses, items, tables, tol, tol_p) -> list
     rs = r("garden_path_sentences", responses[cols])
     key = ["model", "set", "type", "item"]
     m = sent.merge(rs, on=key, how="outer", suffixes=("", "_r"))
-    out = []
-    for v in ("garden_path", "control"):  # one row for all sentences: the one that differs most
-        diff = (m[v] - m[f"{v}_r"]).abs().fillna(math.inf)
-        worst = m.loc[diff.idxmax()]
-        out.append(compare(f"garden_path mean P(ungrammatical) of the {v} sentence that differs most, of {len(m)}",
-                           worst[v], worst[f"{v}_r"], tol))
+    out = [compare_worst(f"garden_path mean P(ungrammatical) of the {v} sentence that differs most, of {len(m)}",
+                         m, v, tol) for v in ("garden_path", "control")]
 
     def subset(model, set_, type_):  # the Python tables add set "both" and type "all"
         g = rs[rs["model"] == model]

@@ -27,6 +27,7 @@ from scipy import stats
 
 from ..collect.human.milgram1963 import LEVELS, MODEL_NAME, load_milgram1963, paper_lm5
 from ..collect.studies.milgram import CAUSES, SCENARIOS, scenario
+from .tidy import n_trials, shares
 
 HUMAN = MODEL_NAME
 
@@ -174,12 +175,12 @@ def judgments_by_level(responses: pd.DataFrame) -> pd.DataFrame:
     j = responses[(responses["condition"] == "judgment") & (responses["source"] == "model")]
     if j.empty:
         return pd.DataFrame(columns=["model", "judgment", "level", "mean_p_positive", "mean_validity", "n_steps"])
-    total = j.groupby("trial")["weight"].transform("sum")
-    j = j.assign(share=j["weight"] / total)
+    j = shares(j)  # within (source, model, run, trial): runs stacked by `analyze DIR1 DIR2` share trial ids
     pos = j[~j["response"].str.startswith("not ")]
+    pos = pos.assign(n_steps=n_trials(pos, ["model", "judgment", "level"]))
     g = pos.groupby(["model", "judgment", "level"])
     out = g.agg(mean_p_positive=("share", "mean"), mean_validity=("validity", "mean"),
-                n_steps=("trial", "nunique")).reset_index()
+                n_steps=("n_steps", "first")).reset_index()
     return out
 
 

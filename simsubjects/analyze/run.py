@@ -10,6 +10,7 @@ import pandas as pd
 from ..collect.store import atomic_write_bytes, load_run
 from ..collect.studies.registry import get_study, resolve
 from ..errors import UserError
+from .tidy import stack_runs
 
 
 @dataclass
@@ -39,7 +40,7 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     spec = get_study(study)
     if not spec.analyze:
         raise UserError(f"{dirs[0]}: no analysis registered for study {study!r}")
-    responses = pd.concat([r for _, r, _ in runs], ignore_index=True)
+    responses = stack_runs([r for _, r, _ in runs], _run_labels(dirs))
     items = runs[0][2]
     tables = resolve(spec.analyze)(responses, items)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -48,3 +49,9 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     figures = resolve(spec.plot)(tables, responses, outdir) if plots and spec.plot else []
     shown = resolve(spec.summary)(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, outdir, figures)
+
+
+def _run_labels(dirs) -> list[str]:
+    """One label per run folder: its name, or its path where two folders share a name."""
+    names = [Path(d).name or str(d) for d in dirs]
+    return names if len(set(names)) == len(names) else [str(d) for d in dirs]

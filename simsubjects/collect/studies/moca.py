@@ -128,7 +128,9 @@ def p_yes(responses: pd.DataFrame) -> pd.DataFrame:
     need = {"trial", "item", "source", "model", "method", "response", "weight"}
     if not need <= set(responses.columns):
         raise UserError(f"responses: missing column(s) {', '.join(sorted(need - set(responses.columns)))}")
-    key = ["source", "model", "trial"]  # trial ids are unique within a run, not across models
+    from ...analyze.tidy import trial_key
+
+    key = trial_key(responses)  # trial ids are unique within a run, not across models or stacked runs
     df = responses.assign(_kind=_label_kind(responses["response"]), _w=responses["weight"].astype(float))
     df = df[df["_kind"].notna()]
     wide = df.pivot_table(index=key, columns="_kind", values="_w", aggfunc="sum", fill_value=0.0)

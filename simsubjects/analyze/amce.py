@@ -99,16 +99,26 @@ _CHUNK = 2_000_000  # index-matrix cells per bootstrap chunk
 
 # ---------------------------------------------------------------- data
 
-def outcomes(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
-    """One row per trial: y = P(Yes) (a 0/1 vote for people), joined with the item factors."""
+MISSING_P = ("half", "drop")
+
+
+def outcomes(responses: pd.DataFrame, items: pd.DataFrame, missing_p: str = "half") -> pd.DataFrame:
+    """One row per trial: y = P(Yes) (a 0/1 vote for people), joined with the item factors.
+
+    A model trial with no valid answer has no P(Yes). `missing_p="half"` (default) counts it as
+    0.5 (Yes and No equally likely), as the released evaluator does (github.com/cicl-stanford/moca,
+    moca/evaluator.py, docs/conventions.md); `"drop"` leaves the trial out.
+    """
     from ..collect.studies.moca import p_yes
 
+    if missing_p not in MISSING_P:
+        raise UserError(f"missing_p: expected one of {', '.join(MISSING_P)}, got {missing_p!r}")
     if "study" in responses:
         responses = responses[responses["study"] == "moca"]
     if "item" not in items:
         raise UserError("items: missing column item")
     py = p_yes(responses).rename(columns={"p_yes": "y"})
-    py = py[py["y"].notna()]
+    py = py[py["y"].notna()] if missing_p == "drop" else py.fillna({"y": 0.5})
     facs = [c for task in CONTRASTS.values() for c in task if c in items.columns]
     if "task" not in items:
         raise UserError("items: missing column task")
@@ -503,19 +513,42 @@ def plot_forest(amce_table: pd.DataFrame, path, method: str | None = None) -> No
 
 # ---------------------------------------------------------------- everything for one run
 
+POOLING = ("rows", "story")
+
+
+def agreement_units(story_rows: pd.DataFrame, human: pd.Series, pooling: str = "rows"):
+    """(model P(Yes) per unit, human P(Yes) per unit) for the Table 3 metrics.
+
+    pooling="rows" (default, the released evaluator): each story x prompt template is one unit,
+    so a run with both templates scores 2n rows against the story's human P(Yes) repeated;
+    "story": each story's P(Yes) is first averaged over its templates (n units).
+    """
+    if pooling not in POOLING:
+        raise UserError(f"pooling: expected one of {', '.join(POOLING)}, got {pooling!r}")
+    g = story_rows.groupby(["model", "persona", "item", *(["template"] if pooling == "rows" else [])],
+                           sort=True)["y"].mean().rename("p_yes").reset_index()
+    if pooling == "story":
+        return g, human
+    unit = g["item"].astype(str) + " | " + g["template"].astype(str)
+    hp = pd.Series(human.reindex(g["item"]).to_numpy(), index=unit.to_numpy())
+    return g.assign(item=unit).drop(columns="template"), hp[~hp.index.duplicated()]
+
+
 def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 10000, seed: int = 0,
-                 se_type: str = "CR2") -> dict[str, pd.DataFrame]:
+                 se_type: str = "CR2", pooling: str = "rows", missing_p: str = "half") -> dict[str, pd.DataFrame]:
     """Table 1 counts, per-story P(Yes), Table 3 agreement, AMCE (honest and paper convention).
 
     Keys: ``table1`` (human Yes/No/ambiguous per task), ``story_p`` (mean P(Yes) per source,
-    model, persona and story), ``agreement`` (per task, model and persona summary; models only),
-    ``amce`` (difference in means, OLS with `se_type` cluster-robust SEs, story bootstrap),
-    ``amce_paper`` (released-code convention; only when human rows are present). A model's
-    AMCE pools all its trials (templates, personas) story by story.
+    model, persona and story, over its templates), ``agreement`` (per task, model and persona
+    summary; models only; its units per `pooling`, see `agreement_units`: by default each story x
+    template row, as the released evaluator), ``amce`` (difference in means, OLS with `se_type`
+    cluster-robust SEs, story bootstrap), ``amce_paper`` (released-code convention; only when
+    human rows are present). A model's AMCE pools all its trials (templates, personas) story by
+    story. `missing_p`: a trial without P(Yes) counts as 0.5 ("half", the release) or is dropped.
     """
     from .agreement import agreement
 
-    data = outcomes(responses, items)
+    data = outcomes(responses, items, missing_p)
     if "persona" not in data:
         data["persona"] = ""
     story = (data.groupby(["source", "model", "persona", "task", "item"], sort=True)["y"]
@@ -525,9 +558,12 @@ def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 100
     table1["n"] = table1[["Yes", "No", "ambiguous"]].sum(axis=1)
     human = items.set_index("item")["human_p_yes"]
     parts = []
-    for task, g in story[story["source"] != "human"].groupby("task"):
+    if "template" not in data:
+        data["template"] = ""
+    for task, g in data[data["source"] != "human"].groupby("task"):
         hp = human[items.set_index("item")["task"] == task]
-        a = agreement(g[["model", "persona", "item", "p_yes"]], hp, n_boot=n_boot, seed=seed)
+        mp, hp = agreement_units(g, hp, pooling)
+        a = agreement(mp, hp, n_boot=n_boot, seed=seed)
         parts.append(a.assign(task=task))
     agree = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     out = {"table1": table1, "story_p": story, "agreement": agree,

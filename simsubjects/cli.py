@@ -181,7 +181,7 @@ def _collect_command(study):
                   for o in study.options}
         params["seed"] = kw["seed"]
         if kw["validate"]:
-            trials, _ = study.build(**params)
+            trials, _ = study.make(**params)
             if study.validate is None:
                 return validate_only(trials, kw["model"], kw)
             from .collect.models import load_model

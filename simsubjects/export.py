@@ -1,7 +1,7 @@
 """`simsubjects export`: a run's tables as .csv, .parquet, .rds (R factors), .dta/.sav (value labels).
 
 Text columns with few distinct values become R factors and labelled integers in Stata/SPSS;
-variable labels come from the schema docs; a codebook (Markdown and CSV) is written beside the data.
+variable labels come from the study's declaration (schema.labels); a codebook (Markdown and CSV) is written beside the data.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pandas as pd
 
 from .collect.store import atomic_write_bytes, load_run
 from .errors import UserError
-from .schema import LABELS
+from .schema import labels as study_labels
 
 FORMATS = ("csv", "parquet", "rds", "dta", "sav")
 MAX_LEVELS = 200  # text columns with at most this many distinct values are categorical,
@@ -73,13 +73,14 @@ def stata_name(name: str, taken: set[str]) -> str:
     return new
 
 
-def codebook(df: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
+def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | None = None) -> pd.DataFrame:
+    labels = study_labels() if labels is None else labels
     rows = []
     for c in df.columns:
         s = df[c]
         levels = sorted(map(str, s.dropna().unique()))
         rows.append({
-            "column": c, "exported_as": names.get(c, c), "type": str(s.dtype), "label": LABELS.get(c, ""),
+            "column": c, "exported_as": names.get(c, c), "type": str(s.dtype), "label": labels.get(c, ""),
             "missing": int(s.isna().sum()), "distinct": len(levels),
             "values": "; ".join(levels[:12]) + (" ..." if len(levels) > 12 else "") if c in categorical_columns(df)
             else (f"{s.min()} .. {s.max()}" if pd.api.types.is_numeric_dtype(s) and len(s) else ""),
@@ -87,8 +88,9 @@ def codebook(df: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
-    """Write one table; returns {original column: exported name}."""
+def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None = None) -> dict[str, str]:
+    """Write one table; returns {original column: exported name}. `labels`: variable labels (.dta/.sav)."""
+    labels = study_labels() if labels is None else labels
     df = flatten(df)
     cats = categorical_columns(df)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -109,7 +111,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
             taken: set[str] = set()
             names = {c: stata_name(c, taken) for c in df.columns}
             out = df.rename(columns=names)
-            labels = {names[c]: LABELS.get(c, c)[:80] for c in df.columns}
+            var_labels = {names[c]: labels.get(c, c)[:80] for c in df.columns}
             if fmt == "dta":
                 for c in cats:
                     out[names[c]] = pd.Categorical(out[names[c]].astype(object))
@@ -117,7 +119,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
                     if c not in {names[k] for k in cats} and not pd.api.types.is_numeric_dtype(out[c]):
                         out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
                 strl = [c for c in out.columns if out[c].dtype == object and out[c].str.len().max() > 2045]
-                out.to_stata(tmp, write_index=False, version=118, variable_labels=labels, convert_strl=strl)
+                out.to_stata(tmp, write_index=False, version=118, variable_labels=var_labels, convert_strl=strl)
             else:
                 import pyreadstat
 
@@ -130,7 +132,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
                 for c in out.columns:
                     if out[c].dtype != float and not pd.api.types.is_numeric_dtype(out[c]):
                         out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
-                pyreadstat.write_sav(out, str(tmp), column_labels=[labels[c] for c in out.columns],
+                pyreadstat.write_sav(out, str(tmp), column_labels=[var_labels[c] for c in out.columns],
                                      variable_value_labels=value_labels)
         tmp.replace(path)
     finally:
@@ -145,7 +147,8 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
         raise UserError(f"--to {','.join(bad)}: unknown format; choose from {', '.join(FORMATS)}")
     if not formats:
         raise UserError(f"--to: give at least one format of {', '.join(FORMATS)}")
-    _, responses, items = load_run(run_dir)
+    manifest, responses, items = load_run(run_dir)
+    labels = study_labels(manifest.get("study"))  # the study's declaration labels its design columns
     outdir = Path(out) if out else Path(run_dir) / "export"
     for parent in (outdir, *outdir.parents):
         if parent.exists():
@@ -162,9 +165,9 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
         for name, df in (("responses", responses), ("items", items)):
             names = {}
             for fmt in formats:
-                names.update(_write(df, stage / f"{name}.{fmt}", fmt))
+                names.update(_write(df, stage / f"{name}.{fmt}", fmt, labels))
                 names_out.append(f"{name}.{fmt}")
-            book = codebook(flatten(df), names)
+            book = codebook(flatten(df), names, labels)
             atomic_write_bytes(stage / f"codebook_{name}.csv", book.to_csv(index=False).encode("utf-8"))
             md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -20,6 +20,8 @@ import pyreadr
 import pytest
 
 from simsubjects import replicate as rep
+from simsubjects.collect.studies.registry import studies
+from simsubjects.papers import papers
 from simsubjects.cli import main
 from simsubjects.errors import UserError
 
@@ -37,15 +39,16 @@ TINY = {
 }
 
 
-def tiny_papers() -> dict:
-    return {k: replace(p, plans=tuple(replace(pl, params=lambda s, _p=TINY[pl.study]: dict(_p)) for pl in p.plans))
-            for k, p in rep.PAPERS.items()}
+def tiny_plans(mp: pytest.MonkeyPatch) -> None:
+    """Swap every declared study's plans for the tiny designs (undone with mp.undo())."""
+    for s in studies().values():
+        mp.setattr(s, "papers", tuple(replace(pl, params=lambda sc, _p=TINY[s.name]: dict(_p)) for pl in s.papers))
 
 
 # ---------------------------------------------------------------- sizing, without a model
 
 def test_scale_one_is_the_papers_design():
-    by = {plan.study: params for _, plan, _, params in rep.plan_studies(list(rep.PAPERS.values()), 1.0)}
+    by = {study.name: params for _, _, study, params in rep.plan_studies(list(papers().values()), 1.0)}
     assert by["ultimatum"]["pairs"] == 10_000
     assert by["garden_path"]["names"] == 1_000
     assert by["wisdom"]["participants"] == 1_500
@@ -56,7 +59,7 @@ def test_scale_one_is_the_papers_design():
 
 
 def test_small_scales_keep_a_testable_floor():
-    by = {plan.study: params for _, plan, _, params in rep.plan_studies(list(rep.PAPERS.values()), 1e-4)}
+    by = {study.name: params for _, _, study, params in rep.plan_studies(list(papers().values()), 1e-4)}
     assert by["ultimatum"]["pairs"] == 8
     assert by["garden_path"]["names"] == 1
     assert by["wisdom"]["participants"] == 2
@@ -67,13 +70,10 @@ def test_small_scales_keep_a_testable_floor():
     assert rep.size(100, 0.5) == 50
 
 
-def test_every_planned_study_is_registered():
-    from simsubjects.collect.studies.registry import studies
-
-    planned = {plan.study for p in rep.PAPERS.values() for plan in p.plans}
-    missing = planned - set(studies())
-    if missing:
-        pytest.skip(f"studies not registered yet: {sorted(missing)} (replicate skips them)")
+def test_every_bundled_study_belongs_to_its_paper():
+    by_paper = {k: [s.name for _, _, s, _ in rep.plan_studies([p], 1.0)] for k, p in papers().items()}
+    assert by_paper == {"aher2023": ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel"],
+                        "tjuatja2024": ["survey_bias"], "nie2023": ["moca"]}
 
 
 @pytest.mark.parametrize("args,message", [
@@ -96,23 +96,13 @@ def test_report_of_a_folder_without_runs(tmp_path, capsys):
     assert "no run folder here" in capsys.readouterr().err
 
 
-def test_unregistered_study_is_listed_not_fatal(tmp_path, monkeypatch):
-    ghost = rep.Paper("ghost2030", "A study not written yet", "Nobody (2030)",
-                      (rep.Plan("no_such_study", lambda s: {}, "nothing"),))
-    monkeypatch.setitem(rep.PAPERS, "ghost2030", ghost)
-    man = rep.replicate(["ghost2030"], "smollm2", tmp_path / "g", scale=0.5, show_progress=False, log=lambda m: None)
-    assert man["studies"][0]["status"] == "skipped"
-    assert "no_such_study" in (tmp_path / "g" / "README.md").read_text()
-    assert "not registered" in (tmp_path / "g" / "report.html").read_text()
-
-
 # ---------------------------------------------------------------- one tiny replication, all papers
 
 @pytest.fixture(scope="module")
 def replication(smollm2, tmp_path_factory):
     out = tmp_path_factory.mktemp("replication") / "all"
     mp = pytest.MonkeyPatch()
-    mp.setattr(rep, "PAPERS", tiny_papers())
+    tiny_plans(mp)
     try:
         man = rep.replicate(["all"], "smollm2", out, scale=0.001, show_progress=False, loaded_model=smollm2,
                             log=lambda m: None)
@@ -204,7 +194,7 @@ def test_rerun_resumes_from_the_caches(replication, smollm2, tmp_path):
     out = tmp_path / "copy"  # a copy: the other tests read the original
     shutil.copytree(replication[0], out)
     mp = pytest.MonkeyPatch()
-    mp.setattr(rep, "PAPERS", tiny_papers())
+    tiny_plans(mp)
     try:
         again = rep.replicate(["nie2023"], "smollm2", out, scale=0.001, show_progress=False, loaded_model=smollm2,
                               log=lambda m: None, overwrite=True)

@@ -12,7 +12,8 @@ Tolerances: `tol` (1e-8) for estimates, standard errors, test statistics and int
 `tol_p` (1e-6) for p-values and the degrees of freedom they rest on. Two missing values (NaN/NA)
 or two equal infinities agree.
 
-Study pieces (`CHECKS`, keyed by study name):
+Study pieces (each study's declaration names its own in `check_r`; a study declared outside the
+package may also name an `r_source` file, sourced into the session first):
 
 * ultimatum — P(accept) per trial; mean and SE of P(accept) by model x offer (R:
   one_sample_test); the Welch tests "Mr-Ms minus Ms-Mr" of `pairing_tests` (R: welch_test); the
@@ -134,6 +135,10 @@ class RSession:
             "r <- suppressWarnings(stats::cor(w, use = 'pairwise.complete.obs')); "
             "data.frame(offer_a = rep(as.numeric(rownames(r)), ncol(r)), "
             "offer_b = rep(as.numeric(colnames(r)), each = nrow(r)), r = as.vector(r)) }")
+
+    def source(self, path: str) -> None:
+        """Define the functions of an R file (a study's r_source) in the session's environment."""
+        self.ro.r["sys.source"](str(path), envir=self.env, **{"keep.source": False})
 
     def __call__(self, name: str, *args, **kwargs) -> pd.DataFrame:
         """Call the R function `name` of the package; data frames in and out."""
@@ -497,17 +502,6 @@ def check_wisdom(r: RSession, responses, items, tables, tol, tol_p) -> list[dict
     return out
 
 
-CHECKS: dict[str, Callable] = {
-    "ultimatum": check_ultimatum,
-    "garden_path": check_garden_path,
-    "wisdom": check_wisdom,
-    "moca": check_moca,
-    "survey_bias": check_survey_bias,
-    "milgram": check_milgram,
-    "milgram_novel": check_milgram,
-}
-
-
 def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = None,
             tables: Mapping[str, pd.DataFrame] | None = None, tol: float = TOL, tol_p: float = TOL_P) -> pd.DataFrame:
     """Every statistic of `study` with an R twin, computed in Python and in R; one row per number.
@@ -516,7 +510,15 @@ def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = No
     pieces recompute what they need from `responses`/`items` when a table is absent.
     Columns: statistic, python, r, abs_diff, tolerance, ok.
     """
-    if study not in CHECKS:
-        raise UserError(f"--check-r: no R twins for study {study!r}; available: {', '.join(sorted(CHECKS))}")
-    rows = CHECKS[study](r_session(), responses, items, dict(tables or {}), tol, tol_p)
+    from ..collect.studies.registry import resolve, studies
+
+    declared = studies()
+    decl = declared.get(study)
+    if decl is None or not decl.check_r:
+        have = sorted(n for n, d in declared.items() if d.check_r)
+        raise UserError(f"--check-r: no R twins for study {study!r}; available: {', '.join(have)}")
+    session = r_session()
+    if decl.r_source:
+        session.source(decl.r_source)
+    rows = resolve(decl.check_r)(session, responses, items, dict(tables or {}), tol, tol_p)
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -54,7 +54,7 @@ def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact
         raise UserError(f"--method {method}: {study.name} supports {', '.join(study.methods)}")
     if method != "exact" and n < 1:
         raise UserError(f"--n {n}: must be at least 1")
-    trials, items = study.build(**params)
+    trials, items = study.make(**params)
     params = {**params, "method": method, "n": n if method != "exact" else None}
     # --out is checked before the model loads: a file, or a folder holding another run, fails at once.
     RunStore.check_out(out, {"study": study.name, "parameters": params}, overwrite=overwrite)

@@ -150,9 +150,35 @@ def import_responses(kind, results_dir, model, out, prompts, overwrite):
 
 
 # --- collect -----------------------------------------------------------------------------------
-@cli.group()
+class StudyGroup(click.Group):
+    """`collect <study>`: one command per declared study, built when asked for, so a study declared
+    in a file named by SIMSUBJECTS_STUDIES is a command with no edit anywhere else."""
+
+    def list_commands(self, ctx):
+        from .collect.studies.registry import studies
+
+        return sorted({*super().list_commands(ctx), *(s.name.replace("_", "-") for s in studies().values())})
+
+    def get_command(self, ctx, name):
+        cmd = super().get_command(ctx, name)
+        if cmd is not None:
+            return cmd
+        from .collect.studies.registry import get_study
+
+        try:
+            study = get_study(name)
+        except UserError:
+            return None
+        return _collect_command(study, name)
+
+
+@cli.group(cls=StudyGroup)
 def collect():
-    """Collect model responses into a run folder (resumable)."""
+    """Collect model responses into a run folder (resumable).
+
+    Studies are declared in simsubjects/collect/studies, by installed packages (entry points
+    simsubjects.studies) or in your own Python files named by SIMSUBJECTS_STUDIES (docs/studies.md).
+    """
 
 
 def validate_only(trials: pd.DataFrame, spec: str, kw: dict, n: int = 20) -> None:
@@ -168,7 +194,7 @@ def validate_only(trials: pd.DataFrame, spec: str, kw: dict, n: int = 20) -> Non
     click.echo(f"overall mean validity: {z['validity'].mean():.4f}")
 
 
-def _collect_command(study):
+def _collect_command(study, name: str | None = None):
     """`collect <study>`: built from the study's declaration."""
 
     def run(**kw):
@@ -177,8 +203,7 @@ def _collect_command(study):
         bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
         if bad:
             raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
-        params = {o.flags[0].lstrip("-").replace("-", "_"): kw.pop(o.flags[0].lstrip("-").replace("-", "_"))
-                  for o in study.options}
+        params = {o.param: kw.pop(o.param) for o in study.options}
         params["seed"] = kw["seed"]
         if kw["validate"]:
             trials, _ = study.make(**params)
@@ -201,20 +226,7 @@ def _collect_command(study):
                      help="exact: log-probabilities; sampled: draw at temperature 1 until --n valid answers.")(f)
     for o in reversed(study.options):
         f = click.option(*o.flags, **o.kwargs)(f)
-    cmd = click.command(study.name, help=study.help)(f)
-    collect.add_command(cmd)
-    for alias in study.aliases:
-        collect.add_command(cmd, alias)
-
-
-def _register_studies():
-    from .collect.studies.registry import studies
-
-    for study in studies().values():
-        _collect_command(study)
-
-
-_register_studies()
+    return click.command(name or study.name, help=study.help)(f)
 
 
 def _report_collection(out, manifest: dict) -> None:

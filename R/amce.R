@@ -25,7 +25,8 @@
 #' @param outcome name of the numeric outcome column (e.g. \code{"y"}).
 #' @param attribute name of the attribute column (e.g. \code{"event_normality"}).
 #' @param cluster name of the cluster column (e.g. \code{"item"}, the story).
-#' @param se_type \code{"stata"} (CR1), \code{"CR2"}, \code{"CR0"} or \code{"cregg"}; see Details.
+#' @param se_type \code{"CR2"} (the default, as estimatr's \code{lm_robust} and the Python
+#'   \code{amce_ols}), \code{"stata"} (CR1), \code{"CR0"} or \code{"cregg"}; see Details.
 #' @param levels levels of the attribute to use (rows with other levels are left out); default all, in factor order or sorted.
 #' @param baseline the reference level; default the first of \code{levels} present.
 #' @template conf_level
@@ -50,13 +51,13 @@
 #' @examples
 #' set.seed(1)
 #' d <- data.frame(story = rep(1:12, each = 5))
-#' d$normality <- ifelse(d$story \%\% 2 == 0, "Abnormal", "Normal")
+#' d$normality <- ifelse(d$story %% 2 == 0, "Abnormal", "Normal")
 #' d$y <- rbinom(60, 1, ifelse(d$normality == "Abnormal", 0.7, 0.4))
 #' amce(d, "y", "normality", "story", se_type = "CR2", baseline = "Normal")
 #' amce(d, "y", "normality", "story", se_type = "cregg", baseline = "Normal")
 #' @rdname amce
 #' @export
-amce <- function(data, outcome, attribute, cluster, se_type = c("stata", "CR2", "CR0", "cregg"),
+amce <- function(data, outcome, attribute, cluster, se_type = c("CR2", "stata", "CR0", "cregg"),
                  levels = NULL, baseline = NULL, conf.level = 0.95) {
   se_type <- match.arg(se_type)
   if (!is.data.frame(data)) stop("data: expected a data frame", call. = FALSE)

@@ -27,7 +27,7 @@
 #' # Milgram (1963), Experiment 1: 26 of 40 administered 450 V
 #' m63 <- data.frame(level = 20:25, count = c(5, 4, 2, 1, 1, 1))
 #' s <- milgram_survival(m63, completed = 26)
-#' s[s$level \%in\% c(20, 21, 30), c("level", "voltage", "estimate")]
+#' s[s$level %in% c(20, 21, 30), c("level", "voltage", "estimate")]
 #' @rdname milgram_survival
 #' @export
 milgram_survival <- function(breakoff, completed = 0, max_level = 30, by = NULL,

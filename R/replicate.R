@@ -14,12 +14,12 @@
 
 #' Write and print a replication's result tables
 #'
-#' Prints the first rows of each table and writes it to `<dir>/<name>.csv`.
+#' Prints the first rows of each table and writes it to \code{<dir>/<name>.csv}.
 #'
-#' @param results A named list of data frames, as returned by the `replicate_*()` functions.
+#' @param results A named list of data frames, as returned by the \code{replicate_*()} functions.
 #' @param dir Folder to write into (created if missing).
 #' @param show Rows printed per table.
-#' @return `results`, invisibly.
+#' @return \code{results}, invisibly.
 #' @family replication
 #' @export
 write_results <- function(results, dir = "r_results", show = 40) {
@@ -35,9 +35,9 @@ write_results <- function(results, dir = "r_results", show = 40) {
 
 #' Ultimatum Game: acceptance by offer and the gender-pairing contrast
 #'
-#' P(accept) per trial ([prob_of()]); per model and offer its mean with a one-sample t-test
-#' ([one_sample_test()]); per model, over all offers and per offer, the Welch test of the pairing
-#' "Mr-Ms minus Ms-Mr" ([welch_test()]). Aher et al. (2023), section 4.
+#' P(accept) per trial (\code{\link{prob_of}}); per model and offer its mean with a one-sample t-test
+#' (\code{\link{one_sample_test}}); per model, over all offers and per offer, the Welch test of the pairing
+#' "Mr-Ms minus Ms-Mr" (\code{\link{welch_test}}). Aher et al. (2023), section 4.
 #'
 #' @template folder
 #' @export
@@ -59,8 +59,8 @@ replicate_ultimatum <- function(folder) {
 
 #' Garden Path sentences: per-sentence means and the paired tests
 #'
-#' Mean P(ungrammatical) per sentence and version ([garden_path_sentences()]), then garden path
-#' against control across sentences, over all sentences and per verb type ([garden_path_tests()]).
+#' Mean P(ungrammatical) per sentence and version (\code{\link{garden_path_sentences}}), then garden path
+#' against control across sentences, over all sentences and per verb type (\code{\link{garden_path_tests}}).
 #' Aher et al. (2023), section 5 and Appendix C.
 #'
 #' @template folder
@@ -76,7 +76,7 @@ replicate_garden_path <- function(folder) {
 
 #' Wisdom of Crowds: median, quartiles and exact share per question
 #'
-#' [wisdom_questions()] on the run's estimates and the items' true answers (quantile type 7, numpy's
+#' \code{\link{wisdom_questions}} on the run's estimates and the items' true answers (quantile type 7, numpy's
 #' default). Aher et al. (2023), section 7.
 #'
 #' @template folder
@@ -89,8 +89,8 @@ replicate_wisdom <- function(folder) {
 #' Milgram obedience: share still obeying by level (Kaplan-Meier)
 #'
 #' From the per-subject break-off rows, the survival table of each model and of Milgram's (1963)
-#' participants ([milgram_survival()]), levels with a refusal and the two ends. Aher et al. (2023),
-#' section 6 and Appendix E. The table is named after the folder (`<folder>_survival`).
+#' participants (\code{\link{milgram_survival}}), levels with a refusal and the two ends. Aher et al. (2023),
+#' section 6 and Appendix E. The table is named after the folder (\code{<folder>_survival}).
 #'
 #' @template folder
 #' @export
@@ -107,7 +107,7 @@ replicate_milgram <- function(folder) {
 
 #' Survey response biases: delta per question and t-tests across questions
 #'
-#' [delta_bias()] per question and [delta_tests()] across questions (the one-sample tests of
+#' \code{\link{delta_bias}} per question and \code{\link{delta_tests}} across questions (the one-sample tests of
 #' Tjuatja et al. 2024, Table 4).
 #'
 #' @template folder
@@ -135,7 +135,7 @@ replicate_survey_bias <- function(folder) {
 #'
 #' P(Yes) per trial (a 0/1 vote for people; "not sure" counts one half; a model trial without a
 #' valid answer counts 0.5, as the released evaluator), then per system, task and factor the AMCE by
-#' OLS with story-clustered CR2 errors ([amce()], estimatr). Nie et al. (2023).
+#' OLS with story-clustered CR2 errors (\code{\link{amce}}, estimatr). Nie et al. (2023).
 #'
 #' @template folder
 #' @export

@@ -20,7 +20,7 @@
 #'   \item \code{\link{milgram_survival}}: share still obeying by shock level.
 #' }
 #'
-#' The R side of a replication folder (`simsubjects replicate`) calls one function per study:
+#' The R side of a replication folder (\code{simsubjects replicate}) calls one function per study:
 #' \code{\link{replicate_ultimatum}}, \code{\link{replicate_garden_path}}, \code{\link{replicate_wisdom}},
 #' \code{\link{replicate_milgram}}, \code{\link{replicate_survey_bias}}, \code{\link{replicate_moca}},
 #' whose tables \code{\link{write_results}} writes.

@@ -1,6 +1,6 @@
-#' @param folder A study's run folder of a replication (written by `simsubjects replicate`, read with
-#'   [read_run()]): its `export/responses.rds` (or `.csv`) and `export/items.rds`.
-#' @return A named list of data frames, one per result table; [write_results()] writes each as
-#'   `<name>.csv`. Columns follow broom: `estimate`, `std.error`, `statistic`, `df`, `p.value`,
-#'   `conf.low`, `conf.high`, `n`.
+#' @param folder A study's run folder of a replication (written by \code{simsubjects replicate}, read with
+#'   \code{\link{read_run}}): its \code{export/responses.rds} (or \code{.csv}) and \code{export/items.rds}.
+#' @return A named list of data frames, one per result table; \code{\link{write_results}} writes each as
+#'   \code{<name>.csv}. Columns follow broom: \code{estimate}, \code{std.error}, \code{statistic}, \code{df}, \code{p.value},
+#'   \code{conf.low}, \code{conf.high}, \code{n}.
 #' @family replication

@@ -88,9 +88,10 @@ def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | N
     return pd.DataFrame(rows)
 
 
-def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None = None) -> dict[str, str]:
-    """Write one table; returns {original column: exported name}. `labels`: variable labels (.dta/.sav)."""
-    labels = study_labels() if labels is None else labels
+def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
+    """Write one table; returns {original column: exported name}. Variable labels (.dta/.sav) come from
+    df.attrs["labels"] (the study's, set by export_run), else the core columns' labels."""
+    labels = df.attrs.get("labels") or study_labels()
     df = flatten(df)
     cats = categorical_columns(df)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -163,9 +164,11 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     names_out: list[str] = []
     try:
         for name, df in (("responses", responses), ("items", items)):
+            df = df.copy()
+            df.attrs["labels"] = labels
             names = {}
             for fmt in formats:
-                names.update(_write(df, stage / f"{name}.{fmt}", fmt, labels))
+                names.update(_write(df, stage / f"{name}.{fmt}", fmt))
                 names_out.append(f"{name}.{fmt}")
             book = codebook(flatten(df), names, labels)
             atomic_write_bytes(stage / f"codebook_{name}.csv", book.to_csv(index=False).encode("utf-8"))

@@ -239,7 +239,7 @@ def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
     py = py[(py["offer"] == "all") & py["test"].str.startswith("Welch")].iloc[0]
     rw = welch[welch["offer"] == "all"].iloc[0]
     assert rw["estimate"] == pytest.approx(py["estimate"], abs=1e-8)
-    assert rw["p.value"] == pytest.approx(py["p"], abs=1e-6)
+    assert rw["p.value"] == pytest.approx(py["p.value"], abs=1e-6)
     # survey-bias deltas, question by question
     rd = pd.read_csv(r / "survey_bias_deltas.csv", keep_default_na=False)
     pd_ = pd.read_csv(out / "survey_bias" / "analysis" / "deltas.csv", keep_default_na=False)
@@ -253,7 +253,7 @@ def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
     pg = pg[(pg["type"] == "all") & (pg["test"] == "Paired t-test")]
     pg = pg[pg["set"] == ("both" if len(pg) > 1 else pg["set"].iloc[0])].iloc[0]
     assert rg["estimate"] == pytest.approx(pg["mean_difference"], abs=1e-8)
-    assert rg["p.value"] == pytest.approx(pg["p"], abs=1e-6)
+    assert rg["p.value"] == pytest.approx(pg["p.value"], abs=1e-6)
     rq = pd.read_csv(r / "wisdom_questions.csv").merge(
         pd.read_csv(out / "wisdom" / "analysis" / "per_question.csv"), on=["model", "item"], suffixes=("_r", ""))
     assert len(rq) > 0

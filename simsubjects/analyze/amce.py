@@ -91,8 +91,8 @@ CONTRASTS: dict[str, dict[str, tuple[str, str]]] = {
 
 SE_TYPES = ("CR0", "stata", "cregg", "CR2")
 BY = ("source", "model")
-COLUMNS = ["task", "factor", "term", "level_a", "level_b", "estimate", "se", "statistic", "df", "p",
-           "ci_low", "ci_high", "conf_level", "n", "n_clusters", "n_a", "n_b", "method", "se_type",
+COLUMNS = ["task", "factor", "term", "level_a", "level_b", "estimate", "std.error", "statistic", "df", "p.value",
+           "conf.low", "conf.high", "conf_level", "n", "n_clusters", "n_a", "n_b", "method", "se_type",
            "n_boot", "convention"]
 _CHUNK = 2_000_000  # index-matrix cells per bootstrap chunk
 
@@ -236,17 +236,21 @@ def cluster_vcov(X: np.ndarray, resid: np.ndarray, cluster: np.ndarray, se_type:
     codes = pd.factorize(cluster)[0]
     G = int(codes.max()) + 1
     if se_type == "CR2":
+        # hand-written: no maintained Python library has estimatr's CR2 with its Satterthwaite df
         order = np.argsort(codes, kind="stable")
         groups = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
         half, df = _cr2_parts(X, resid, groups, M)
         return M @ (half.T @ half) @ M, df
-    half = np.zeros((G, K))
-    np.add.at(half, codes, X * resid[:, None])  # per-cluster score sums
-    V = M @ (half.T @ half) @ M
-    if se_type == "stata":
-        V = V * (G / (G - 1)) * ((N - 1) / (N - K))
-    elif se_type == "cregg":
-        V = V * (G / (G - 1))
+    import statsmodels.api as sm
+    from statsmodels.stats.sandwich_covariance import cov_cluster
+
+    # statsmodels' cluster sandwich on these residuals: OLS of the residuals on X has exactly these
+    # residuals (they are orthogonal to X), so its fit carries X, M and e. use_correction=True is
+    # CR1 (G/(G-1) (N-1)/(N-K), Stata's), False is CR0.
+    fit = sm.OLS(resid, X).fit()
+    V = cov_cluster(fit, codes, use_correction=se_type == "stata")
+    if se_type == "cregg":
+        V = V * (G / (G - 1))  # survey::svyglm's linearization (cregg): CR0 x G/(G-1), normal reference
         return V, np.full(K, np.inf)
     return V, np.full(K, G - 1.0)
 
@@ -261,8 +265,8 @@ def ols_cluster(y: np.ndarray, X: np.ndarray, cluster: np.ndarray, se_type: str 
         tstat = beta / se
     p = 2 * stats.t.sf(np.abs(tstat), df)
     q = stats.t.ppf(1 - (1 - level) / 2, df)
-    return pd.DataFrame({"estimate": beta, "se": se, "statistic": tstat, "df": df, "p": p,
-                         "ci_low": beta - q * se, "ci_high": beta + q * se})
+    return pd.DataFrame({"estimate": beta, "std.error": se, "statistic": tstat, "df": df, "p.value": p,
+                         "conf.low": beta - q * se, "conf.high": beta + q * se})
 
 
 def amce_ols(data: pd.DataFrame, se_type: str = "CR2", contrasts=None, by: Sequence[str] = BY,
@@ -343,7 +347,7 @@ def amce_bootstrap(data: pd.DataFrame, unit: str = "story", n_boot: int = 10000,
         if np.isfinite(est):
             dr = bootstrap_draws(fr, unit, n_boot, seed)
             lo, hi = np.quantile(dr, q)
-            vals.update(se=float(dr.std(ddof=1)), ci_low=float(lo), ci_high=float(hi))
+            vals.update({"std.error": float(dr.std(ddof=1)), "conf.low": float(lo), "conf.high": float(hi)})
         rows.append(_row(fr, **vals))
     return _table(rows, by)
 
@@ -371,7 +375,8 @@ def amce_paper(data: pd.DataFrame, n_boot: int = 100, seed: int = 0, contrasts=N
         if np.isfinite(_dim(fr["y"], fr["d"])):
             dr = bootstrap_draws(fr, "vote", n_boot, seed)
             lo, hi = np.quantile(dr, [0.05, 0.95])
-            vals.update(estimate=float(dr.mean()), se=float(dr.std(ddof=1)), ci_low=float(lo), ci_high=float(hi))
+            vals.update({"estimate": float(dr.mean()), "std.error": float(dr.std(ddof=1)), "conf.low": float(lo),
+                         "conf.high": float(hi)})
         rows.append({**_row(fr, **vals), "convention": "paper"})
     return _table(rows, by)
 
@@ -469,7 +474,7 @@ def plot_forest(amce_table: pd.DataFrame, path, method: str | None = None) -> No
     if amce_table.empty:
         raise UserError("amce_table: empty, nothing to plot")
     t = amce_table[amce_table["method"] == method] if method else _pick(
-        amce_table.dropna(subset=["ci_low"]) if amce_table["ci_low"].notna().any() else amce_table,
+        amce_table.dropna(subset=["conf.low"]) if amce_table["conf.low"].notna().any() else amce_table,
         ["bootstrap-story", "ols-cluster", "paper-bootstrap-vote", "bootstrap-vote"])
     if t.empty:
         raise UserError(f"method: no rows with method {method!r}")
@@ -491,8 +496,8 @@ def plot_forest(amce_table: pd.DataFrame, path, method: str | None = None) -> No
                     continue
                 r = r.iloc[0]
                 err = None
-                if pd.notna(r["ci_low"]):
-                    err = [[r["estimate"] - r["ci_low"]], [r["ci_high"] - r["estimate"]]]
+                if pd.notna(r["conf.low"]):
+                    err = [[r["estimate"] - r["conf.low"]], [r["conf.high"] - r["estimate"]]]
                 ax.errorbar(r["estimate"], ti + off, xerr=err, fmt="o", ms=4, capsize=2,
                             color="black" if s == "Human" else colors[si % len(colors)], label=s)
         ax.axvline(0, color="grey", lw=0.8)
@@ -598,7 +603,7 @@ def side_by_side(a: pd.DataFrame) -> pd.DataFrame:
                 row[who] = by.at["difference-in-means", "estimate"]
             for method, label in (("ols-cluster", "OLS-cluster CI"), ("bootstrap-story", "bootstrap CI")):
                 if method in by.index:
-                    row[f"{who} {label}"] = _interval(by.at[method, "ci_low"], by.at[method, "ci_high"])
+                    row[f"{who} {label}"] = _interval(by.at[method, "conf.low"], by.at[method, "conf.high"])
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -54,9 +54,9 @@ TOL_P = 1e-6
 COLUMNS = ["statistic", "python", "r", "abs_diff", "tolerance", "ok"]
 
 # Python column -> R column of the tidy results
-FIELDS = {"estimate": "estimate", "se": "std.error", "statistic": "statistic", "df": "df", "p": "p.value",
-          "ci_low": "conf.low", "ci_high": "conf.high"}
-LOOSE = {"df", "p", "p.value"}  # compared with tol_p
+# Python and R tables share broom's names; a field maps a Python column to its R column
+FIELDS = {k: k for k in ("estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high")}
+LOOSE = {"df", "p.value"}  # compared with tol_p
 
 
 # ---------------------------------------------------------------- R session
@@ -263,11 +263,11 @@ def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[d
     out = [compare_worst(f"ultimatum P(accept) of the trial that differs most, of {len(both)} trials", both,
                          "p_accept", tol)]
 
-    for row in by_offer.itertuples(index=False):
-        x = rp.loc[(rp["model"] == row.model) & (rp["offer"] == float(row.offer)), "p_accept"]
+    for row in by_offer.to_dict("records"):
+        x = rp.loc[(rp["model"] == row["model"]) & (rp["offer"] == float(row["offer"])), "p_accept"]
         rr = r("one_sample_test", x).iloc[0]
-        out += compare_fields(_tag("ultimatum", row.model, f"offer {row.offer}", "mean P(accept)"),
-                              {"estimate": row.mean, "se": row.se}, rr, tol, tol_p)
+        out += compare_fields(_tag("ultimatum", row["model"], f"offer {row['offer']}", "mean P(accept)"),
+                              {"estimate": row["mean"], "std.error": row["std.error"]}, rr, tol, tol_p)
 
     for row in tests.to_dict("records"):
         sub = rp[rp["model"] == row["model"]]
@@ -282,7 +282,7 @@ def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[d
             sub = sub[sub["pairing"].isin(PAIRINGS)]
             rr = r.to_py(r.kruskal(r.vector(sub["p_accept"].to_numpy(float)), r.vector(sub["pairing"].tolist()))).iloc[0]
             out += compare_fields(tag + " Kruskal-Wallis", row, rr, tol, tol_p,
-                                  {"statistic": "statistic", "df": "df", "p": "p.value"})
+                                  {"statistic": "statistic", "df": "df", "p.value": "p.value"})
 
     for model, g in corr.groupby("model", sort=False):
         sub = rp[rp["model"] == model]
@@ -410,9 +410,9 @@ def _check_representativeness(r: RSession, rep, responses, items, tol) -> list[d
         mr = prep.merge(rrep, on=["model", *(by or [])], how="outer", suffixes=("", "_r"))
         for row in mr.to_dict("records"):
             tag = _tag("survey_bias representativeness", row["model"], *[row[k] for k in (by or [])])
-            out += compare_fields(tag, {k: row.get(k) for k in ("estimate", "se", "ci_low", "ci_high")},
-                                  {"estimate": row.get("estimate_r"), "std.error": row.get("std.error"),
-                                   "conf.low": row.get("conf.low"), "conf.high": row.get("conf.high")}, tol, tol)
+            out += compare_fields(tag, {k: row.get(k) for k in ("estimate", "std.error", "conf.low", "conf.high")},
+                                  {k: row.get(f"{k}_r") for k in ("estimate", "std.error", "conf.low", "conf.high")},
+                                  tol, tol)
     return out
 
 
@@ -441,7 +441,7 @@ def check_milgram(r: RSession, responses, items, tables, tol, tol_p) -> list[dic
                                r.vector((g["model"] == row["model"]).map({True: "model", False: "human"}).tolist()),
                                r.vector(float(mg.LEVELS)))).iloc[0]
         out += compare_fields(_tag("milgram", row["comparison"], "log-rank"), row, rr, tol, tol_p,
-                              {"statistic": "statistic", "df": "df", "p": "p.value"})
+                              {"statistic": "statistic", "df": "df", "p.value": "p.value"})
     return out
 
 
@@ -469,7 +469,7 @@ def check_garden_path(r: RSession, responses, items, tables, tol, tol_p) -> list
     for row in by_type.to_dict("records"):
         rr = r("one_sample_test", subset(row["model"], row["set"], row["type"])[row["version"]]).iloc[0]
         out += compare_fields(_tag("garden_path", row["model"], row["set"], row["type"], row["version"], "mean"),
-                              {"estimate": row["mean_p_ungrammatical"], "se": row["sem"]}, rr, tol, tol_p)
+                              {"estimate": row["mean_p_ungrammatical"], "std.error": row["std.error"]}, rr, tol, tol_p)
     tests = tables.get("paired_tests")
     tests = gp.paired_tests(sent) if tests is None else tests
     for (model, set_, type_), g in tests.groupby(["model", "set", "type"], sort=False):
@@ -480,7 +480,7 @@ def check_garden_path(r: RSession, responses, items, tables, tol, tol_p) -> list
             tag = _tag("garden_path", model, set_, type_, row["test"])
             out.append(compare(f"{tag} sentences GP > control", row["n_gp_greater"], rt.loc[row["test"], "n_gp_greater"], tol))
             out += compare_fields(tag, row, rt.loc[row["test"]], tol, tol_p,
-                                  {"mean_difference": "estimate", "statistic": "statistic", "df": "df", "p": "p.value"})
+                                  {"mean_difference": "estimate", "statistic": "statistic", "df": "df", "p.value": "p.value"})
     return out
 
 

@@ -142,8 +142,8 @@ def representativeness(model_dist: pd.DataFrame, human_dist: pd.DataFrame, by=No
                        options: pd.DataFrame | None = None) -> pd.DataFrame:
     """Rep = 1 - mean normalized W1 over questions, per model (and group of `by`).
 
-    Columns: model, *by, test, estimate (Rep), mean_distance, se (of the mean distance),
-    ci_low, ci_high (t interval of Rep), n (questions).
+    Columns (broom names): model, *by, test, estimate (Rep), mean_distance, std.error (of the mean
+    distance), conf.low, conf.high (t interval of Rep), n (questions).
     """
     by = _by(by)
     per_q = wasserstein_by_question(model_dist, human_dist, by, options).dropna(subset=["distance"])
@@ -156,9 +156,9 @@ def representativeness(model_dist: pd.DataFrame, human_dist: pd.DataFrame, by=No
         se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
         q = stats.t.ppf(0.5 + conf / 2, n - 1) if n > 1 else math.nan
         rows.append({**dict(zip(["model", *by], k)), "test": "Representativeness (1 - mean W1/span)",
-                     "estimate": 1 - mean, "mean_distance": mean, "se": se,
-                     "ci_low": 1 - mean - q * se, "ci_high": 1 - mean + q * se, "n": n})
-    return pd.DataFrame(rows, columns=["model", *by, "test", "estimate", "mean_distance", "se", "ci_low", "ci_high", "n"])
+                     "estimate": 1 - mean, "mean_distance": mean, "std.error": se,
+                     "conf.low": 1 - mean - q * se, "conf.high": 1 - mean + q * se, "n": n})
+    return pd.DataFrame(rows, columns=["model", *by, "test", "estimate", "mean_distance", "std.error", "conf.low", "conf.high", "n"])
 
 
 def model_distribution(responses: pd.DataFrame, items: pd.DataFrame, biases=None, form: str = "original") -> pd.DataFrame:

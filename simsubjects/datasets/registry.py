@@ -81,6 +81,13 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "Nie et al. (2023), MoCa dataset", "CC BY 4.0", NIE),
     Dataset("personas", "Persona sentences of the Social Simulacra condition", "25 personas", ("personas.json",),
             "Nie et al. (2023), Table A3", TRANSCRIBED, NIE),
+    Dataset("aher2023_published", "Published numbers shown beside a run: Table 1 valid-answer rates, App. C counts",
+            "2 tables", ("aher2023/published.json",), "Aher et al. (2023), Table 1 and Appendix C", TRANSCRIBED, AHER),
+    Dataset("tjuatja2024_table4", "Published Table 4: Δb, Δp and entropy correlations of nine models",
+            "45 rows", ("tjuatja2024/table4.csv",), "Tjuatja et al. (2024), Table 4 (tjuatja2024/SOURCE.md)",
+            TRANSCRIBED, TJUATJA),
+    Dataset("nie2023_table1", "Published Table 1: stories and human label classes per task", "2 rows",
+            ("moca/table1.csv",), "Nie et al. (2023), Table 1", TRANSCRIBED, NIE),
     Dataset("survey_bias_questions", "Original attitude questions with every response-bias form, written for this package",
             "see SOURCE.md", ("survey_bias",), "simsubjects", "MIT", TJUATJA + " (question format)"),
 ]}

@@ -29,11 +29,11 @@ def moca(run: Run) -> list[str]:
                   a["method"].iloc[0] if len(a) else None)
     g = a[a["method"] == method]
     rows = {}
-    for r in g.itertuples():
-        key = (r.task, r.term)
-        who = "people (25 votes per story)" if r.source == "human" else f"this run: {r.model}"
-        ci = "" if pd.isna(r.ci_low) else f" [{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
-        rows.setdefault(key, {"task": r.task, "contrast": r.term})[who] = f"{fmt(r.estimate)}{ci}"
+    for r in g.to_dict("records"):
+        key = (r["task"], r["term"])
+        who = "people (25 votes per story)" if r["source"] == "human" else f"this run: {r['model']}"
+        ci = "" if pd.isna(r["conf.low"]) else f" [{fmt(r['conf.low'])}, {fmt(r['conf.high'])}]"
+        rows.setdefault(key, {"task": r["task"], "contrast": r["term"]})[who] = f"{fmt(r['estimate'])}{ci}"
     out.append(block(f"AMCE per factor: people beside the model ({method}, 95% interval)",
                      table(pd.DataFrame(list(rows.values())), max_rows=60),
                      "Change in P(Yes) when the first attribute replaces the second (Nie et al. §3, radar charts "

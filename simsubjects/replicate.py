@@ -16,12 +16,10 @@ request cache.
 from __future__ import annotations
 
 import json
-import math
 import platform
 import shlex
 import time
 import traceback
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable

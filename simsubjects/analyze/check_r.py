@@ -42,7 +42,7 @@ import functools
 import os
 import math
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd

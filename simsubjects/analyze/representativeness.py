@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 from scipy import stats
 
 from ..errors import UserError
+from .methods.distances import wasserstein_normalized
 from .tidy import n_trials, trial_total
 
 
@@ -52,17 +52,6 @@ def ordinal_distribution(dist: pd.DataFrame, group: list[str], where: str) -> pd
     total = d.groupby(keys, sort=False)["weight"].transform("sum")
     d = d[total > 0].assign(weight=lambda x: x["weight"] / x.groupby(keys, sort=False)["weight"].transform("sum"))
     return d
-
-
-def wasserstein_normalized(pos_a, w_a, pos_b, w_b, span: float | None = None) -> float:
-    """W1 between two weighted ordinal distributions divided by `span`, the span of the question's
-    option list (OpinionQA's get_max_wd: max - min of the options' ordinal values); by default the
-    span of the positions listed in either distribution, zero-weight rows included."""
-    if span is None:
-        span = max(np.max(pos_a), np.max(pos_b)) - min(np.min(pos_a), np.min(pos_b))
-    if span <= 0:
-        return math.nan
-    return float(stats.wasserstein_distance(pos_a, pos_b, w_a, w_b) / span)
 
 
 def _human_side(human_dist: pd.DataFrame, by: list[str]) -> pd.DataFrame:

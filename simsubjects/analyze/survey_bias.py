@@ -49,10 +49,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..errors import UserError
-from .methods.tests import one_sample_t, welch_t
+from .methods.tests import one_sample_t, pearson_r, welch_t  # noqa: F401 - pearson_r re-exported
 
 BIAS_ORDER = ("acquiescence", "allow_forbid", "response_order", "opinion_float", "odd_even")
 PERTURBATION_ORDER = ("key_typo", "middle_random", "letter_swap")
@@ -244,22 +243,6 @@ def form_entropy(responses: pd.DataFrame, items: pd.DataFrame | None = None) -> 
         rows.append(dict(zip([*GROUP, "key", "form"], keys), entropy=h, num_options=n,
                          normalized_entropy=normalized_entropy(d["share"], n)))
     return _order(pd.DataFrame(rows))
-
-
-def pearson_r(x, y, conf: float = 0.95) -> dict:
-    """Pearson's r with its t-test p-value and Fisher-z confidence interval (scipy.stats.pearsonr)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    n = len(x)
-    if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return {"test": "Pearson correlation", "estimate": math.nan, "statistic": math.nan, "df": float(n - 2),
-                "p.value": math.nan, "conf.low": math.nan, "conf.high": math.nan, "n": n}
-    res = stats.pearsonr(x, y)
-    r = float(res.statistic)
-    ci = res.confidence_interval(conf) if n > 3 else None
-    t = r * math.sqrt((n - 2) / (1 - r**2)) if abs(r) < 1 else math.copysign(math.inf, r)
-    return {"test": "Pearson correlation", "estimate": r, "statistic": t, "df": float(n - 2),
-            "p.value": float(res.pvalue), "conf.low": ci.low if ci else math.nan,
-            "conf.high": ci.high if ci else math.nan, "n": n}
 
 
 def entropy_correlation(deltas: pd.DataFrame, entropy: pd.DataFrame) -> pd.DataFrame:

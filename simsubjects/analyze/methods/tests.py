@@ -86,3 +86,19 @@ def anova_test(groups: dict[str, np.ndarray]) -> pd.DataFrame:
     n = sum(len(g) for g in groups.values())
     return as_row({"test": "One-way ANOVA", "statistic": f, "df": float(len(groups) - 1),
                    "df_resid": float(n - len(groups)), "p.value": p, "n": int(n)})
+
+
+def pearson_r(x, y, conf: float = 0.95) -> dict:
+    """Pearson's r with its t-test p-value and Fisher-z confidence interval (scipy.stats.pearsonr)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    n = len(x)
+    if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {"test": "Pearson correlation", "estimate": math.nan, "statistic": math.nan, "df": float(n - 2),
+                "p.value": math.nan, "conf.low": math.nan, "conf.high": math.nan, "n": n}
+    res = stats.pearsonr(x, y)
+    r = float(res.statistic)
+    ci = res.confidence_interval(conf) if n > 3 else None
+    t = r * math.sqrt((n - 2) / (1 - r**2)) if abs(r) < 1 else math.copysign(math.inf, r)
+    return {"test": "Pearson correlation", "estimate": r, "statistic": t, "df": float(n - 2),
+            "p.value": float(res.pvalue), "conf.low": ci.low if ci else math.nan,
+            "conf.high": ci.high if ci else math.nan, "n": n}

@@ -264,7 +264,7 @@ def plot_opinion_survey(tables: dict[str, pd.DataFrame], responses: pd.DataFrame
             v = grid.iat[i, j]
             if np.isfinite(v):
                 ax.text(j, i, f"{v:.3f}", ha="center", va="center", color="w" if v < 0.9 else "k", fontsize=8)
-    ax.set_title("Representativeness (1 - mean W1/span) by human group")
+    ax.set_title("Representativeness (1 - mean W1/span) by group", fontsize=10)
     fig.colorbar(im, ax=ax, fraction=0.03)
     fig.tight_layout()
     path = Path(outdir) / "representativeness_heatmap.png"

@@ -113,6 +113,7 @@ STUDY_TITLES = {
     "milgram_novel": "Milgram obedience, novel scenario (Aher et al. 2023, App. E.2)",
     "survey_bias": "Survey response biases (Tjuatja et al. 2024)",
     "moca": "Causal and moral judgments, MoCa (Nie et al. 2023)",
+    "opinion_survey": "Opinion survey beside people by group, personas and order effects (Santurkar et al. 2023)",
 }
 
 
@@ -394,7 +395,14 @@ def _moca(run: Run) -> list[str]:
 SECTIONS: dict[str, Callable[[Run], list[str]]] = {
     "ultimatum": _ultimatum, "garden_path": _garden_path, "wisdom": _wisdom, "milgram": _milgram,
     "milgram_novel": _milgram, "survey_bias": _survey_bias, "moca": _moca,
+    "opinion_survey": lambda run: _opinion_survey(run),
 }
+
+
+def _opinion_survey(run: Run) -> list[str]:
+    from .analyze.opinion import report_section  # the study keeps its report pieces beside its analysis
+
+    return report_section(run)
 
 
 def section(run: Run) -> str:

@@ -301,3 +301,50 @@ def check_r_opinion_survey(r, responses, items, tables, tol, tol_p) -> list[dict
                                   {"estimate": row.get("estimate_r"), "std.error": row.get("std.error"),
                                    "conf.low": row.get("conf.low"), "conf.high": row.get("conf.high")}, tol, tol)
     return out
+
+
+# ---------------------------------------------------------------- report (simsubjects.report)
+
+def report_section(run) -> list[str]:
+    """The report's "beside people" blocks: heatmap reading, steerability, refusals, order effects."""
+    from ..report import block, table
+
+    t = run.analysis.tables
+    out = []
+    hb = t.get("human_baseline")
+    r = t["representativeness"]
+    if len(r):
+        wide = r.assign(row=r["model"] + " | " + r["prompt"], col=r["attribute"] + "=" + r["group"]).pivot_table(
+            index="row", columns="col", values="estimate", sort=False).reset_index().rename(columns={"row": "model | prompt"})
+        if hb is not None and len(hb):
+            people = {"model | prompt": "people: group vs overall", f"{OVERALL}={OVERALL}": 1.0,
+                      **{f"{a}={g}": v for a, g, v in zip(hb["attribute"], hb["group"], hb["estimate"])}}
+            wide = pd.concat([wide, pd.DataFrame([people])], ignore_index=True)
+        out.append(block("Representativeness by group (the heatmap's numbers)", table(wide),
+                         "Rep = 1 - mean over questions of the Wasserstein-1 distance between the model's and the group's "
+                         "answer distributions on the ordinal options, divided by the span of the positions (OpinionQA's "
+                         "convention; refusals excluded). The last row is people's own spread: each group against the "
+                         "whole sample."))
+    st = t.get("steerability")
+    if st is not None and len(st):
+        out.append(block("Steerability: personas of a group vs the default prompt", table(st),
+                         "estimate = Rep to the group with its personas minus Rep with the default prompt, paired over "
+                         "questions (one-sample t on the per-question distance differences); positive = steering moved "
+                         "the model toward the group (OpinionQA §4.2; Argyle et al. 2023)."))
+    rs = t.get("refusal_summary")
+    if rs is not None and len(rs):
+        out.append(block("Refusal rates: people and the model", table(rs),
+                         "Mean over questions of the share of answers (people) or of probability (model) on refusal "
+                         "options such as 'Refused' (OpinionQA's R_H and R_M)."))
+    oa = t.get("order_effects_average")
+    if oa is not None and len(oa):
+        oe = t["order_effects"]
+        out.append(block("Order effect: P(option) shown first vs last", table(oa) + table(
+            oe.reindex(oe["estimate"].abs().sort_values(ascending=False).index), max_rows=20,
+            csv=f"{run.rel}/analysis/order_effects.csv"),
+                         "Per question and option, the mean probability when the option was shown first minus when it "
+                         "was shown last (Welch t); on average a one-sample t across question x option cells. Positive = "
+                         "primacy. The survey-bias study's response-order results (Tjuatja et al. 2024) are separate."))
+    else:
+        out.append('<p class="note">Options were shown in a fixed order (--order fixed): no order-effect table.</p>')
+    return out

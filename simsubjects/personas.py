@@ -24,6 +24,7 @@ import contextlib
 import io
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -303,7 +304,9 @@ def rake(resp: Respondents, margins: dict[str, dict[str, float]], tol: float = 1
     df["total"] = base / base.sum()
     aggregates = [pd.Series(margins[a]).rename_axis(a) for a in attrs]
     # ipfn fits the aggregated cells; every row of a cell is scaled by the cell's factor
-    with contextlib.redirect_stdout(io.StringIO()):  # ipfn prints its convergence message
+    # ipfn prints its convergence message and uses pandas' deprecated inplace= (warnings not ours to fix)
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         fitted, flag, _ = ipfn.ipfn(df.copy(), aggregates, [[a] for a in attrs], weight_col="total",
                                     convergence_rate=tol, max_iteration=max_iter, rate_tolerance=0,
                                     verbose=2).iteration()

@@ -295,7 +295,7 @@ def export(run_dir, to, out):
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
               help="Trials per batch; each finished batch is saved before the next starts.")
 def replicate(papers, **kw):
-    """Replicate a paper (aher2023, tjuatja2024, nie2023 or all) into one folder, ending with its report.
+    """Replicate a paper (aher2023, tjuatja2024, nie2023, santurkar2023 or all) into one folder, ending with its report.
 
     \b
     Every study of the paper is collected at --scale with one model load, analyzed and exported

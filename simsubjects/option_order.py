@@ -75,3 +75,29 @@ def add_shown_position(responses: pd.DataFrame) -> pd.DataFrame:
     out["shown_position"] = [pos(s, r) for s, r in zip(out["order_shown"], out["response"])]
     out["n_shown"] = [len(json.loads(s)) if isinstance(s, str) and s else math.nan for s in out["order_shown"]]
     return out
+
+
+def reorder_trials(trials: pd.DataFrame, render, mode: str, seed=0, fixed_last=None,
+                   positional: bool = True) -> pd.DataFrame:
+    """Any k-choice trials table -> one row per trial x ordering, the order shown recorded.
+
+    `render(row, shown_labels) -> prompt` writes the prompt with the options in the new order (the
+    study knows its prompt format). `positional`: the completions are positions (" A", " B", ...)
+    that stay while the labels move; otherwise completions move with their labels. `fixed_last(row)`
+    -> flags of options that stay last (refusals). Orderings are seeded by (seed, subject, item), so a
+    subject sees the same order of a question whatever else the run holds. Trial ids get "|o<j>".
+    """
+    rows = []
+    for rec in trials.to_dict("records"):
+        labels, options = list(rec["labels"]), list(rec["options"])
+        flags = fixed_last(rec) if fixed_last else None
+        perms = orderings(len(labels), mode, (seed, rec.get("subject", ""), rec["item"]), flags)
+        for j, perm in enumerate(perms):
+            shown = [labels[i] for i in perm]
+            rows.append({**rec, "trial": f"{rec['trial']}|o{j}", "prompt": render(rec, shown), "labels": tuple(shown),
+                         "options": tuple(options) if positional else tuple(options[i] for i in perm),
+                         "order": j, "order_shown": shown_text(shown),
+                         "n_ordered": len(labels) - sum(flags or [])})
+    out = pd.DataFrame(rows)
+    out.attrs = dict(trials.attrs)
+    return out

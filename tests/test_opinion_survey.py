@@ -214,6 +214,18 @@ def test_orderings():
         option_order.orderings(8, "all", 0)
 
 
+def test_reorder_any_k_choice_trials():
+    """A study whose completions are the answers themselves: completions move with their labels."""
+    trials = pd.DataFrame({"trial": ["t1"], "item": ["i1"], "condition": [""], "subject": ["s"],
+                           "prompt": ["Accept or reject?"], "options": [(" accept", " reject", " unsure")],
+                           "labels": [("accept", "reject", "unsure")]})
+    out = option_order.reorder_trials(trials, lambda rec, shown: f"Options: {', '.join(shown)}.", "all", positional=False)
+    assert len(out) == 6 and out["trial"].is_unique
+    for rec in out.to_dict("records"):
+        assert [o.strip() for o in rec["options"]] == list(rec["labels"]) == json.loads(rec["order_shown"])
+        assert rec["prompt"] == f"Options: {', '.join(rec['labels'])}."
+
+
 def _fake_responses(trials: pd.DataFrame, primacy: float, seed: int = 0) -> pd.DataFrame:
     """A stand-in model: a seeded distribution per trial plus `primacy` on the option shown first."""
     rng = np.random.default_rng(seed)

@@ -110,21 +110,19 @@ def build(questions: str | None = None, first: int = 0, personas: str = "none", 
     rows = []
     for s in subjects:
         for q in qs.values():
-            for j, perm in enumerate(option_order.orderings(len(q.references), order, (seed, s[P.ID], q.key),
-                                                            fixed_last=q.refusal)):
-                shown = [q.references[i] for i in perm]
-                prompt = format_question(q.question, shown)
-                if s[P.ID]:
-                    prompt = f"{s['persona_text']}\n\n{prompt}"
-                rows.append({
-                    "trial": f"{q.key}|{s[P.ID] or DEFAULT}|{j}", "item": q.key,
-                    "condition": STEERED if s[P.ID] else DEFAULT, "subject": s[P.ID], "prompt": prompt,
-                    "options": tuple(f" {P.LETTERS[i]}" for i in range(len(shown))), "labels": tuple(shown),
-                    "key": q.key, P.ID: s[P.ID], **{a: s[a] for a in attrs}, "persona_weight": s["persona_weight"],
-                    "persona_text": s["persona_text"], "order": j, "order_shown": option_order.shown_text(shown),
-                    "n_ordered": sum(not r for r in q.refusal),
-                })
-    trials = pd.DataFrame(rows)
+            rows.append({
+                "trial": f"{q.key}|{s[P.ID] or DEFAULT}", "item": q.key, "condition": STEERED if s[P.ID] else DEFAULT,
+                "subject": s[P.ID], "prompt": "", "options": tuple(f" {P.LETTERS[i]}" for i in range(len(q.references))),
+                "labels": q.references, "key": q.key, P.ID: s[P.ID], **{a: s[a] for a in attrs},
+                "persona_weight": s["persona_weight"], "persona_text": s["persona_text"],
+            })
+
+    def render(rec, shown):
+        text = format_question(qs[rec["key"]].question, shown)
+        return f"{rec['persona_text']}\n\n{text}" if rec[P.ID] else text
+
+    trials = option_order.reorder_trials(pd.DataFrame(rows), render, order, seed,
+                                         fixed_last=lambda rec: qs[rec["key"]].refusal)
     trials.attrs["column_labels"] = {**labels, **COLUMN_LABELS}
     items = pd.DataFrame([{"item": q.key, "key": q.key, "question": q.question, "labels": q.references,
                            "positions": q.positions, "refusal": q.refusal, "num_options": len(q.references)}

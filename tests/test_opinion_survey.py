@@ -314,6 +314,7 @@ def test_bad_inputs_fail_before_the_model(tmp_path):
     assert main(["collect", "opinion-survey", "--human", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
     assert main(["collect", "opinion-survey", "--no-default-prompt", "--out", str(out)]) == 2
     assert main(["collect", "opinion-survey", "--persona-format", "haiku", "--out", str(out)]) == 2
+    assert main(["collect", "opinion-survey", "--groups", "RACE", "--out", str(out)]) == 2  # no RACE_data.json
     assert not out.exists()
 
 

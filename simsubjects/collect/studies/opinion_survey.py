@@ -101,7 +101,9 @@ def build(questions: str | None = None, first: int = 0, personas: str = "none", 
     qs = read_info(questions_folder(questions))
     if first:
         qs = dict(list(qs.items())[:first])
-    _human_source(questions, human, human_format)  # a missing human folder fails before the model loads
+    # the human data is read now as well, so a bad file fails before the model loads, not after collection
+    read_opinionqa(_human_source(questions, human, human_format), keys=list(qs), fmt=human_format,
+                   attributes=[g.strip() for g in (groups or "").split(",") if g.strip()] or None)
     table, labels, attrs = _subjects(params)
     if table.empty and not default_prompt:
         raise UserError("--no-default-prompt needs --personas: there would be no subject to ask")

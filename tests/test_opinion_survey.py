@@ -274,6 +274,18 @@ def test_trials_record_personas_and_order():
     assert list(items["key"]) == ["GOVSIZE_W99", "ECON1_W99"]
 
 
+def test_panel_from_margins_in_the_study(tmp_path):
+    m = tmp_path / "margins.csv"
+    pd.DataFrame({"attribute": ["SEX", "SEX", "POLPARTY", "POLPARTY", "POLPARTY"],
+                  "group": ["Male", "Female", "Democrat", "Republican", "Independent"],
+                  "share": [0.0, 1.0, 0.5, 0.25, 0.25]}).to_csv(m, index=False)
+    trials, _ = study.build(first=1, personas="bundled", margins=str(m), sample="12", seed=4, no_default_prompt=True)
+    assert trials["persona"].nunique() == 12 and set(trials["SEX"]) == {"Female"}  # a zero margin is never drawn
+    pd.DataFrame({"attribute": ["SEX"], "group": ["Male"], "share": ["half"]}).to_csv(m, index=False)
+    with pytest.raises(UserError, match=r"margins.csv:2: share 'half'"):
+        study.build(first=1, personas="bundled", margins=str(m), sample="12")
+
+
 def test_analysis_against_direct_computation():
     params = dict(first=6, personas="bundled", sample="2", order="cyclic", seed=1)
     trials, items = study.build(**params)

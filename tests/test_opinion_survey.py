@@ -7,9 +7,7 @@ closed form for one attribute (post-stratification), and R's representativeness(
 """
 
 import json
-import math
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -307,7 +305,8 @@ def test_analysis_against_direct_computation():
     assert rep.loc[("default", "POLPARTY", "Democrat"), "estimate"] == pytest.approx(1 - np.mean(dists), abs=1e-12)
     st = tables["steerability"].set_index("group")
     assert st.loc["Democrat", "rep_default"] == pytest.approx(1 - np.mean(dists), abs=1e-12)
-    assert st.loc["Democrat", "estimate"] == pytest.approx(st.loc["Democrat", "rep_steered"] - st.loc["Democrat", "rep_default"])
+    dem = st.loc["Democrat"]
+    assert dem["estimate"] == pytest.approx(dem["rep_steered"] - dem["rep_default"])
     ref = tables["refusal_summary"].set_index(["source", "who"])
     hr = resp[(resp["source"] == "human") & (resp["attribute"] == "Overall")]
     per_q = hr.groupby("key").apply(lambda g: g.loc[g["refusal"].astype(bool), "weight"].sum() / g["weight"].sum(),

@@ -42,7 +42,8 @@ BROOM = {"se": "std.error", "ci_low": "conf.low", "ci_high": "conf.high"}
 
 def _split(responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     if "source" not in responses.columns or "key" not in responses.columns:
-        raise UserError("opinion survey: responses lack source/key columns; collect with `simsubjects collect opinion-survey`")
+        raise UserError("opinion survey: responses lack source/key columns; "
+                        "collect with `simsubjects collect opinion-survey`")
     human = responses[responses["source"] == "human"]
     model = responses[responses["source"] != "human"]
     if model.empty or human.empty:
@@ -69,7 +70,10 @@ def subject_distributions(model: pd.DataFrame) -> pd.DataFrame:
 
 
 def model_distributions(model: pd.DataFrame, attrs: list[str]) -> pd.DataFrame:
-    """D_M per model x prompt x question (columns model, prompt, attribute, group, key, response, position, refusal, weight)."""
+    """D_M per model x prompt x question.
+
+    Columns: model, prompt, attribute, group, key, response, position, refusal, weight.
+    """
     subj = subject_distributions(model)
     info = model.drop_duplicates(["model", "subject"]).assign(subject=lambda d: d["subject"].fillna(""))
     info = info.set_index(["model", "subject"])[[a for a in attrs if a in info.columns]
@@ -315,7 +319,8 @@ def report_section(run) -> list[str]:
     r = t["representativeness"]
     if len(r):
         wide = r.assign(row=r["model"] + " | " + r["prompt"], col=r["attribute"] + "=" + r["group"]).pivot_table(
-            index="row", columns="col", values="estimate", sort=False).reset_index().rename(columns={"row": "model | prompt"})
+            index="row", columns="col", values="estimate", sort=False).reset_index()
+        wide = wide.rename(columns={"row": "model | prompt"})
         if hb is not None and len(hb):
             people = {"model | prompt": "people: group vs overall", f"{OVERALL}={OVERALL}": 1.0,
                       **{f"{a}={g}": v for a, g, v in zip(hb["attribute"], hb["group"], hb["estimate"])}}

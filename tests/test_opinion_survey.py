@@ -113,6 +113,16 @@ def test_none_answers_stay_answers(tmp_path):
     assert not h.loc[("Overall", "None"), "refusal"] and h.loc[("Overall", "Refused"), "refusal"]
 
 
+def test_cli_imports_an_opinionqa_folder(released, tmp_path):
+    from simsubjects.cli import main
+
+    out = tmp_path / "human.parquet"
+    assert main(["datasets", "import", "opinionqa", str(released), "--out", str(out)]) == 0
+    got = pd.read_parquet(out)
+    assert got["key"].nunique() == 20 and set(got["attribute"]) == {"Overall", "POLPARTY", "SEX"}
+    assert main(["datasets", "import", "opinionqa", str(tmp_path / "missing")]) == 2
+
+
 def test_bad_count_files_name_the_file(tmp_path):
     d = tmp_path / "W1"
     d.mkdir()

@@ -234,6 +234,30 @@ def test_reorder_any_k_choice_trials():
         assert rec["prompt"] == f"Options: {', '.join(rec['labels'])}."
 
 
+def toy_analysis(responses, items):
+    return {"rows": pd.DataFrame({"n": [len(responses)]})}
+
+
+def test_any_study_that_records_its_order_gets_an_order_effect_table(tmp_path, monkeypatch):
+    from simsubjects.analyze import run as analyze_run
+    from simsubjects.collect.store import RunStore
+    from simsubjects.collect.studies.registry import StudyDef
+    from simsubjects.schema import check_responses
+
+    trials = pd.DataFrame({"trial": [f"t{i}" for i in range(6)], "item": ["i1", "i2"] * 3, "condition": "",
+                           "subject": [f"s{i}" for i in range(6)], "prompt": "", "options": [(" A", " B", " C")] * 6,
+                           "labels": [("x", "y", "z")] * 6})
+    shown = option_order.reorder_trials(trials, lambda rec, labels: "/".join(labels), "cyclic")
+    resp = option_order.add_shown_position(_fake_responses(shown, primacy=1.0).assign(study="toy"))
+    store = RunStore.open(tmp_path / "run", {"study": "toy"})
+    store.finish(check_responses(resp), pd.DataFrame({"item": ["i1", "i2"]}), {"study": "toy", "status": "complete"})
+    toy = StudyDef(name="toy", help="", build=None, analyze="tests.test_opinion_survey:toy_analysis")
+    monkeypatch.setattr(analyze_run, "get_study", lambda name: toy)
+    a = analyze_run.analyze_runs([tmp_path / "run"], plots=False)
+    assert set(a.tables) == {"rows", "order_effects", "order_effects_average"}
+    assert len(a.tables["order_effects"]) == 6 and a.tables["order_effects_average"]["estimate"].item() > 0.3
+
+
 def _fake_responses(trials: pd.DataFrame, primacy: float, seed: int = 0) -> pd.DataFrame:
     """A stand-in model: a seeded distribution per trial plus `primacy` on the option shown first."""
     rng = np.random.default_rng(seed)

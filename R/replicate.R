@@ -171,3 +171,14 @@ replicate_moca <- function(folder) {
   list(moca_amce = res[, c("system", "task", "attribute", "term", "estimate", "std.error", "df", "p.value",
                            "conf.low", "conf.high", "n", "n_clusters")])
 }
+
+#' Opinion survey: representativeness of the default prompt and the personas by group
+#'
+#' \code{\link{opinion_representativeness}} of the run's responses: for each prompt (the default, the
+#' personas pooled), the representativeness to every human group and Overall (Santurkar et al. 2023).
+#'
+#' @template folder
+#' @export
+replicate_opinion_survey <- function(folder) {
+  list(opinion_survey_representativeness = opinion_representativeness(.chr(read_run(folder)$responses)))
+}

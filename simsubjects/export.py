@@ -149,7 +149,9 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     if not formats:
         raise UserError(f"--to: give at least one format of {', '.join(FORMATS)}")
     manifest, responses, items = load_run(run_dir)
-    labels = study_labels(manifest.get("study"))  # the study's declaration labels its design columns
+    # the study's declaration labels its design columns; columns a run adds of its own (persona
+    # attributes of a respondents table) carry their labels in the manifest
+    labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
     outdir = Path(out) if out else Path(run_dir) / "export"
     for parent in (outdir, *outdir.parents):
         if parent.exists():
@@ -168,7 +170,7 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
             df.attrs["labels"] = labels
             names = {}
             for fmt in formats:
-                names.update(_write(df, stage / f"{name}.{fmt}", fmt))
+                names.update(_write(df, stage / f"{name}.{fmt}", fmt, labels))
                 names_out.append(f"{name}.{fmt}")
             book = codebook(flatten(df), names, labels)
             atomic_write_bytes(stage / f"codebook_{name}.csv", book.to_csv(index=False).encode("utf-8"))

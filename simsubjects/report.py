@@ -131,7 +131,7 @@ def collect_command(man: dict, folder: str) -> str:
         flag = o.flags[0]
         key = flag.lstrip("-").replace("-", "_")
         if key in params and params[key] not in (None, o.kwargs.get("default")):
-            args += [flag, str(params[key])]
+            args += [flag] if o.kwargs.get("is_flag") else [flag, str(params[key])]
     if params.get("method") and params["method"] not in ("exact", "generated"):
         args += ["--method", params["method"]] + (["--n", str(params["n"])] if params.get("n") else [])
     if params.get("seed"):

@@ -28,3 +28,13 @@ NIE2023 = Paper(
     note="Causal and moral judgments; AMCE per factor for people and the model.",
     order=3,
 )
+SANTURKAR2023 = Paper(
+    key="santurkar2023",
+    title="Whose Opinions Do Language Models Reflect?",
+    citation="Santurkar, Durmus, Ladhak, Lee, Liang & Hashimoto (2023), ICML, PMLR 202:29971-30004",
+    note="Opinion surveys beside people by demographic group (OpinionQA): representativeness heatmap, "
+         "steerability with personas from a respondents table (Argyle et al. 2023), refusals, and the order "
+         "effect of randomized options. The bundled survey and its people are synthetic; point "
+         "`simsubjects collect opinion-survey --questions/--human` at OpinionQA's released folders for the real ones.",
+    order=4,
+)

@@ -28,7 +28,14 @@ TINY = {
     "milgram_novel": {"subjects": 2, "max_stages": 2, "max_tokens": 8},
     "survey_bias": {"bias": "acquiescence", "perturbation": "none"},
     "moca": {"task": "causal", "stories": 6, "template": "both", "personas": "none"},
+    "opinion_survey": {"first": 2, "personas": "bundled", "sample": "1", "order": "random", "groups": "POLPARTY"},
 }
+
+
+def test_every_study_is_covered():
+    from simsubjects.collect.studies.registry import studies
+
+    assert set(TINY) == set(studies()), "give every declared study a tiny design in TINY"
 
 
 def _collect(study, model, folder, seed=0):

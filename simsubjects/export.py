@@ -170,7 +170,7 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
             df.attrs["labels"] = labels
             names = {}
             for fmt in formats:
-                names.update(_write(df, stage / f"{name}.{fmt}", fmt, labels))
+                names.update(_write(df, stage / f"{name}.{fmt}", fmt))
                 names_out.append(f"{name}.{fmt}")
             book = codebook(flatten(df), names, labels)
             atomic_write_bytes(stage / f"codebook_{name}.csv", book.to_csv(index=False).encode("utf-8"))

@@ -75,7 +75,9 @@ def collect_study(study: Study, model, cache, trials: pd.DataFrame, params: dict
         _add(stats, st)
     gen = trials[trials["response_type"] != "choice"].reset_index(drop=True)
     if len(gen):
-        rows, st = _generated(study, model, cache, gen, method, n, chunk, show_progress, judge or model)
+        # the judge model loads only when free text is there to classify (`judge`: a loader or None)
+        judge_model = judge() if judge is not None and (gen["response_type"] == "free_text").any() else model
+        rows, st = _generated(study, model, cache, gen, method, n, chunk, show_progress, judge_model)
         parts.append(rows)
         _add(stats, st)
     responses = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else pd.DataFrame()

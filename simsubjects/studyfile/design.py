@@ -143,6 +143,8 @@ def _tidy_types(df: pd.DataFrame) -> pd.DataFrame:
         if col in ("options", "labels") or df[col].dtype != object:
             continue
         kinds = {type(v) for v in df[col] if v is not None and not (isinstance(v, float) and v != v)}
+        if kinds and kinds <= {list, tuple}:
+            continue  # option lists of the items table
         if len(kinds) > 1 or (kinds and kinds.pop() not in (str,)):
             df[col] = [_text(v) for v in df[col]]
     return df

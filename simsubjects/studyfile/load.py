@@ -30,15 +30,18 @@ class Source:
         self.file = Path(file)
         self.text = text
         self.lines: dict[Path_, int] = {}
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # libyaml when present: faster
         try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-            self.data = yaml.safe_load(text)
+            node = loader.get_single_node()
+            self.data = loader.construct_document(node) if node is not None else None
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
             line = f":{mark.line + 1}" if mark else ""
             raise StudyFileError(f"{self.file}{line}: YAML syntax error: {e.problem or e.context}") from None
         except yaml.YAMLError as e:
             raise StudyFileError(f"{self.file}: YAML syntax error: {e}") from None
+        finally:
+            loader.dispose()
         if node is not None:
             self._walk(node, ())
 

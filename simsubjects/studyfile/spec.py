@@ -153,7 +153,8 @@ class Checker:
 
     def typed(self, value, path, types, what: str):
         if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-            raise self.err(path, f"expected {what}, got {_kind(value)}")
+            hint = " (YAML reads yes, no, on, off, true, false as true/false: put it in quotes)" if what == "text" else ""
+            raise self.err(path, f"expected {what}, got {_kind(value)}{hint}")
         if not isinstance(value, types):
             raise self.err(path, f"expected {what}, got {_kind(value)}")
         return value

@@ -381,3 +381,39 @@ items:
     p = responses.groupby("trial")["weight"].sum()
     assert np.allclose(p, 1.0) and responses["completion"].str.len().gt(0).any()
     assert responses["trial"].nunique() == 4 and responses.groupby("trial")["completion"].nunique().eq(1).all()
+
+
+# ------------------------------------------------------------------------------ built-ins as study files
+
+ULTIMATUM = ROOT / "simsubjects" / "studyfile" / "builtin" / "ultimatum"
+
+
+def _ultimatum_file(tmp_path, pairs: int) -> Path:
+    import shutil
+
+    shutil.copy(ULTIMATUM / "offers.csv", tmp_path / "offers.csv")
+    text = (ULTIMATUM / "study.yaml").read_text().replace("    n: 200\n", f"    n: {pairs}\n")
+    (tmp_path / "study.yaml").write_text(text)
+    return tmp_path / "study.yaml"
+
+
+def test_ultimatum_study_file_gives_the_commands_trials(tmp_path):
+    from simsubjects.collect.studies.ultimatum import build_trials as command_trials
+
+    mine, _ = build_trials(load_study(_ultimatum_file(tmp_path, 40)))
+    theirs, _ = command_trials(pairs=40)
+    pd.testing.assert_frame_equal(mine[theirs.columns], theirs)
+
+
+def test_ultimatum_study_file_gives_the_commands_responses(smollm2, tmp_path):
+    from simsubjects.collect.pipeline import run_study
+    from simsubjects.collect.studies.registry import get_study
+
+    theirs, _ = run_study(get_study("ultimatum"), "smollm2", tmp_path / "cmd", params={"pairs": 2, "seed": 0},
+                          model=smollm2, show_progress=False)
+    (tmp_path / "f").mkdir()
+    mine, _, _ = _collect(smollm2, _ultimatum_file(tmp_path / "f", 2), tmp_path / "file")
+    mine = mine[theirs.columns]
+    pd.testing.assert_frame_equal(mine.drop(columns=["weight", "validity"]), theirs.drop(columns=["weight", "validity"]))
+    assert np.abs(mine["weight"] - theirs["weight"]).max() <= 1e-12
+    assert np.abs(mine["validity"] - theirs["validity"]).max() <= 1e-12

@@ -120,8 +120,12 @@ def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, con
             prompt = Template(study.system).substitute(fill) + "\n\n" + prompt
         parts = [subject, it.id] + ([condition] if condition else []) + \
             ([f"r{rep + 1}"] if study.repetitions > 1 else []) + ([f"o{j + 1}"] if len(orders) > 1 else [])
+        ids = {**values, "subject": subject, "item": it.id, "repetition": rep + 1, "ordering": j + 1}
         out.append({
-            "trial": " | ".join(parts), "item": it.id, "condition": condition, "subject": subject, "prompt": prompt,
+            "trial": Template(study.trial_id).substitute(ids) if study.trial_id else " | ".join(parts), "item": it.id,
+            "condition": Template(study.condition).substitute(ids) if study.condition else condition,
+            "subject": Template(study.subject_label).substitute(values) if study.subject_label else subject,
+            "prompt": prompt,
             "options": tuple(s[2] for s in shown), "labels": tuple(s[0].label for s in shown),
             "response_type": r.kind, "question": question,
             "option_order": " | ".join(s[0].label for s in shown), "ordering": j + 1, "repetition": rep + 1,

@@ -31,9 +31,9 @@ RESPONSE = {"type", "options", "style", "completion", "option_format", "option_s
 OPTION = {"label", "completion", "position", "refusal"}
 ITEM = {"id", "text", "response", "attributes"}
 ITEM_TABLE = {"table", "id", "text", "response", "attributes"}
-DESIGN = {"factors", "crossing", "sample", "subjects", "repetitions", "seed"}
+DESIGN = {"factors", "crossing", "sample", "subjects", "repetitions", "seed", "trial_id", "condition"}
 FACTOR = {"levels", "assignment"}
-SUBJECTS = {"table", "id", "template", "n", "sample"}
+SUBJECTS = {"table", "id", "template", "n", "sample", "label"}
 ORDER = {"mode", "max_orderings"}
 HUMAN = {"file", "columns", "name"}
 HUMAN_COLUMNS = {"respondent", "item", "response", "weight", "condition", "groups"}
@@ -116,6 +116,9 @@ class Study:
     subjects: pd.DataFrame | None = None  # columns: subject, persona, and the table's columns
     repetitions: int = 1
     seed: int = 0
+    subject_label: str = ""  # template of the `subject` column (default: the subject's id)
+    trial_id: str = ""  # template of the trial id (default: subject | item | condition ...)
+    condition: str = ""  # template of the condition label (default: factor=level,...)
     order_mode: str = "as_listed"
     max_orderings: int = 24
     human: pd.DataFrame | None = None
@@ -363,6 +366,13 @@ def _prompt(c: Checker, d: dict, s: Study) -> None:
 
 def _table(c: Checker, s: Study, name, path) -> pd.DataFrame:
     rel = c.typed(name, path, str, "a file name")
+    if rel.startswith("builtin:"):
+        from .named import NAMED
+
+        key = rel.removeprefix("builtin:")
+        if key not in NAMED:
+            raise c.err(path, f"{rel}: no such built-in table{did_you_mean(key, NAMED)}")
+        return NAMED[key](s.seed)
     p = (s.file.parent / rel)
     try:
         p.resolve().relative_to(s.file.parent.resolve())
@@ -398,6 +408,8 @@ def _design(c: Checker, d: dict, s: Study) -> None:
         raise c.err(("design", "crossing"), "crossing: sampled needs sample: N (conditions per subject)")
     s.repetitions = c.number(g, "repetitions", ("design",), 1, integer=True, low=1)
     s.seed = c.number(g, "seed", ("design",), 0, integer=True)
+    s.trial_id = c.text(g, "trial_id", ("design",), "")
+    s.condition = c.text(g, "condition", ("design",), "")
     s.subjects = _subjects(c, g.get("subjects"), s)
 
 
@@ -436,7 +448,13 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
     if ids.duplicated().any():
         raise c.err((*path, "id"), f"subject id {ids[ids.duplicated()].iat[0]!r} appears twice in {d['table']}")
     persona = [Template(template).substitute({k: _plain(v) for k, v in r.items()}) for r in df.to_dict("records")]
-    df = df.drop(columns=[idcol] if idcol else [])
+    s.subject_label = c.text(d, "label", path, "")
+    for p in placeholders(s.subject_label):
+        if p not in df.columns:
+            raise c.err((*path, "label"), f"placeholder ${p} has no value: not a column of {d['table']}"
+                                          f"{did_you_mean(p, df.columns)}")
+    # the id column stays under its own name (e.g. pair), unless it is called `subject`
+    df = df.drop(columns=[idcol] if idcol in ("subject", "persona") else [])
     return pd.concat([pd.DataFrame({"subject": ids.to_numpy(), "persona": persona}), df], axis=1)
 
 
@@ -647,6 +665,10 @@ def _check_placeholders(c: Checker, s: Study) -> None:
             if p not in avail_q:
                 raise c.err((*it.where, "text"), f"placeholder ${p} has no value{did_you_mean(p, avail_q)}")
         avail = avail_q | {"question", "options", "item", "persona"}
+        for key in ("trial_id", "condition"):
+            for p in placeholders(getattr(s, key)):
+                if p not in avail_q | {"item", "repetition", "ordering"}:
+                    raise c.err(("design", key), f"placeholder ${p} has no value{did_you_mean(p, avail_q)}")
         for key in ("template", "system", "answer_prefix"):
             for p in placeholders(getattr(s, key)):
                 if p not in avail:

@@ -151,11 +151,17 @@ def test_refusal_stays_last_and_words_style_completions(tmp_path):
     assert list(items["positions"].iat[0][:5]) == [1, 2, 3, 4, 5] and items["refusal"].iat[0][-1]
 
 
-@pytest.mark.parametrize("text, value", [("1,064] yes", 1064), (" 42]", 42), ("about 7]", 7), ("5", None),
-                                         ("3.5]", None), ("-3]", None), ("2000000]", None), ("]", None)])
+@pytest.mark.parametrize("text, value", [("1,064] yes", 1064), (" 42]", 42), ("299 792]", 299792), ("about 7]", None),
+                                         ("5", None), ("3.5]", None), ("-3]", None), ("2000000]", None), ("]", None),
+                                         ("1 + 0.5]", None)])
 def test_parse_estimate(text, value):
     r = Response("estimate", min=0, max=1_000_000, integer=True, terminator="]")
     assert parse_estimate(text, r) == value
+
+
+@pytest.mark.parametrize("text, value", [("about 7 people", 7), ("It is 1,200.5 km", 1200.5), ("none", None), ("-4", None)])
+def test_parse_estimate_without_terminator(text, value):
+    assert parse_estimate(text, Response("estimate", min=0)) == value
 
 
 @pytest.mark.parametrize("ext", ["csv", "xlsx", "sav", "dta", "parquet"])
@@ -346,7 +352,9 @@ def test_example_runs_on_the_embedded_model(smollm2, tmp_path, example, capsys):
         e = a.tables["estimates"]
         assert set(e["item"]) == {"everest", "moon", "bones", "piano"} and (e["n"] == 5).all()
         valid = model[model["validity"] == 1]
-        assert (valid["estimate"] == valid["completion"].str.partition("]")[0].str.replace(",", "").astype(float)).all()
+        heads = valid["completion"].str.partition("]")[0].str.replace(",", "").str.replace(" ", "")
+        assert (valid["estimate"] == heads.astype(float)).all()
+        assert model.loc[model["validity"] == 0, "estimate"].isna().all()
     # resume: the same collection again answers from the cache with the identical table
     again, _, _ = _collect(smollm2, path, out)
     pd.testing.assert_frame_equal(responses.reset_index(drop=True), again.reset_index(drop=True))
@@ -417,3 +425,31 @@ def test_ultimatum_study_file_gives_the_commands_responses(smollm2, tmp_path):
     pd.testing.assert_frame_equal(mine.drop(columns=["weight", "validity"]), theirs.drop(columns=["weight", "validity"]))
     assert np.abs(mine["weight"] - theirs["weight"]).max() <= 1e-12
     assert np.abs(mine["validity"] - theirs["validity"]).max() <= 1e-12
+
+
+def test_cli_collect_validate_analyze_report_a_study_file(smollm2, tmp_path, monkeypatch, capsys):
+    import simsubjects.collect.models as models
+    import simsubjects.collect.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "load_model", lambda *a, **k: smollm2)
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: smollm2)
+    study, out = str(BAD / "valid_base.yaml"), tmp_path / "run"
+    assert main(["collect", study, "--validate", "--out", str(out)]) == 0
+    assert "validity" in capsys.readouterr().out and not out.exists()
+    assert main(["collect", study, "--out", str(out), "-q", "--seed", "5"]) == 0
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["study"] == "bad-example" and man["parameters"]["seed"] == 5
+    assert sorted(p.name for p in (out / "study").iterdir()) == ["human.csv", "people.csv", "valid_base.yaml"]
+    assert main(["analyze", str(out), "--no-plots"]) == 0
+    assert "Welch two-sample t-test" in capsys.readouterr().out
+    assert main(["report", str(out)]) == 0
+    html = (out / "report.html").read_text()
+    assert f"{out}/study/valid_base.yaml" in html
+    # an edited study file is another run: refused without --overwrite, nothing changed
+    edited = tmp_path / "edited"
+    edited.mkdir()
+    for f in ("people.csv", "human.csv"):
+        (edited / f).write_bytes((BAD / f).read_bytes())
+    (edited / "s.yaml").write_text((BAD / "valid_base.yaml").read_text().replace("A malformed study", "Edited"))
+    assert main(["collect", str(edited / "s.yaml"), "--out", str(out), "-q", "--seed", "5"]) == 2
+    assert "other parameters" in capsys.readouterr().err

@@ -23,14 +23,17 @@ NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 
 
 def parse_estimate(text: str, r: Response) -> float | None:
-    """The first number in the text (thousands commas allowed) if it is valid for `r`, else None.
+    """The number the text gives if it is valid for `r`, else None.
 
-    With a terminator (e.g. "]"), only the text before it counts and it must be there: a model
-    that ran out of tokens gave no answer (the Wisdom-of-Crowds rule, Aher et al. 2023 Fig. 14).
+    With a terminator (e.g. "]"), the text before it must be one number (spaces and thousands
+    commas removed) and the terminator must be there: a model that ran out of tokens, or wrote
+    "about 5", gave no answer (the Wisdom-of-Crowds rule, Aher et al. 2023, Fig. 14). Without
+    one, the first number in the text counts.
     """
     if r.terminator:
         head, sep, _ = text.partition(r.terminator)
-        if not sep:
+        head = head.replace(",", "").replace(" ", "").strip()
+        if not sep or not re.fullmatch(r"[-+]?\d+(?:\.\d+)?", head):
             return None
         text = head
     m = NUMBER.search(text)

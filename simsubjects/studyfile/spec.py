@@ -568,7 +568,13 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
         if value is None or (isinstance(value, float) and value != value):
             continue  # item not answered: no row, as in any tidy survey table
         label, estimate = _human_answer(c, it, value, i, path)
-        weight = float(rec[m["weight"]]) if "weight" in m else 1.0
+        try:
+            weight = float(rec[m["weight"]]) if "weight" in m else 1.0
+        except (TypeError, ValueError):
+            weight = float("nan")
+        if not weight >= 0:  # NaN or negative
+            raise c.err((*path, "columns", "weight"), f"row {i + 2} of the human table: weight {rec[m['weight']]!r} "
+                                                      "is not a number >= 0")
         resp = str(rec[m["respondent"]]) if not isinstance(rec[m["respondent"]], float) else _plain(rec[m["respondent"]])
         rows.append({"study": s.name, "trial": f"{s.human_name}|{resp}|{iid}", "item": iid,
                      "condition": _plain(rec[m["condition"]]) if "condition" in m else "",

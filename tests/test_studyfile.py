@@ -311,7 +311,7 @@ def _collect(smollm2, path: Path, out: Path, **kw):
     from simsubjects.collect.pipeline import run_study
     from simsubjects.studyfile.adapter import file_parameters, study_def
 
-    study = load_study(path)
+    study = load_study(path) if isinstance(path, Path) else path
     sdef = study_def(study, out=out, judge=kw.pop("judge", None))
     params = {"studyfile": file_parameters(study), "seed": study.seed, "chat_template": False, "judge_model": None}
     t0 = time.perf_counter()
@@ -453,3 +453,27 @@ def test_cli_collect_validate_analyze_report_a_study_file(smollm2, tmp_path, mon
     (edited / "s.yaml").write_text((BAD / "valid_base.yaml").read_text().replace("A malformed study", "Edited"))
     assert main(["collect", str(edited / "s.yaml"), "--out", str(out), "-q", "--seed", "5"]) == 2
     assert "other parameters" in capsys.readouterr().err
+
+
+def test_moca_study_file_gives_the_commands_trials():
+    from simsubjects.collect.studies.moca import study_items
+
+    mine, _ = build_trials(load_study(ROOT / "simsubjects" / "studyfile" / "builtin" / "moca" / "study.yaml"))
+    theirs, _ = study_items(task="causal")
+    assert len(theirs) == 144
+    pd.testing.assert_frame_equal(mine[theirs.columns], theirs)
+
+
+def test_moca_study_file_gives_the_commands_model_rows(smollm2, tmp_path):
+    from simsubjects.collect.pipeline import run_study
+    from simsubjects.collect.studies.registry import get_study
+
+    theirs, _ = run_study(get_study("moca"), "smollm2", tmp_path / "cmd", model=smollm2, show_progress=False,
+                          params={"task": "causal", "stories": 3, "seed": 0})
+    theirs = theirs[theirs["source"] == "model"].reset_index(drop=True)
+    study = load_study(ROOT / "simsubjects" / "studyfile" / "builtin" / "moca" / "study.yaml")
+    study.items = study.items[:3]
+    mine, _, _ = _collect(smollm2, study, tmp_path / "file")
+    mine = mine[theirs.columns]
+    pd.testing.assert_frame_equal(mine.drop(columns=["weight", "validity"]), theirs.drop(columns=["weight", "validity"]))
+    assert np.abs(mine["weight"] - theirs["weight"]).max() <= 1e-12

@@ -124,7 +124,7 @@ def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, con
         out.append({
             "trial": Template(study.trial_id).substitute(ids) if study.trial_id else " | ".join(parts), "item": it.id,
             "condition": Template(study.condition).substitute(ids) if study.condition else condition,
-            "subject": Template(study.subject_label).substitute(values) if study.subject_label else subject,
+            "subject": Template(study.subject_label).substitute(values) if study.subject_label is not None else subject,
             "prompt": prompt,
             "options": tuple(s[2] for s in shown), "labels": tuple(s[0].label for s in shown),
             "response_type": r.kind, "question": question,

@@ -17,4 +17,14 @@ def ultimatum_pairs(seed: int) -> pd.DataFrame:
     return df.assign(proposer_self=df["proposer_title"].map(REFLEXIVE))
 
 
-NAMED = {"ultimatum_pairs": ultimatum_pairs}
+def moca_items(task: str):
+    """MoCa's stories of one task (Nie et al. 2023) with `text` = story + question, as its prompts join them."""
+    def table(seed: int) -> pd.DataFrame:
+        from ..collect.human.moca import load_moca
+
+        _, items = load_moca(task)
+        return items.assign(text=items["story"] + " " + items["question"], template="yesno")
+    return table
+
+
+NAMED = {"ultimatum_pairs": ultimatum_pairs, "moca_causal": moca_items("causal"), "moca_moral": moca_items("moral")}

@@ -30,7 +30,7 @@ RESPONSE = {"type", "options", "style", "completion", "option_format", "option_s
             "refusal", "min", "max", "integer", "max_tokens", "terminator", "temperature", "judge"}
 OPTION = {"label", "completion", "position", "refusal"}
 ITEM = {"id", "text", "response", "attributes"}
-ITEM_TABLE = {"table", "id", "text", "response", "attributes"}
+ITEM_TABLE = {"table", "id", "text", "response", "attributes", "placeholders"}
 DESIGN = {"factors", "crossing", "sample", "subjects", "repetitions", "seed", "trial_id", "condition"}
 FACTOR = {"levels", "assignment"}
 SUBJECTS = {"table", "id", "template", "n", "sample", "label"}
@@ -116,7 +116,7 @@ class Study:
     subjects: pd.DataFrame | None = None  # columns: subject, persona, and the table's columns
     repetitions: int = 1
     seed: int = 0
-    subject_label: str = ""  # template of the `subject` column (default: the subject's id)
+    subject_label: str | None = None  # template of the `subject` column (None: the subject's id)
     trial_id: str = ""  # template of the trial id (default: subject | item | condition ...)
     condition: str = ""  # template of the condition label (default: factor=level,...)
     order_mode: str = "as_listed"
@@ -423,6 +423,10 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
         if "template" in d or "id" in d:
             raise c.err(path, "template: and id: read a subjects table; add table: FILE")
         n = n or 1
+        if "label" in d:
+            s.subject_label = c.text(d, "label", path, "")
+            if placeholders(s.subject_label):
+                raise c.err((*path, "label"), "without a subjects table a label is plain text")
         return pd.DataFrame({"subject": [f"s{i + 1}" for i in range(n)], "persona": [""] * n})
     df = _table(c, s, d["table"], (*path, "table"))
     idcol = c.text(d, "id", path)
@@ -448,8 +452,8 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
     if ids.duplicated().any():
         raise c.err((*path, "id"), f"subject id {ids[ids.duplicated()].iat[0]!r} appears twice in {d['table']}")
     persona = [Template(template).substitute({k: _plain(v) for k, v in r.items()}) for r in df.to_dict("records")]
-    s.subject_label = c.text(d, "label", path, "")
-    for p in placeholders(s.subject_label):
+    s.subject_label = c.text(d, "label", path, None)
+    for p in placeholders(s.subject_label or ""):
         if p not in df.columns:
             raise c.err((*path, "label"), f"placeholder ${p} has no value: not a column of {d['table']}"
                                           f"{did_you_mean(p, df.columns)}")
@@ -509,12 +513,15 @@ def _items_from_table(c: Checker, d: dict, s: Study) -> list[dict]:
     df = _table(c, s, d["table"], (*path, "table"))
     idcol, textcol = c.text(d, "id", path, "id"), c.text(d, "text", path, "text")
     attrs = c.listed(d, "attributes", path)
+    templated = c.flag(d, "placeholders", path)
     for key, col in (("id", idcol), ("text", textcol), *(("attributes", a) for a in attrs)):
         if col not in df.columns:
             raise c.err((*path, key), f"column {col!r} is not in {d['table']}{did_you_mean(col, df.columns)}")
     out = []
     for rec in df.to_dict("records"):
-        item = {"id": _plain(rec[idcol]), "text": _plain(rec[textcol]),
+        text = _plain(rec[textcol])
+        # Texts in a table are literal ("$10" is ten dollars) unless placeholders: true
+        item = {"id": _plain(rec[idcol]), "text": text if templated else text.replace("$", "$$"),
                 "attributes": {a: rec[a] for a in attrs}}
         if d.get("response") is not None:
             item["response"] = d["response"]

@@ -477,3 +477,32 @@ def test_moca_study_file_gives_the_commands_model_rows(smollm2, tmp_path):
     mine = mine[theirs.columns]
     pd.testing.assert_frame_equal(mine.drop(columns=["weight", "validity"]), theirs.drop(columns=["weight", "validity"]))
     assert np.abs(mine["weight"] - theirs["weight"]).max() <= 1e-12
+
+
+def test_walkthrough_of_docs_works_verbatim(smollm2, tmp_path, monkeypatch, capsys):
+    """Every command of docs/studies.md's walkthrough, as written, in an empty folder."""
+    import re
+    import shlex
+
+    import simsubjects.collect.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "load_model", lambda *a, **k: smollm2)  # the model loaded once per session
+    monkeypatch.chdir(tmp_path)
+    doc = (ROOT / "docs" / "studies.md").read_text()
+    walk = doc.split("## A ten-minute walkthrough")[1].split("\n## ")[0]
+    blocks = re.findall(r"```(sh|yaml)\n(.*?)```", walk, re.S)
+    ran = []
+    for kind, body in blocks:
+        if kind == "yaml":  # step 3: the new item goes at the end of the items list
+            path = tmp_path / "my_survey" / "study.yaml"
+            text = path.read_text()
+            path.write_text(text.replace("\ndesign:", "\n" + body + "\ndesign:", 1))
+            continue
+        for line in body.splitlines():
+            if line.startswith("simsubjects "):
+                args = shlex.split(line.split("#")[0])[1:]
+                assert main(args) == 0, (line, capsys.readouterr().err)
+                ran.append(args[0])
+    assert ran == ["study", "study", "collect", "analyze", "export", "report"]
+    r = pd.read_parquet(tmp_path / "runs" / "my_survey" / "responses.parquet")
+    assert "library" in set(r["item"]) and (tmp_path / "runs" / "my_survey" / "report.html").is_file()

@@ -57,8 +57,11 @@ def _seed(study: Study, trial: str) -> int:
 
 def generation_requests(study: Study, trials: pd.DataFrame) -> list[CompletionRequest]:
     items = {it.id: it.response for it in study.items}
+    # With a terminator, a local backend may stop once it appears: what is parsed is the same
+    # (text before it), and no stop string is sent, so an answer without it stays invalid.
     return [CompletionRequest(prompt=p, n=1, temperature=float(items[i].temperature), top_p=1.0,
-                              max_tokens=int(items[i].max_tokens), stop=(), seed=_seed(study, t))
+                              max_tokens=int(items[i].max_tokens), stop=(), seed=_seed(study, t),
+                              settled=re.escape(items[i].terminator) if items[i].terminator else "")
             for p, i, t in zip(trials["prompt"], trials["item"], trials["trial"])]
 
 

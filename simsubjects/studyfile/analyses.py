@@ -226,6 +226,10 @@ def agreement_table(trials: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Model against people per item (x group): mean scores side by side, and their correlation over items."""
     people = trials[trials["source"] == "human"]
     model = trials[trials["source"] != "human"]
+    missing = [b for b in by if b not in people.columns or b not in model.columns or model[b].isna().all()]
+    if missing:
+        raise UserError(f"analyses: agreement by {missing[0]!r} needs the column in the human rows and in the "
+                        "model's (a persona column of that name)")
     h = people.groupby(["item", *by]).apply(lambda g: np.average(g["score"].dropna(), weights=g.loc[g["score"].notna(), "tw"])
                                             if g["score"].notna().any() else np.nan, include_groups=False)
     rows = []

@@ -257,6 +257,31 @@ def test_tests_match_independent_references(tmp_path):
         assert col in tables["tests"].columns and col in tables["amce"].columns
 
 
+@pytest.mark.r
+def test_welch_and_amce_match_r(tmp_path):
+    """R's t.test and estimatr::lm_robust(clusters = subject, se_type = "CR2") on the same trial scores."""
+    pytest.importorskip("rpy2", reason="rpy2 not installed (pip install 'rpy2==3.5.17')")
+    from simsubjects.analyze.check_r import r_session
+    from simsubjects.studyfile.analyses import analyze_study
+
+    rs = r_session()
+    s, responses, items = _scored(tmp_path, np.random.default_rng(2))
+    tables = analyze_study(s, responses, items)
+    tr = tables["trials"][["subject", "frame", "cue", "score"]]
+    fn = rs.ro.r("""function(d) {
+      w <- t.test(d$score[d$frame == 'gain'], d$score[d$frame == 'loss'])
+      m <- estimatr::lm_robust(score ~ frame + cue, data = d, clusters = subject, se_type = 'CR2')
+      data.frame(w_t = unname(w$statistic), w_df = unname(w$parameter), w_p = w$p.value,
+                 a_est = unname(coef(m)[2:3]), a_se = unname(m$std.error[2:3]), a_df = unname(m$df[2:3]),
+                 a_p = unname(m$p.value[2:3])) }""")
+    r = rs.to_py(fn(rs.to_r(tr)))
+    w = tables["tests"].set_index("test").loc["Welch two-sample t-test"]
+    assert [w["statistic"], w["df"], w["p.value"]] == pytest.approx([r["w_t"][0], r["w_df"][0], r["w_p"][0]], rel=1e-8)
+    a = tables["amce"].set_index("term").loc[["frame_loss", "cue_on"]]
+    for mine, theirs in (("estimate", "a_est"), ("std.error", "a_se"), ("df", "a_df"), ("p.value", "a_p")):
+        assert a[mine].to_numpy(float) == pytest.approx(r[theirs].to_numpy(float), rel=1e-8)
+
+
 def test_representativeness_matches_w1_by_hand(tmp_path):
     from simsubjects.studyfile.analyses import representativeness_table
 

@@ -366,6 +366,7 @@ def test_example_runs_on_the_embedded_model(smollm2, tmp_path, example, capsys):
         assert set(a.tables["representativeness_by_party"]["party"]) == {"Democratic", "Republican"}
         # the order shown is recorded and differs between subjects
         assert model["option_order"].nunique() > 4
+        assert "order_effects" in a.tables and model["shown_position"].between(1, 6).all()
         share = a.tables["distribution"].groupby(["source", "item"])["share"].sum()
         assert np.allclose(share, 1.0)
     elif example == "vignette_2x2":

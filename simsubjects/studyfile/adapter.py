@@ -44,11 +44,15 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
     methods = ("exact", "sampled") if "choice" in kinds else ("generated",)
 
     def finalize(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
+        from ..option_order import add_shown_position
+
         if out is not None:
             copy_files(study, Path(out))
-        if study.human is None:
-            return responses
-        return pd.concat([responses, study.human], ignore_index=True)
+        if study.human is not None:
+            responses = pd.concat([responses, study.human], ignore_index=True)
+        if study.order_mode in ("randomized", "averaged"):  # the position each option was shown at
+            responses = add_shown_position(responses)
+        return responses
 
     return StudyDef(
         name=study.name,

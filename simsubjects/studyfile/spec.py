@@ -21,6 +21,7 @@ from .tables import read_table
 SLUG = re.compile(r"^[a-z][a-z0-9_-]*$")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # placeholders, factor and attribute names
 RESERVED = {*CORE_COLUMNS, "prompt", "options", "labels", "persona", "question", "option_order", "ordering",
+            "order_shown", "shown_position", "n_shown",
             "repetition", "response_type", "estimate", "completion", "score", "n_samples", "n_queries"}
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "items", "response", "response_types",

@@ -15,27 +15,9 @@ from .generation import PrefixStore, Row, generate
 from .packing import Packed, fill, lcp as _lcp, pack
 
 
-def file_sha256(path: Path, limit: int = 4 << 30) -> str:
-    """Content hash of a weight file; files above `limit` are identified by name and size."""
-    h = hashlib.sha256()
-    if path.stat().st_size > limit:
-        h.update(f"{path.name}:{path.stat().st_size}".encode())
-    else:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
-
-
-def _revision(path: Path) -> str:
-    if path.is_file():
-        return "sha256:" + file_sha256(path)
-    h = hashlib.sha256()
-    for f in sorted(path.iterdir()):
-        if f.is_file() and (f.suffix in {".json", ".safetensors", ".bin", ".gguf", ".model"}):
-            h.update(f.name.encode())
-            h.update(file_sha256(f).encode())
-    return "sha256:" + h.hexdigest()
+# in weight_cache (no torch import there): a dry run hashes a model without loading torch
+_revision = weight_cache.revision_of
+file_sha256 = weight_cache.file_sha256
 
 
 def _seed_of(obj) -> int:
@@ -75,6 +57,8 @@ class HFModel:
         trust_remote_code: bool = False,
         device: str = "auto",
         cache_weights: bool = False,
+        dtype: str = "auto",
+        device_map: str | None = None,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -88,6 +72,9 @@ class HFModel:
         if threads:
             torch.set_num_threads(threads)
         self.device = _device(torch, device)  # a bad --device fails before the weights load
+        self.dtype = _dtype(torch, dtype, self.device)
+        if device_map not in (None, "auto"):
+            raise UserError(f"--device-map {device_map}: only auto (accelerate places the layers) is supported")
         kw: dict = {"trust_remote_code": trust_remote_code}
         if path.is_file():
             if path.suffix != ".gguf":
@@ -100,20 +87,31 @@ class HFModel:
         bar = gguf_utils.tqdm
         gguf_utils.tqdm = lambda it, **_: it  # the GGUF de-quantization bar is noise to a user
         revision = _revision(path)
-        cached = weight_cache.lookup(revision) if (cache_weights or path.is_file()) else None
+        use_cache = cache_weights or path.is_file()
+        dtype_name = str(self.dtype).removeprefix("torch.")
+        # an entry in this dtype, else the float32 one (cast while loading: still no GGUF read)
+        cached = (weight_cache.lookup(revision, dtype_name) or weight_cache.lookup(revision)) if use_cache else None
         try:
             if cached is not None:  # safetensors saved by an earlier load: ~0.5 s instead of ~40 s
                 folder, kw = cached, {}
-            self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
-            self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kw)
+                self.tokenizer = weight_cache.load_tokenizer(cached)
+            else:
+                self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+            if device_map:  # accelerate spreads the layers over the GPUs (then CPU memory)
+                kw["device_map"] = device_map
+            self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=self.dtype, **kw)
         except (OSError, ValueError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise UserError(f"cannot load model from {path}: {first}") from None
         finally:
             gguf_utils.tqdm = bar
-        if cached is None and (cache_weights or path.is_file()):
-            weight_cache.store(revision, self.model, self.tokenizer)
-        self.model.to(self.device).eval()
+        if cached is None and use_cache:
+            weight_cache.store(revision, self.model, self.tokenizer, dtype_name)
+        if device_map:  # inputs go where the embedding layer is; accelerate moves activations on
+            self.device = self.model.get_input_embeddings().weight.device
+            self.model.eval()
+        else:
+            self.model.to(self.device).eval()
         self.torch = torch
         self.chat_template = chat_template
         self.batch_tokens = batch_tokens
@@ -130,13 +128,19 @@ class HFModel:
             backend="hf",
             name=path.name,
             revision=revision,
-            details={"chat_template": chat_template, "dtype": "float32", "device": str(self.device),
+            details={"chat_template": chat_template, "dtype": dtype_name, "device": str(self.device),
+                     **({"device_map": device_map} if device_map else {}),
                      "parameters": sum(p.numel() for p in self.model.parameters())},
         )
 
     # --- interface -------------------------------------------------------------------------
     def fingerprint(self) -> dict:
-        return {"backend": "hf", "revision": self.info.revision, "chat_template": self.chat_template}
+        fp = {"backend": "hf", "revision": self.info.revision, "chat_template": self.chat_template}
+        # float32 is the reference precision and stays unnamed, so runs (and their request caches)
+        # made before --dtype existed keep their identity; any other dtype changes the answers.
+        if self.info.details["dtype"] != "float32":
+            fp["dtype"] = self.info.details["dtype"]
+        return fp
 
     def close(self) -> None:
         pass
@@ -284,9 +288,10 @@ class HFModel:
                 self.stats["forwards"] += 1
                 self.stats["tokens"] += sum(_line_len(line) for line in batch)
                 self.stats["padded_tokens"] += ids.numel()
-                logits = head(hidden[torch.tensor(rr, device=dev), torch.tensor(cc, device=dev)])
+                at_h = hidden.device  # with --device-map the last layer may sit on another GPU
+                logits = head(hidden[torch.tensor(rr, device=at_h), torch.tensor(cc, device=at_h)])
                 self.stats["head_positions"] += len(toks)
-                lp = _target_logprobs(logits, torch.tensor(toks, device=dev))
+                lp = _target_logprobs(logits, torch.tensor(toks, device=logits.device))
                 at = 0
                 for m in order:
                     values[m] = lp[at : at + len(targets[m])]
@@ -353,6 +358,19 @@ def _device(torch, device: str):
     if dev.type not in ("cpu", "cuda"):
         raise UserError(f"--device {device}: use auto, cpu, cuda or cuda:N")
     return dev
+
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def _dtype(torch, dtype: str, device):
+    """auto: bfloat16 on a GPU that supports it, else float32 (CPUs and older GPUs)."""
+    if dtype not in DTYPES:
+        raise UserError(f"--dtype {dtype}: use one of {', '.join(DTYPES)}")
+    if dtype == "auto":
+        bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        return torch.bfloat16 if bf16 else torch.float32
+    return getattr(torch, dtype)
 
 
 def _target_logprobs(logits, toks, chunk: int = 256) -> list[float]:

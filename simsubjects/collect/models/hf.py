@@ -32,6 +32,11 @@ def valid_start(text: str, option: str) -> bool:
     return not rest or not (rest[0].isalnum() and option[-1:].isalnum())
 
 
+# Work counters (benchmarks) and usage (manifests): forward passes, real and padded tokens, LM-head
+# positions; requests, their prompt tokens, generated rows and tokens.
+STATS = ("forwards", "tokens", "padded_tokens", "head_positions", "requests", "prompt_tokens", "generations",
+         "completion_tokens")
+
 # Short packed rows share a line of up to this many tokens (attention over a line stays cheap).
 LINE_TOKENS = 512
 
@@ -120,7 +125,7 @@ class HFModel:
         self.reuse_cache = reuse_cache
         self.prefix_store = PrefixStore()
         # Work counters for benchmarks: forward passes, real and padded tokens, LM-head positions.
-        self.stats = {"forwards": 0, "tokens": 0, "padded_tokens": 0, "head_positions": 0}
+        self.stats = dict.fromkeys(STATS, 0)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.info = ModelInfo(
@@ -132,6 +137,36 @@ class HFModel:
                      **({"device_map": device_map} if device_map else {}),
                      "parameters": sum(p.numel() for p in self.model.parameters())},
         )
+
+    @classmethod
+    def tokenizer_only(cls, path: str | os.PathLike, *, spec: str | None = None, chat_template: bool = False,
+                       batch_tokens: int = 4096, packing: bool = True, **_) -> "HFModel":
+        """The model's tokenizer and planning without its weights (for --dry-run): from the weight
+        cache when there is an entry, else from the folder or the GGUF file's tokenizer part."""
+        path = Path(path)
+        self = cls.__new__(cls)
+        revision = _revision(path)
+        cached = weight_cache.lookup(revision)
+        try:
+            if cached is not None:
+                self.tokenizer = weight_cache.load_tokenizer(cached)
+            else:
+                from transformers import AutoTokenizer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.set_verbosity_error()
+                kw = {"gguf_file": path.name} if path.is_file() else {}
+                self.tokenizer = AutoTokenizer.from_pretrained(path.parent if path.is_file() else path, **kw)
+        except (OSError, ValueError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise UserError(f"cannot load the tokenizer of {path}: {first}") from None
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.chat_template, self.batch_tokens, self.packing = chat_template, batch_tokens, packing
+        self.stats = dict.fromkeys(STATS, 0)
+        self.info = ModelInfo(spec=spec or f"hf:{path}", backend="hf", name=path.name, revision=revision,
+                              details={"chat_template": chat_template, "dtype": "float32"})
+        return self
 
     # --- interface -------------------------------------------------------------------------
     def fingerprint(self) -> dict:
@@ -154,11 +189,13 @@ class HFModel:
         )
 
     def choose(self, requests: Sequence[ChoiceRequest], method: str = "exact") -> list[ChoiceResult]:
+        self._count_requests(requests)
         if method == "sampled":
             return [self._sample_choice(r) for r in requests]
         return [ChoiceResult.from_logprobs(lp) for lp in self.score(requests)]
 
     def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]:
+        self._count_requests(requests)
         texts = iter(self._generate(requests))
         return [CompletionResult(texts=[next(texts) for _ in range(r.n)]) for r in requests]
 
@@ -193,7 +230,17 @@ class HFModel:
 
     def score(self, requests: Sequence[ChoiceRequest]) -> list[list[float]]:
         """log p(c_i | prompt) for every completion of every request."""
-        plans = self.plan(requests)
+        seqs, targets, refs = self._sequences(self.plan(requests))
+        values = self._forward_logprobs(seqs, targets)
+        out = []
+        for req_refs in refs:
+            lps = [sum(values[k][m] for k, m in ref) for ref in req_refs]
+            out.append([lp - lps[0] for lp in lps[1:]])
+        return out
+
+    @staticmethod
+    def _sequences(plans):
+        """(forward sequences, their target (position, token)s, per request its refs into them)."""
         # One forward sequence per distinct (context + tail[:-1]); single-token completions of the
         # same prompt share one sequence, so a prompt is encoded once for all of them.
         seq_index: dict[tuple, int] = {}
@@ -220,13 +267,43 @@ class HFModel:
                     ref.append((k, m))
                 req_refs.append(ref)
             refs.append(req_refs)
-        seqs = list(seq_index)
-        values = self._forward_logprobs(seqs, targets)
-        out = []
-        for req_refs in refs:
-            lps = [sum(values[k][m] for k, m in ref) for ref in req_refs]
-            out.append([lp - lps[0] for lp in lps[1:]])
-        return out
+        return list(seq_index), targets, refs
+
+    def _lines(self, seqs: list[tuple]) -> list[list[Packed]]:
+        """Packed rows in lines, shortest line first (the order batches are cut in)."""
+        rows = (pack(seqs, max_len=LINE_TOKENS) if self.packing else
+                [Packed(list(s), list(range(len(s))), [-1] * len(s), [i], [len(s)], len(s)) for i, s in enumerate(seqs)])
+        return sorted(fill(rows, max([LINE_TOKENS] + [len(r.tokens) for r in rows])),
+                      key=lambda line: sum(len(r.tokens) for r in line))
+
+    def _batches(self, lines) -> list[tuple[int, int]]:
+        """[i, j) spans of lines run in one forward pass: under the token budget, and closed
+        before padding would exceed a fifth of the batch (tiny batches aside)."""
+        spans, i = [], 0
+        while i < len(lines):
+            j, real = i + 1, _line_len(lines[i])
+            while j < len(lines):
+                padded = (j - i + 1) * _line_len(lines[j])
+                real += _line_len(lines[j])
+                if padded > self.batch_tokens or (padded > 512 and padded > 1.25 * real):
+                    break
+                j += 1
+            spans.append((i, j))
+            i = j
+        return spans
+
+    def count_forwards(self, requests: Sequence[ChoiceRequest]) -> int:
+        """Forward passes that exact scoring of `requests` takes (tokenizer only: a dry run)."""
+        return len(self._batches(self._lines(self._sequences(self.plan(requests))[0])))
+
+    def _count_requests(self, requests) -> None:
+        """Usage as an API would bill it: each request's prompt tokens (the manifest's usage)."""
+        self.stats["requests"] += len(requests)
+        self.stats["prompt_tokens"] += sum(len(self._encode(self.format_prompt(r.prompt))) for r in requests)
+
+    def usage(self) -> dict:
+        keys = ("requests", "prompt_tokens", "completion_tokens", "forwards", "generations")
+        return {k: int(self.stats.get(k, 0)) for k in keys}
 
     def _forward_logprobs(self, seqs: list[tuple], targets: list[list[tuple[int, int]]]) -> list[list[float]]:
         """Log-probabilities of the target tokens at the target positions of each sequence.
@@ -237,24 +314,13 @@ class HFModel:
         aside); the LM head runs only at the positions whose log-probabilities are needed.
         """
         torch = self.torch
-        rows = (pack(seqs, max_len=LINE_TOKENS) if self.packing else
-                [Packed(list(s), list(range(len(s))), [-1] * len(s), [i], [len(s)], len(s)) for i, s in enumerate(seqs)])
-        lines = sorted(fill(rows, max([LINE_TOKENS] + [len(r.tokens) for r in rows])),
-                       key=lambda line: sum(len(r.tokens) for r in line))
+        lines = self._lines(seqs)
         values: list[list[float]] = [[] for _ in seqs]
         body = self.model.get_decoder()
         head = self.model.get_output_embeddings()
         pad = self.tokenizer.pad_token_id
-        i = 0
         with torch.inference_mode():
-            while i < len(lines):
-                j, real = i + 1, _line_len(lines[i])
-                while j < len(lines):
-                    padded = (j - i + 1) * _line_len(lines[j])
-                    real += _line_len(lines[j])
-                    if padded > self.batch_tokens or (padded > 512 and padded > 1.25 * real):
-                        break
-                    j += 1
+            for i, j in self._batches(lines):
                 batch = lines[i:j]
                 width = _line_len(batch[-1])
                 ids = torch.full((len(batch), width), pad, dtype=torch.long)
@@ -296,7 +362,6 @@ class HFModel:
                 for m in order:
                     values[m] = lp[at : at + len(targets[m])]
                     at += len(targets[m])
-                i = j
         return values
 
     # --- sampling ---------------------------------------------------------------------------------
@@ -319,6 +384,8 @@ class HFModel:
             batch.append(row)
         if batch:
             texts += generate(self.model, self.tokenizer, batch, store=store)
+        self.stats["generations"] += len(rows)
+        self.stats["completion_tokens"] += sum(len(self.tokenizer(t, add_special_tokens=False).input_ids) for t in texts)
         return [_cut_at_stop(t, row.stop) for t, row in zip(texts, rows)]
 
     def _sample_choice(self, r: ChoiceRequest, cap: int = 20) -> ChoiceResult:

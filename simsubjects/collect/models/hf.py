@@ -110,6 +110,7 @@ class HFModel:
             raise UserError(f"cannot load model from {path}: {first}") from None
         finally:
             gguf_utils.tqdm = bar
+        self.weights_cached = cached is not None  # read from the weight cache (tests, benchmarks)
         if cached is None and use_cache:
             weight_cache.store(revision, self.model, self.tokenizer, dtype_name)
         if device_map:  # inputs go where the embedding layer is; accelerate moves activations on

@@ -113,6 +113,8 @@ def store(revision: str, model, tokenizer, dtype: str = "float32") -> Path | Non
         save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         tokenizer.save_pretrained(tmp)
         (tmp / COMPLETE).write_text(revision + "\n")
+        if folder.exists() and not (folder / COMPLETE).exists():
+            shutil.rmtree(folder, ignore_errors=True)  # an incomplete entry (not ours): never read, replace it
         os.replace(tmp, folder)  # atomic; fails if another process filled the entry first
         return folder
     except OSError:

@@ -40,6 +40,8 @@ def main() -> None:
                     help="OpenAI-compatible URL for the sampling benchmark (default: start llama-cpp-python's "
                          "server on loopback where it is installed)")
     ap.add_argument("--out", default=str(HERE.parent / "docs" / "benchmarks.md"))
+    ap.add_argument("--only", default=None, help="comma-separated scripts to run (e.g. startup,option_order); "
+                                                  "default: all of them")
     args = ap.parse_args()
     parts = [f"# Benchmarks\n\nMade by `python bench/run_all.py{' --quick' if args.quick else ''}` on "
              f"{datetime.now(timezone.utc):%Y-%m-%d} ({platform.machine()}, {platform.python_version()}, "
@@ -47,7 +49,7 @@ def main() -> None:
     targets = Path(tempfile.mkstemp(suffix=".jsonl")[1])  # each benchmark appends its targets (common.py)
     env = {**os.environ, "SIMSUBJECTS_BENCH_TARGETS": str(targets)}
     for title, script, full, quick in BENCHES:
-        if not (HERE / script).exists():
+        if not (HERE / script).exists() or (args.only and script.removesuffix(".py") not in args.only.split(",")):
             continue
         extra = ["--server", args.server] if script == "sampling.py" and args.server else []
         cmd = [sys.executable, str(HERE / script), *(quick if args.quick else full), *extra]

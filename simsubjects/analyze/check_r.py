@@ -519,4 +519,7 @@ def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = No
     if study not in CHECKS:
         raise UserError(f"--check-r: no R twins for study {study!r}; available: {', '.join(sorted(CHECKS))}")
     rows = CHECKS[study](r_session(), responses, items, dict(tables or {}), tol, tol_p)
+    from .multiplicity import check_r_rows  # Holm/BH columns of any table against R's p.adjust
+
+    rows += check_r_rows(r_session(), dict(tables or {}))
     return pd.DataFrame(rows, columns=COLUMNS)

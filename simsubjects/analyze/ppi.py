@@ -324,7 +324,8 @@ def compare(y, yhat, yhat_unlabeled, X=None, X_unlabeled=None, *, estimand: str 
             terms: Sequence[str] | None = None, level: float = 0.95) -> pd.DataFrame:
     """Human-only, model-only and prediction-powered estimates side by side, per term.
 
-    * human-only: the classical estimate from the n humans (PPI with lambda = 0);
+    * human-only: the classical estimate from the n humans (PPI with lambda = 0; for OLS the HC0
+      sandwich with the n - 1 divisor of ppi-python);
     * model-only: the same estimator on the model's answers for all n + N units as if they were
       people's (no correction; its interval is valid only if the model is unbiased);
     * prediction-powered: PPI++ (lambda tuned).

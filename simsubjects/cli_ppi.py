@@ -188,7 +188,7 @@ def plan_command(pilot, outcome, prediction, unit, estimand, x, term, where, wid
             h, p, inf = table[col]
             target = f"an interval of width {width:g}" if what == "width" else f"{target_power:.0%} power for {effect:g}"
             click.echo(f"recommended for {target}: {_n(h)} humans without the model; {_n(p)} with the model on "
-                       f"{table['n_model'].iloc[1]} units; {_n(inf)} with unlimited model answers")
+                       f"{int(table['n_model'].iloc[1])} units; {_n(inf)} with unlimited model answers")
 
 
 def _n(v) -> str:

@@ -114,10 +114,10 @@ def test_bad_inputs_are_user_errors(data):
 # ---------------------------------------------------------------- coverage simulation
 
 def _simulate(rng, R, n, N, informative: bool):
-    """Human votes y ~ Bernoulli(p_i), p_i ~ Beta(2, 3) (truth E p = 0.4); predictions either track p_i
-    with a bias, or are noise unrelated to it."""
+    """Per unit (a story), the share of Yes among 25 human votes, y ~ Binomial(25, p_i) / 25 with
+    p_i ~ Beta(2, 3) (truth E p = 0.4); predictions either track p_i with a bias, or are noise."""
     p = rng.beta(2, 3, size=(R, n + N))
-    y = (rng.random((R, n)) < p[:, :n]).astype(float)
+    y = rng.binomial(25, p[:, :n]) / 25
     if informative:
         f = np.clip(p + 0.1 + rng.normal(scale=0.05, size=p.shape), 0, 1)
     else:
@@ -208,3 +208,30 @@ def test_analyze_ppi_bad_inputs(tmp_path, capsys, extra, needle):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0]
     assert not (run / "analysis" / "ppi.csv").exists()
+
+
+def test_moca_demo_on_synthetic_model():
+    """The MoCa subsample demonstration on all 206 stories, with a 'model' whose P(Yes) tracks people's."""
+    from simsubjects.analyze import ppi_moca
+    from simsubjects.analyze.amce import amce_dim, outcomes
+    from simsubjects.collect.human.moca import load_moca
+
+    parts = [load_moca(t) for t in ("causal", "moral")]
+    human = pd.concat([h for h, _ in parts], ignore_index=True)
+    items = pd.concat([i for _, i in parts], ignore_index=True)
+    rng = np.random.default_rng(0)
+    q = np.clip(0.7 * items["human_p_yes"].to_numpy() + 0.2 + rng.normal(0, 0.1, len(items)), 0.01, 0.99)
+    rows = [dict(study="moca", trial=f"{i}-m", item=i, condition=t, subject="", source="model", model="syn",
+                 method="exact", response=r, weight=w, validity=1.0, task=t, persona="")
+            for i, t, p in zip(items["item"], items["task"], q) for r, w in (("Yes", p), ("No", 1 - p))]
+    data = outcomes(pd.concat([human, pd.DataFrame(rows)], ignore_index=True), items)
+    tables = ppi_moca.tables(data, reps=4)
+    assert len(tables["ppi_stories"]) == 206
+    s = tables["ppi_demo"]
+    assert set(s["size"]) == {20, 50, 100} and (s["reps"] <= 4).all()
+    full = amce_dim(data[data["source"] == "human"]).set_index("factor")["estimate"]
+    assert np.allclose(s["full_value"], s["factor"].map(full), atol=1e-12)
+    w = ppi_moca.widths(s).pivot_table(index="size", columns="method", values="mean_width")
+    assert (w["prediction-powered"] < w["human-only"]).all()
+    ex = tables["ppi_demo_example"]
+    assert set(ex["method"]) == {"human-only", "prediction-powered"} and (ex["conf.low"] < ex["conf.high"]).all()

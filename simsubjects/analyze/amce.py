@@ -538,9 +538,10 @@ def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 100
     out = {"table1": table1, "story_p": story, "agreement": agree, "amce": a}
     if (data["source"] == "human").any():
         out["amce_paper"] = amce(data, convention="paper", seed=seed)
-        from .ppi_moca import tables as ppi_tables  # mixed-subjects demonstration (PPI on story subsamples)
+        from .ppi_moca import paired_stories, tables as ppi_tables  # mixed subjects; paired comparisons
 
         out.update(ppi_tables(data, seed=seed))
+        out["paired"] = paired_stories(story, seed=seed)
     return out
 
 

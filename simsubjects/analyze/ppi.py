@@ -148,7 +148,10 @@ def _method(lam, what) -> str:
 # ---------------------------------------------------------------- OLS
 
 def _ls(X, y):
-    return np.linalg.lstsq(X, y, rcond=None)[0]
+    try:  # normal equations: fast, and equal to a QR/SVD solution to rounding on a full-rank design
+        return np.linalg.solve(X.T @ X, X.T @ y)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(X, y, rcond=None)[0]
 
 
 def _ols_stats(theta, X, y, yhat, Xu, yhu, use_unlabeled: bool):
@@ -176,7 +179,8 @@ def _sandwich(g, gh, ghu, inv_h, lam, n, N):
     d = inv_h.shape[0]
     var_u = np.cov((lam * ghu).T).reshape(d, d)
     var = np.cov((g - lam * gh).T).reshape(d, d)
-    return np.sqrt(np.diag(inv_h @ (n / N * var_u + var) @ inv_h) / n)
+    with np.errstate(invalid="ignore"):  # a degenerate sample gives NaN, not a warning
+        return np.sqrt(np.diag(inv_h @ (n / N * var_u + var) @ inv_h) / n)
 
 
 def ols_fit(X, y, yhat, Xu, yhu, lam=None, coord=None):

@@ -65,21 +65,23 @@ def demo(stories: pd.DataFrame, sizes=SIZES, reps: int = REPS, seed: int = 0, le
     for model, s in stories.dropna(subset=["y"]).groupby("model", sort=True):
         s = s.reset_index(drop=True)
         y, yhat = s["y"].to_numpy(float), s["yhat"].to_numpy(float)
-        factors = [(t, f, a, b) for t, fs in CONTRASTS.items() for f, (a, b) in fs.items() if f in s]
+        factors = [(t, f, a, b, ((s["task"] == t) & s[f].isin([a, b])).to_numpy(), (s[f] == a).to_numpy(float))
+                   for t, fs in CONTRASTS.items() for f, (a, b) in fs.items() if f in s]
         for size in sizes:
             if size >= len(s) - 1:
                 continue
             for r in range(reps):
                 pick = np.zeros(len(s), bool)
                 pick[np.random.default_rng([seed, size, r]).choice(len(s), size, replace=False)] = True
-                for task, f, a, b in factors:
-                    ann = ((s["task"] == task) & s[f].isin([a, b])).to_numpy()
-                    d = (s[f] == a).to_numpy(float)
+                for task, f, a, b, ann, d in factors:
                     lab, unl = ann & pick, ann & ~pick
                     if min(d[lab].sum(), (1 - d[lab]).sum()) < 2 or min(d[unl].sum(), (1 - d[unl]).sum()) < 1:
                         continue
                     full = y[ann & (d == 1)].mean() - y[ann & (d == 0)].mean()
-                    for method, (est, se, lam) in zip(("human-only", "prediction-powered"), _fits(y, yhat, d, lab, unl)):
+                    fits = _fits(y, yhat, d, lab, unl)
+                    if not all(np.isfinite(se) and se > 0 for _, se, _ in fits):
+                        continue  # degenerate subsample (e.g. constant votes in a group)
+                    for method, (est, se, lam) in zip(("human-only", "prediction-powered"), fits):
                         recs.append({"model": model, "size": size, "rep": r, "task": task, "factor": f,
                                      "term": f"{a} - {b}", "method": method, "estimate": est, "std.error": se,
                                      "conf.low": est - z * se, "conf.high": est + z * se, "full_value": full,
@@ -152,3 +154,20 @@ def report_blocks(tables_: dict, block, table, fmt) -> list[str]:
               "small embedded model (SmolLM2-135M) helps little here; a model whose P(Yes) tracks people's gains "
               "more. `simsubjects plan` on ppi_stories.csv gives the humans needed."),
     ]
+
+
+def paired_stories(story: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """People and each model (persona) compared story by story within a task: paired t, Wilcoxon and
+    bootstrap on P(Yes), McNemar on the Yes/No choice (P(Yes) > 0.5; for people, the majority vote),
+    with Holm/BH across the pairs of systems (analyze.paired)."""
+    from .paired import paired_comparisons
+
+    s = story.assign(system=np.where(story["source"] == "human", "people",
+                                     np.where(story["persona"].astype(str) == "", story["model"].astype(str),
+                                              story["model"].astype(str) + " / " + story["persona"].astype(str))))
+    s = s.groupby(["task", "system", "item"], sort=False)["p_yes"].mean().reset_index()
+    if s["system"].nunique() < 2:
+        return pd.DataFrame()
+    s["choice"] = (s["p_yes"] > 0.5).astype(float)
+    return paired_comparisons(s, unit="item", system="system", value="p_yes", binary="choice", by=["task"],
+                              seed=seed)

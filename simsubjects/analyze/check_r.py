@@ -33,6 +33,8 @@ Study pieces (`CHECKS`, keyed by study name):
   at risk and the refusals at each shock level (R: milgram_survival, Kaplan-Meier through
   survival::survfit), and the log-rank test of each model against the humans (R:
   survival::survdiff), from the per-subject break-off levels of `analyze.milgram.breakoffs`.
+* every study — each Holm / Benjamini-Hochberg adjusted p-value column of its tables (R: adjust_p,
+  i.e. p.adjust within the table's `family`), tolerance 1e-12 (analyze.multiplicity).
 """
 
 from __future__ import annotations

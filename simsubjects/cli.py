@@ -243,15 +243,16 @@ def _report_collection(out, manifest: dict) -> None:
 def analyze(dirs, out, no_plots, check_r, **ppi):
     """Analyze one run folder (or several of one study, to compare models)."""
     from .analyze.run import analyze_runs
-    from .cli_ppi import check_ppi_inputs, ppi_requested, run_ppi
+    from .cli_ppi import check_ppi_inputs, ppi_requested, ppi_table, write_ppi
 
     check_ppi_inputs(ppi)
+    mixed = ppi_table(list(dirs), ppi) if ppi_requested(ppi) else None  # bad input fails before any output
     a = analyze_runs(list(dirs), out, plots=not no_plots)
     for name, df in a.shown.items():
         echo_table(name, df)
-    if ppi_requested(ppi):
-        echo_table("mixed subjects: human-only, model-only and prediction-powered (PPI++), 95% intervals",
-                   run_ppi(a, ppi))
+    if mixed is not None:
+        write_ppi(mixed, a.outdir)
+        echo_table("mixed subjects: human-only, model-only and prediction-powered (PPI++), 95% intervals", mixed)
     click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables)} CSV, {len(a.figures)} PNG")
     if check_r:
         from .analyze.check_r import check_r as run_check

@@ -77,11 +77,14 @@ def model_predictions(responses: pd.DataFrame, unit: str, response: str | None) 
     return p.groupby(unit, as_index=False)[col].mean().rename(columns={col: "yhat"})
 
 
-def run_ppi(analysis, kw: dict) -> pd.DataFrame:
-    """`analyze --ppi-human`: the side-by-side table for the analyzed run, written as ppi.csv."""
+def ppi_table(dirs, kw: dict) -> pd.DataFrame:
+    """`analyze --ppi-human`: the side-by-side table of the run(s), computed before anything is written."""
     from .analyze.ppi import mixed_subjects
-    from .collect.store import atomic_write_bytes
+    from .collect.store import load_run
 
+    runs = [load_run(d) for d in dirs]
+    responses = pd.concat([r for _, r, _ in runs], ignore_index=True)
+    items = runs[0][2]
     unit, outcome = kw["ppi_unit"], kw["ppi_outcome"]
     x = [c.strip() for c in (kw["ppi_x"] or "").split(",") if c.strip()]
     human = read_table(kw["ppi_human"], "--ppi-human")
@@ -95,8 +98,7 @@ def run_ppi(analysis, kw: dict) -> pd.DataFrame:
                         "is not a number")
     hu = human.assign(**{outcome: y}).groupby(unit, as_index=False).agg(
         **{outcome: (outcome, "mean")}, **{c: (c, "first") for c in x if c in human and c != unit})
-    units = model_predictions(analysis.responses, unit, kw["ppi_response"])
-    items = analysis.items
+    units = model_predictions(responses, unit, kw["ppi_response"])
     if items is not None and unit in items:
         units = units.merge(items[[unit, *[c for c in x if c in items and c != unit]]], on=unit, how="left")
     for c in x:  # a covariate only the human file has cannot describe the model-only units
@@ -105,10 +107,14 @@ def run_ppi(analysis, kw: dict) -> pd.DataFrame:
     if x:
         units = units.dropna(subset=x)
         hu = hu[hu[unit].isin(units[unit])]
-    table = mixed_subjects(units, hu[[unit, outcome]], unit=unit, prediction="yhat", outcome=outcome,
-                           estimand=kw["ppi_estimand"], x=x)
-    atomic_write_bytes(analysis.outdir / "ppi.csv", table.to_csv(index=False).encode("utf-8"))
-    return table
+    return mixed_subjects(units, hu[[unit, outcome]], unit=unit, prediction="yhat", outcome=outcome,
+                          estimand=kw["ppi_estimand"], x=x)
+
+
+def write_ppi(table: pd.DataFrame, outdir: Path) -> None:
+    from .collect.store import atomic_write_bytes
+
+    atomic_write_bytes(Path(outdir) / "ppi.csv", table.to_csv(index=False).encode("utf-8"))
 
 
 def ppi_requested(kw: dict) -> bool:

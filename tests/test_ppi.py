@@ -207,7 +207,7 @@ def test_analyze_ppi_bad_inputs(tmp_path, capsys, extra, needle):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0]
-    assert not (run / "analysis" / "ppi.csv").exists()
+    assert not (run / "analysis").exists()  # checked before anything is written
 
 
 def test_moca_demo_on_synthetic_model():

@@ -376,7 +376,9 @@ def _fit_all(estimand, yall, Xall, level, terms):
 
 
 def _model_only_logistic(Xall, yall, level, terms):
-    theta = logistic_point(Xall, yall, yall, Xall[:1], yall[:1], 0.0)
+    """Logistic fit of the model's probabilities on all units; with lambda = 0 the unlabeled
+    arguments of the PPI functions are unused, so the first rows stand in for them."""
+    theta = logistic_point(Xall, yall, yall, Xall[:2], yall[:2], 0.0)
     se = logistic_interval_at(theta, Xall, yall, yall, Xall[:2], yall[:2], 0.0)
     return _table(theta, se, level, _terms(terms, Xall.shape[1]), 0, yall.size, np.nan, "model-only")
 

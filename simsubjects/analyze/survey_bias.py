@@ -320,13 +320,15 @@ def analyze_survey_bias(responses: pd.DataFrame, items: pd.DataFrame | None = No
     from .multiplicity import add_adjusted, add_adjusted_wide
 
     deltas = question_deltas(responses, items, exclude)
-    tests = add_adjusted(delta_tests(deltas), by=["model", "test", "bias"])  # Holm/BH per bias (Figure 2 row)
+    tests = delta_tests(deltas)
     entropy = form_entropy(responses, items)
     corr = entropy_correlation(deltas, entropy)
     return {
         "deltas": deltas,
-        "bias_tests": tests[tests["perturbation"] == ""].reset_index(drop=True),
-        "perturbation_tests": tests[tests["perturbation"] != ""].reset_index(drop=True),
+        # Holm/BH: bias tests across the biases, perturbation tests across a bias's perturbations
+        "bias_tests": add_adjusted(tests[tests["perturbation"] == ""].reset_index(drop=True), by=["model", "test"]),
+        "perturbation_tests": add_adjusted(tests[tests["perturbation"] != ""].reset_index(drop=True),
+                                           by=["model", "test", "bias"]),
         "entropy": entropy,
         "entropy_correlation": corr,
         "grid": figure2_grid(tests, alpha),

@@ -146,3 +146,8 @@ def test_plan_cli(tmp_path, capsys):
     assert main(["plan", str(f)]) == 2
     assert main(["plan", str(tmp_path / "none.csv"), "--width", "0.1"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_plan_negative_correlation_saves_nothing():
+    t = plan.plan_table(0.25, -0.5, n_model=1000, width=0.1)
+    assert t["humans_for_width"].nunique() == 1 and t["ppi_corr"].iloc[1] == -0.5

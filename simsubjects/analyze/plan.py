@@ -12,7 +12,8 @@ by the model only, the prediction-powered variance is
 
     Var(n, N) = sigma^2 / n * (1 - rho^2 * N / (N + n)),
 
-so the effective human sample size is n / (1 - rho^2 N / (N + n)). With unlimited model answers
+so the effective human sample size is n / (1 - rho^2 N / (N + n)). PPI++ keeps lambda >= 0, so a
+negative rho counts as 0 (the model cannot help). With unlimited model answers
 (N -> infinity) a design needs (1 - rho^2) times the humans of a human-only one. The interval's
 width is 2 z Var^(1/2); the power of the two-sided level-alpha z test against an effect delta is
 Phi(|delta|/se - z) + Phi(-|delta|/se - z).
@@ -82,6 +83,7 @@ def plan_table(sigma2: float, rho: float, *, n_model: int, width: float | None =
     """Humans needed without the model, with the model on `n_model` units (a fixed pool: the humans
     answer a subset of them), and with unlimited model answers."""
     z = stats.norm.ppf(1 - (1 - level) / 2)
+    reported, rho = rho, max(rho, 0.0)  # PPI++ clips lambda at 0: a negative correlation cannot help
     rows = []
     for label, kind in (("human-only", "human"), (f"prediction-powered, model on {n_model} units", "pool"),
                         ("prediction-powered, unlimited model answers", "inf")):
@@ -99,7 +101,7 @@ def plan_table(sigma2: float, rho: float, *, n_model: int, width: float | None =
         grid = grid[grid <= cap]
         se = np.sqrt(var(grid))
         row = {"term": term, "design": label, "n_model": n_model if kind == "pool" else (math.inf if kind == "inf" else 0),
-               "sigma": math.sqrt(sigma2), "ppi_corr": rho if kind != "human" else math.nan}
+               "sigma": math.sqrt(sigma2), "ppi_corr": reported if kind != "human" else math.nan}
         row["humans_for_width"] = _smallest(2 * z * se <= width, grid) if width else math.nan
         row["humans_for_power"] = _smallest(power(se, effect, level) >= target_power, grid) if effect else math.nan
         if humans:

@@ -62,6 +62,7 @@ def test_difference_is_the_ols_contrast(data):
     assert t["term"].tolist() == ["difference"]
 
 
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # scikit-learn, inside ppi-python
 def test_logistic_agrees_with_ppi_python(data):
     d = data
     opts = {"ftol": 1e-15}

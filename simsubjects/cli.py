@@ -9,6 +9,7 @@ import click
 import pandas as pd
 
 from . import __version__
+from .cli_ppi import ppi_options, register as register_ppi
 from .errors import UserError
 
 pd.set_option("display.width", 160)
@@ -310,13 +311,20 @@ def _report_collection(out, manifest: dict) -> None:
 @click.option("--no-plots", is_flag=True, help="Tables only.")
 @click.option("--check-r", is_flag=True,
               help="Recompute every statistic with an R twin in R (rpy2) and compare; exit 1 on a difference.")
-def analyze(dirs, out, no_plots, check_r):
+@ppi_options
+def analyze(dirs, out, no_plots, check_r, **ppi):
     """Analyze one run folder (or several of one study, to compare models)."""
     from .analyze.run import analyze_runs
+    from .cli_ppi import check_ppi_inputs, ppi_requested, ppi_table, write_ppi
 
+    check_ppi_inputs(ppi)
+    mixed = ppi_table(list(dirs), ppi) if ppi_requested(ppi) else None  # bad input fails before any output
     a = analyze_runs(list(dirs), out, plots=not no_plots)
     for name, df in a.shown.items():
         echo_table(name, df)
+    if mixed is not None:
+        write_ppi(mixed, a.outdir)
+        echo_table("mixed subjects: human-only, model-only and prediction-powered (PPI++), 95% intervals", mixed)
     click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables)} CSV, {len(a.figures)} PNG")
     if check_r:
         from .analyze.check_r import check_r as run_check
@@ -410,6 +418,9 @@ def report(run_dir, out):
     from .report import render_report
 
     click.echo(str(render_report(run_dir, out=out)))
+
+
+register_ppi(cli)  # `simsubjects plan`
 
 
 def main(argv=None) -> int:

@@ -36,6 +36,8 @@ Study pieces (`CHECKS`, keyed by study name):
   at risk and the refusals at each shock level (R: milgram_survival, Kaplan-Meier through
   survival::survfit), and the log-rank test of each model against the humans (R:
   survival::survdiff), from the per-subject break-off levels of `analyze.milgram.breakoffs`.
+* every study — each Holm / Benjamini-Hochberg adjusted p-value column of its tables (R: adjust_p,
+  i.e. p.adjust within the table's `family`), tolerance 1e-12 (analyze.multiplicity).
 """
 
 from __future__ import annotations
@@ -535,4 +537,7 @@ def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = No
     if study not in CHECKS:
         raise UserError(f"--check-r: no R twins for study {study!r}; available: {', '.join(sorted(CHECKS))}")
     rows = CHECKS[study](r_session(), responses, items, dict(tables or {}), tol, tol_p)
+    from .multiplicity import check_r_rows  # Holm/BH columns of any table against R's p.adjust
+
+    rows += check_r_rows(r_session(), dict(tables or {}))
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -29,6 +29,10 @@ COLLECTION_COLUMNS: dict[str, str] = {
     "n_samples": "Number of valid samples behind a sampled distribution",
     "n_queries": "Number of model queries made for the observation",
     "run": "Run folder of the row, when several runs are analyzed together",
+    # columns every study file (simsubjects/studyfile, YAML) may write
+    "response_type": "choice, estimate or free_text", "question": "Item text as shown (vignette filled in)",
+    "option_order": "Options in the order shown to this subject", "ordering": "Index of the option ordering",
+    "repetition": "Repetition of the trial", "judge": "Model that classified the free-text answer",
 }
 
 

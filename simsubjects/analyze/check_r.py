@@ -37,6 +37,8 @@ package may also name an `r_source` file, sourced into the session first):
   at risk and the refusals at each shock level (R: milgram_survival, Kaplan-Meier through
   survival::survfit), and the log-rank test of each model against the humans (R:
   survival::survdiff), from the per-subject break-off levels of `analyze.milgram.breakoffs`.
+* every study — each Holm / Benjamini-Hochberg adjusted p-value column of its tables (R: adjust_p,
+  i.e. p.adjust within the table's `family`), tolerance 1e-12 (analyze.multiplicity).
 """
 
 from __future__ import annotations
@@ -100,6 +102,11 @@ class RSession:
             raise UserError("--check-r needs rpy2 and R: pip install 'rpy2==3.5.17' "
                             "(rpy2 3.6 does not work with R 4.2)") from None
         except Exception as e:  # rpy2 raises when it cannot find or start R
+            from .r_versions import fit_advice, installed_r_version, installed_rpy2_version
+
+            advice = fit_advice(installed_rpy2_version(), installed_r_version())
+            if advice:  # R is there, but this rpy2 cannot start it (e.g. rpy2 3.6 with R 4.2)
+                raise UserError(f"--check-r: {advice}") from None
             raise UserError(f"--check-r: rpy2 cannot start R ({type(e).__name__}: {e}); install R "
                             "(apt-get install r-base-core) and set R_HOME if it is not found") from None
         self.ro = ro
@@ -524,4 +531,7 @@ def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = No
     if decl.r_source:
         session.source(decl.r_source)
     rows = resolve(decl.check_r)(session, responses, items, dict(tables or {}), tol, tol_p)
+    from .multiplicity import check_r_rows  # Holm/BH columns of any table against R's p.adjust
+
+    rows += check_r_rows(session, dict(tables or {}))
     return pd.DataFrame(rows, columns=COLUMNS)

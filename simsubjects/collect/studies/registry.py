@@ -1,4 +1,4 @@
-"""Study declarations: everything the package knows of a study, in one `StudyDef` (see docs/studies.md).
+"""Study declarations: everything the package knows of a study, in one `StudyDef` (see docs/declaring.md).
 
 A study module declares module-level `StudyDef(...)` objects (and the `Paper`s they belong to);
 `collect <name>`, `analyze`, `export`, `report`, `replicate` and `--check-r` read only these
@@ -167,7 +167,7 @@ def fill_template(template: str, where: str, /, **values) -> str:
 
 
 def resolve(ref: str | Callable) -> Callable:
-    if callable(ref):
+    if callable(ref):  # a declaration built at run time (a study file) holds its functions
         return ref
     module, _, name = ref.partition(":")
     return getattr(importlib.import_module(module), name)

@@ -281,7 +281,7 @@ def test_dry_run_figures_match_the_manifests(replication, smollm2):
 
     out, man = replication
     mp = pytest.MonkeyPatch()
-    mp.setattr(rep, "PAPERS", tiny_papers())
+    tiny_plans(mp)
     try:
         rows, model = dry_run_replicate(["all"], "smollm2", scale=0.001)
     finally:

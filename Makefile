@@ -1,7 +1,7 @@
 # Setup and entry points. `make demo` and `make test` are the two commands of README.md.
 PY ?= python3
 PIP = $(PY) -m pip install -q --disable-pip-version-check
-R_PACKAGES = r-base-core r-base-dev r-cran-estimatr r-cran-testthat r-cran-haven r-cran-jsonlite r-cran-sandwich r-cran-survival
+R_PACKAGES = r-base-core r-base-dev r-cran-estimatr r-cran-testthat r-cran-haven r-cran-jsonlite r-cran-sandwich r-cran-survival r-cran-survey
 DEMO_OUT ?= runs/demo
 
 .PHONY: setup setup-test demo test bench

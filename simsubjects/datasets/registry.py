@@ -17,6 +17,11 @@ NIE = ("Nie, A., Zhang, Y., Amdekar, A., Piech, C., Hashimoto, T., & Gerstenberg
 TJUATJA = ("Tjuatja, L., Chen, V., Wu, T., Talwalkar, A., & Neubig, G. (2024). Do LLMs Exhibit Human-like "
            "Response Biases? A Case Study in Survey Design. TACL.")
 TRANSCRIBED = "transcribed from the paper for research use, with attribution"
+HHY = ("Hainmueller, J., Hopkins, D. J., & Yamamoto, T. (2014). Causal Inference in Conjoint Analysis: Understanding "
+       "Multidimensional Choices via Stated Preference Experiments. Political Analysis 22(1), 1-30.")
+BMS = ("Ballard-Rosa, C., Martin, L., & Scheve, K. (2017). The Structure of American Income Tax Policy Preferences. "
+       "The Journal of Politics 79(1), 1-16.")
+CREGG = "MIT (cregg, T. J. Leeper; datasets/conjoint/LICENSE-cregg.txt)"
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,7 @@ STUDY_TITLES = {
     "milgram_novel": "Milgram obedience, novel scenario (Aher et al. 2023, App. E.2)",
     "survey_bias": "Survey response biases (Tjuatja et al. 2024)",
     "moca": "Causal and moral judgments, MoCa (Nie et al. 2023)",
+    "conjoint_immigration": "Immigration conjoint (Hainmueller, Hopkins & Yamamoto 2014)",
 }
 
 
@@ -394,6 +395,8 @@ def _moca(run: Run) -> list[str]:
 SECTIONS: dict[str, Callable[[Run], list[str]]] = {
     "ultimatum": _ultimatum, "garden_path": _garden_path, "wisdom": _wisdom, "milgram": _milgram,
     "milgram_novel": _milgram, "survey_bias": _survey_bias, "moca": _moca,
+    "conjoint_immigration": lambda run: __import__("simsubjects.analyze.conjoint_study",
+                                                   fromlist=["report_section"]).report_section(run),
 }
 
 

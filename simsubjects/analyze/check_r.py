@@ -505,6 +505,8 @@ CHECKS: dict[str, Callable] = {
     "survey_bias": check_survey_bias,
     "milgram": check_milgram,
     "milgram_novel": check_milgram,
+    "conjoint_immigration": lambda *a: __import__("simsubjects.analyze.conjoint_study",
+                                                  fromlist=["check_conjoint"]).check_conjoint(*a),
 }
 
 

@@ -88,6 +88,16 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "Nie et al. (2023), Table A3", TRANSCRIBED, NIE),
     Dataset("survey_bias_questions", "Original attitude questions with every response-bias form, written for this package",
             "see SOURCE.md", ("survey_bias",), "simsubjects", "MIT", TJUATJA + " (question format)"),
+    Dataset("conjoint_immigration", "Immigration conjoint: which of two immigrant profiles to admit (ChosenImmigrant), "
+            "9 attributes, 2 restrictions, ethnocentrism", "13,960 profiles, 1,396 respondents x 5 tasks",
+            ("conjoint/immigration.parquet",), "cregg 0.3.7 `immigration` (github.com/leeper/cregg)", CREGG,
+            HHY + " Distributed by cregg (Leeper 2020)."),
+    Dataset("conjoint_taxes", "Tax-plan conjoint: 7 attributes (six bracket rates, revenue), survey weights, party id",
+            "32,000 profiles, 2,000 respondents", ("conjoint/taxes.parquet",),
+            "cregg 0.3.7 `taxes` (github.com/leeper/cregg)", CREGG, BMS + " Distributed by cregg (Leeper 2020)."),
+    Dataset("conjoint_immigration_design", "The HHY 2014 immigration design as data: attributes, levels with display "
+            "text, the two restrictions, the prompt", "9 attributes, 49 levels", ("conjoint/immigration_design.json",),
+            "HHY (2014) via cregg's documentation of `immigration`", TRANSCRIBED, HHY),
 ]}
 
 

@@ -90,6 +90,10 @@ conjoint_amce <- function(data, outcome, features, id = NULL, weights = NULL, co
         it <- if (p[1] == f) paste0(fn[f], l, ":", fn[other], olv) else paste0(fn[other], olv, ":", fn[f], l)
         terms <- c(terms, it[it %in% names(b) & !is.na(b[it])])
       }
+      if (is.na(b[terms[1]])) {  # the level's main effect is not estimable (aliased): no AMCE
+        rows[[length(rows) + 1]] <- .cj_row(f, l, NA_real_, NA, fit$n, alpha)
+        next
+      }
       w <- c(1, rep(1 / length(terms), length(terms) - 1))
       V <- fit$vcov[terms, terms, drop = FALSE]
       rows[[length(rows) + 1]] <- .cj_row(f, l, sum(w * b[terms]), drop(t(w) %*% V %*% w), fit$n, alpha)

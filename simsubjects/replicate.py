@@ -462,30 +462,7 @@ t <- delta_tests(d)
 keep(t[t$method == "One Sample t-test", c("model", "bias", "setting", "estimate", "std.error", "statistic", "df",
                                           "p.value", "n")], "survey_bias_tests")
 ''',
-    "conjoint_immigration": r'''
-# ---- Immigration conjoint: P(profile chosen) per profile (mean over the orders asked), then AMCEs
-#      with the two restriction interactions and MMs, errors clustered by respondent (survey/sandwich)
-run <- read_run("conjoint_immigration")
-r <- chr(run$responses); it <- chr(run$items)
-r <- r[r$source == "model", ]
-r$w <- as.numeric(r$weight); r$p <- r$w / ave(r$w, r$trial, FUN = sum)
-pos <- as.integer(r$response)
-r$profile <- mapply(function(s, k) as.integer(strsplit(s, "-")[[1]][k]), r$shown, pos)
-p <- aggregate(p ~ model + respondent + task + profile + trial, r, sum)
-p <- aggregate(p ~ model + respondent + task + profile, p, mean)
-d <- merge(p, it, by = c("respondent", "task", "profile"))
-feats <- c("Gender", "Education", "Job", "LanguageSkills", "CountryOfOrigin", "ReasonForApplication",
-           "JobExperience", "JobPlans", "PriorEntry")
-out_a <- list(); out_m <- list()
-for (m in unique(d$model)) {
-  g <- d[d$model == m, ]
-  out_a[[m]] <- cbind(model = m, conjoint_amce(g, "p", feats, id = "respondent",
-                                               constraints = c("Education:Job", "CountryOfOrigin:ReasonForApplication")))
-  out_m[[m]] <- cbind(model = m, conjoint_mm(g, "p", feats, id = "respondent", h0 = 0.5))
-}
-keep(rows(out_a), "conjoint_immigration_amce", show = 50)
-keep(rows(out_m), "conjoint_immigration_mm", show = 50)
-''',
+    "conjoint_immigration": lambda: __import__("simsubjects.analyze.conjoint_study", fromlist=["r_block"]).r_block(),
     "moca": r'''
 # ---- MoCa: AMCE per factor for people and the model (OLS, story-clustered CR2 errors, estimatr)
 run <- read_run("moca")
@@ -535,6 +512,7 @@ def r_script(manifest: dict) -> str:
                 parts.append(f"\n# ---- {study}: left out, its export/responses.rds was not written ({e.get('error', '')})\n")
             continue
         block = R_BLOCKS.get(study)
+        block = block() if callable(block) else block  # a study's block may be written from its design
         parts.append(block if block else f"\n# ---- {study}: no R twin yet; the exported data is in {study}/export/\n")
     parts.append('\ncat("\\nR results written to r_results/\\n")\n')
     return "".join(parts)

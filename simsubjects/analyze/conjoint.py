@@ -291,6 +291,9 @@ def amce(data: pd.DataFrame, outcome: str, features: list[str], *, id: str | Non
             other, pos = partner[f]
             inter = [index[((f, other) if pos == 0 else (other, f),
                             (lev, m) if pos == 0 else (m, lev))] for m in list(df[other].cat.categories)[1:]]
+            if not np.isfinite(fit.coef[j]):  # the main effect is aliased (a tiny run): not estimable
+                rows.append(_row(f, lev, np.nan, None, fit.n, alpha))
+                continue
             terms = [j] + [i for i in inter if np.isfinite(fit.coef[i])]
             wts = np.r_[1.0, np.full(len(terms) - 1, 1.0 / len(terms))]  # cregg's calculate_amce
             est = wts @ fit.coef[terms]

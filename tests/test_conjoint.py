@@ -291,3 +291,18 @@ def test_immigration_study_end_to_end(smollm2, tmp_path):
     assert (a.tables["design_restrictions"]["profiles_breaking_it"] == 0).all()
     assert {"mm_diff_model_minus_people", "anova_model_vs_people", "position"} <= set(a.tables)
     assert all(Path(f).is_file() for f in a.figures)
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--respondents", "0"], "--respondents 0"),
+    (["--tasks", "99"], "--tasks 99"),
+    (["--layout", "grid"], "grid"),
+])
+def test_cli_bad_options_exit_2_before_the_model_loads(tmp_path, capsys, args, match):
+    from simsubjects.cli import main
+
+    code = main(["collect", "conjoint-immigration", "--model", "smollm2",
+                 "--out", str(tmp_path / "o"), *args])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert match in err and err.count("\n") == 1 and not (tmp_path / "o").exists()

@@ -33,6 +33,9 @@ Study pieces (`CHECKS`, keyed by study name):
   at risk and the refusals at each shock level (R: milgram_survival, Kaplan-Meier through
   survival::survfit), and the log-rank test of each model against the humans (R:
   survival::survdiff), from the per-subject break-off levels of `analyze.milgram.breakoffs`.
+* conjoint_immigration — the AMCE (with the two restriction interactions) and MM of every level for
+  each model and HHY's respondents, estimate, standard error and z (R: conjoint_amce, conjoint_mm on
+  survey::svyglm; analyze/conjoint_study.py:check_conjoint).
 """
 
 from __future__ import annotations

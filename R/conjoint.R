@@ -73,8 +73,11 @@ conjoint_amce <- function(data, outcome, features, id = NULL, weights = NULL, co
   pairs <- lapply(strsplit(as.character(constraints), ":", fixed = TRUE), trimws)
   if (length(pairs) && (any(lengths(pairs) != 2) || !all(unlist(pairs) %in% features)))
     stop("constraints: expected \"A:B\" pairs of features", call. = FALSE)
+  # a feature shown at one level only (a tiny run) has no contrast: its baseline row, no column
+  active <- features[vapply(fn, function(x) nlevels(d[[x]]) > 1, TRUE)]
+  pairs <- Filter(function(p) all(p %in% active), pairs)
   inter <- vapply(pairs, function(p) paste0(fn[p[1]], ":", fn[p[2]]), "")
-  fit <- .cj_fit(d, stats::reformulate(c(unname(fn), inter), "y"), se_type)
+  fit <- .cj_fit(d, stats::reformulate(c(unname(fn[active]), inter), "y"), se_type)
   b <- fit$coef
   rows <- list()
   for (f in features) {

@@ -271,10 +271,10 @@ def test_immigration_study_end_to_end(smollm2, tmp_path):
 
     study = get_study("conjoint-immigration")
     t0 = time.perf_counter()
-    responses, man = run_study(study, "smollm2", tmp_path / "run", params={"respondents": 3, "tasks": 2, "seed": 0},
+    responses, man = run_study(study, "smollm2", tmp_path / "run", params={"respondents": 2, "tasks": 1, "seed": 0},
                                model=smollm2, show_progress=False)
     c = man["counts"]
-    assert c["trials"] == c["answered"] == 12 and c["tasks"] == 6
+    assert c["trials"] == c["answered"] == 4 and c["tasks"] == 2
     assert 0 < c["forward_passes"] <= c["task_orders"]  # one forward pass per task order (or fewer, packed)
     print(f"conjoint on smollm2: {c['tasks_per_second']} tasks/s, {time.perf_counter() - t0:.1f}s")
     p = responses.groupby("trial")["weight"].sum()

@@ -306,3 +306,19 @@ def test_cli_bad_options_exit_2_before_the_model_loads(tmp_path, capsys, args, m
     err = capsys.readouterr().err
     assert code == 2, err
     assert match in err and err.count("\n") == 1 and not (tmp_path / "o").exists()
+
+
+def test_three_profiles_are_asked_in_every_rotation():
+    spec = _spec(profiles_per_task=3, tasks_per_respondent=1)
+    spec["prompt"]["choice_options"] = [" 1", " 2", " 3"]
+    d = Design.from_dict(spec)
+    t = d.trials(d.profiles(1, seed=0), "x")
+    assert list(t["shown"]) == ["1-2-3", "2-3-1", "3-1-2"]
+    # P(profile chosen) averages each profile's probability over the three positions it held
+    from simsubjects.collect.studies.conjoint_design import choice_by_profile
+
+    rows = [{"source": "model", "model": "m", "respondent": "r00001", "task": 1, "trial": tr, "shown": sh,
+             "response": str(k), "weight": w}
+            for tr, sh in zip(t["trial"], t["shown"]) for k, w in zip((1, 2, 3), (0.6, 0.3, 0.1))]
+    p = choice_by_profile(pd.DataFrame(rows)).set_index("profile")["p"]
+    assert np.allclose(p.to_numpy(), [1 / 3] * 3)  # pure position preference cancels

@@ -49,6 +49,10 @@ class Attribute:
     texts: tuple[str, ...]
     weights: tuple[float, ...]
 
+    @property
+    def cum(self) -> np.ndarray:
+        return np.cumsum(self.weights)
+
 
 @dataclass(frozen=True)
 class Restriction:
@@ -127,10 +131,11 @@ class Design:
     # ------------------------------------------------------------ randomization
 
     def draw_profile(self, rng: np.random.Generator) -> dict:
+        cums = [a.cum for a in self.attributes]
         for _ in range(MAX_DRAWS):
             u = rng.random(len(self.attributes))  # inverse-CDF draws: rng.choice(p=...) is 50x slower per call
-            prof = {a.name: a.levels[min(int(np.searchsorted(np.cumsum(a.weights), x, side="right")), len(a.levels) - 1)]
-                    for a, x in zip(self.attributes, u)}
+            prof = {a.name: a.levels[min(int(np.searchsorted(c, x, side="right")), len(a.levels) - 1)]
+                    for a, c, x in zip(self.attributes, cums, u)}
             if not any(r.violated(prof) for r in self.restrictions):
                 return prof
         raise UserError(f"design {self.name}: no profile satisfies the restrictions after {MAX_DRAWS} draws")

@@ -100,16 +100,19 @@ def datasets_show(name):
 
 
 @datasets.command("import")
-@click.argument("kind", type=click.Choice(["biasmonkey"]))
+@click.argument("kind", type=click.Choice(["biasmonkey", "opinionqa"]))
 @click.argument("prompts_dir", type=click.Path())
 @click.option("--out", default=None, type=click.Path(dir_okay=False),
               help="Write the item table here (.parquet or .csv); default: print a summary only.")
 def datasets_import(kind, prompts_dir, out):
-    """Read released question files (BiasMonkey PROMPTS_DIR) into the survey-bias item table."""
+    """Read released files: BiasMonkey question files (PROMPTS_DIR) into the survey-bias item table, or an
+    OpinionQA folder (<ATTRIBUTE>_data.json count files or a wave folder, with info.csv) into tidy human rows."""
     from .collect.studies.survey_bias import read_biasmonkey_questions
 
     if out and not Path(out).parent.is_dir():
         raise UserError(f"--out {out}: the folder {Path(out).parent} does not exist")
+    if kind == "opinionqa":
+        return _import_opinionqa(prompts_dir, out)
     items = read_biasmonkey_questions(prompts_dir)
     summary = items.groupby(["bias", "perturbation", "form"]).size().rename("items").reset_index()
     echo_table(f"{len(items)} items from {prompts_dir}", summary)
@@ -122,6 +125,24 @@ def datasets_import(kind, prompts_dir, out):
         else:
             atomic_write_parquet(items, Path(out))
         click.echo(f"wrote {out}; collect with: simsubjects collect survey-bias --questions {prompts_dir}")
+
+
+def _import_opinionqa(folder, out) -> None:
+    from .collect.human.opinionqa import read_opinionqa
+
+    human = read_opinionqa(folder)
+    summary = human.groupby(["attribute", "group"], sort=False).agg(questions=("key", "nunique"),
+                                                                     respondents=("weight", "sum")).reset_index()
+    summary["respondents"] = summary["respondents"] / summary["questions"]  # mean weight per question
+    echo_table(f"{human['key'].nunique()} questions from {folder}", summary.rename(columns={"respondents": "mean weight"}))
+    if out:
+        from .collect.store import atomic_write_bytes, atomic_write_parquet
+
+        if str(out).endswith(".csv"):
+            atomic_write_bytes(Path(out), human.to_csv(index=False).encode("utf-8"))
+        else:
+            atomic_write_parquet(human, Path(out))
+        click.echo(f"wrote {out}; ask a model the same questions: simsubjects collect opinion-survey --questions {folder}")
 
 
 @cli.command("import-responses")
@@ -298,7 +319,7 @@ def export(run_dir, to, out):
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
               help="Trials per batch; each finished batch is saved before the next starts.")
 def replicate(papers, **kw):
-    """Replicate a paper (aher2023, tjuatja2024, nie2023 or all) into one folder, ending with its report.
+    """Replicate a paper (aher2023, tjuatja2024, nie2023, santurkar2023 or all) into one folder, ending with its report.
 
     \b
     Every study of the paper is collected at --scale with one model load, analyzed and exported

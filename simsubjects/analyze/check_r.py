@@ -24,6 +24,9 @@ Study pieces (`CHECKS`, keyed by study name):
   (R: delta_tests), and, when the responses carry human rows with ordinal positions and the item
   table the option positions, the normalized Wasserstein distance per question and the
   representativeness (R: wasserstein_by_question, representativeness).
+* opinion_survey — the normalized Wasserstein distance per question and the representativeness of
+  the default prompt and of the personas to every human group and Overall (R:
+  wasserstein_by_question, representativeness with by = attribute, group).
 * garden_path — the per-sentence mean P(ungrammatical) of each version; mean and SEM across
   sentences by set, type and version (R: one_sample_test); the paired t-test and Wilcoxon
   signed-rank test of garden path vs control (R: garden_path_sentences, garden_path_tests).
@@ -508,9 +511,17 @@ CHECKS: dict[str, Callable] = {
     "survey_bias": check_survey_bias,
     "milgram": check_milgram,
     "milgram_novel": check_milgram,
+    "opinion_survey": lambda *a: _opinion_survey(*a),
     "conjoint_immigration": lambda *a: __import__("simsubjects.analyze.conjoint_study",
                                                   fromlist=["check_conjoint"]).check_conjoint(*a),
 }
+
+
+def _opinion_survey(*args) -> list[dict]:
+    """opinion_survey: W1/span per question and Rep of each prompt to each human group (R: representativeness)."""
+    from .opinion import check_r_opinion_survey
+
+    return check_r_opinion_survey(*args)
 
 
 def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = None,

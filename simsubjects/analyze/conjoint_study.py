@@ -56,6 +56,9 @@ def profile_table(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
         prof["task"] = prof["task"].astype(int)
         prof["profile"] = prof["profile"].astype(int)
         m = y.merge(prof, on=["respondent", "task", "profile"], how="left")
+        if m[feats].isna().any().any():
+            raise UserError("conjoint: some answered tasks have no profiles in the items table; runs analyzed "
+                            "together must share --seed, --respondents and --tasks (the same profiles)")
         parts.append(pd.DataFrame({"source": m["model"], "id": m["model"] + ":" + m["respondent"].astype(str),
                                    "outcome_kind": "rating" if rating else "choice", "chosen": m["p"],
                                    **{f: m[f].astype(str) for f in feats}}))

@@ -390,7 +390,9 @@ def _moca(run: Run) -> list[str]:
                      table(pd.DataFrame(list(rows.values())), max_rows=60),
                      "Change in P(Yes) when the first attribute replaces the second (Nie et al. §3, radar charts "
                      "Figures 2-3); an interval crossing 0 is inconclusive."))
-    return out
+    from .analyze.ppi_moca import report_blocks
+
+    return out + report_blocks(t, block, table, fmt)
 
 
 SECTIONS: dict[str, Callable[[Run], list[str]]] = {

@@ -39,6 +39,8 @@ Study pieces (`CHECKS`, keyed by study name):
 * conjoint_immigration — the AMCE (with the two restriction interactions) and MM of every level for
   each model and HHY's respondents, estimate, standard error and z (R: conjoint_amce, conjoint_mm on
   survey::svyglm; analyze/conjoint_study.py:check_conjoint).
+* every study — each Holm / Benjamini-Hochberg adjusted p-value column of its tables (R: adjust_p,
+  i.e. p.adjust within the table's `family`), tolerance 1e-12 (analyze.multiplicity).
 """
 
 from __future__ import annotations
@@ -102,6 +104,11 @@ class RSession:
             raise UserError("--check-r needs rpy2 and R: pip install 'rpy2==3.5.17' "
                             "(rpy2 3.6 does not work with R 4.2)") from None
         except Exception as e:  # rpy2 raises when it cannot find or start R
+            from .r_versions import fit_advice, installed_r_version, installed_rpy2_version
+
+            advice = fit_advice(installed_rpy2_version(), installed_r_version())
+            if advice:  # R is there, but this rpy2 cannot start it (e.g. rpy2 3.6 with R 4.2)
+                raise UserError(f"--check-r: {advice}") from None
             raise UserError(f"--check-r: rpy2 cannot start R ({type(e).__name__}: {e}); install R "
                             "(apt-get install r-base-core) and set R_HOME if it is not found") from None
         self.ro = ro
@@ -535,4 +542,7 @@ def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = No
     if study not in CHECKS:
         raise UserError(f"--check-r: no R twins for study {study!r}; available: {', '.join(sorted(CHECKS))}")
     rows = CHECKS[study](r_session(), responses, items, dict(tables or {}), tol, tol_p)
+    from .multiplicity import check_r_rows  # Holm/BH columns of any table against R's p.adjust
+
+    rows += check_r_rows(r_session(), dict(tables or {}))
     return pd.DataFrame(rows, columns=COLUMNS)

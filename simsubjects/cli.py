@@ -215,9 +215,18 @@ def import_responses(kind, results_dir, model, out, prompts, overwrite):
 
 
 # --- collect -----------------------------------------------------------------------------------
-@cli.group()
+from .studyfile.cli import CollectGroup, study_group  # noqa: E402 - study files (docs/studies.md)
+
+cli.add_command(study_group)
+
+
+@cli.group(cls=CollectGroup)
 def collect():
-    """Collect model responses into a run folder (resumable)."""
+    """Collect model responses into a run folder (resumable).
+
+    STUDY is a built-in study (below) or the path of your own study file, STUDY.yaml
+    (docs/studies.md): simsubjects collect my_study/study.yaml --model smollm2 --out runs/my_study
+    """
 
 
 def validate_only(trials: pd.DataFrame, spec: str, kw: dict, n: int = 20) -> None:

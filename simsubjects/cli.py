@@ -313,6 +313,9 @@ def _report_collection(out, manifest: dict) -> None:
     c = manifest["counts"]
     click.echo(f"wrote {out}: {c['answered']}/{c['trials']} trials, {c['rows']} rows, "
                f"mean validity {c['mean_validity']:.4f}, {manifest['timings']['collection_seconds']:.1f}s")
+    if c.get("tasks_per_second") is not None:  # conjoint studies: choice tasks, not trials
+        click.echo(f"{c['tasks']} tasks in {c['task_orders']} task orders: {c['tasks_per_second']:g} tasks/s"
+                   + (f", {c['forward_passes']} forward passes" if "forward_passes" in c else ""))
     if manifest.get("short"):
         click.echo(f"{len(manifest['short'])} trials reached the sampling budget (20 x --n draws) with fewer than "
                    f"--n valid answers; their rows hold the valid answers found (n_samples; listed in "

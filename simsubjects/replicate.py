@@ -27,6 +27,7 @@ from typing import Callable
 from . import __version__
 from .collect.store import atomic_write_bytes, atomic_write_json
 from .errors import UserError
+from .collect.studies.registry import resolve
 from .papers import ALL, KIND, Paper, plan_studies, resolve_papers, size  # noqa: F401 - re-exported
 
 EXPORT_FORMATS = ["parquet", "csv", "rds", "dta"]
@@ -250,12 +251,19 @@ if (requireNamespace("simsubjects", quietly = TRUE)) {
        "(or set SIMSUBJECTS_R_SOURCE=<checkout>/R)", call. = FALSE)
 }
 options(width = 160)
+# helpers of blocks written in the script itself (a study's r_code)
+keep <- function(df, name, show = 40) write_results(stats::setNames(list(df), name), "r_results", show)
+chr <- function(d) { for (c in names(d)) if (is.factor(d[[c]])) d[[c]] <- as.character(d[[c]]); d }
+rows <- function(lst) { lst <- Filter(Negate(is.null), lst); if (length(lst)) do.call(rbind, lst) else data.frame() }
 '''
 
 
 def _r_block(study, entry: dict) -> str:
     """The lines of analysis.R for one study: the R function its declaration names, on its folder."""
     folder = entry["folder"]
+    if study is not None and study.r_code and not study.r_function:
+        code = study.r_code
+        return resolve(code)() if callable(code) or ":" in code.split("\n")[0] else code
     if study is None or not study.r_function:
         return f"\n# ---- {entry['study']}: no R twin yet; the exported data is in {folder}/export/\n"
     src = f'source("{study.r_source}")\n' if study.r_source else ""

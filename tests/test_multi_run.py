@@ -29,6 +29,7 @@ TINY = {
     "survey_bias": {"bias": "acquiescence", "perturbation": "none"},
     "moca": {"task": "causal", "stories": 6, "template": "both", "personas": "none"},
     "opinion_survey": {"first": 2, "personas": "bundled", "sample": "1", "order": "random", "groups": "POLPARTY"},
+    "conjoint_immigration": {"respondents": 2, "tasks": 1, "orders": "both"},
 }
 
 

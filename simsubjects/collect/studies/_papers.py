@@ -38,3 +38,12 @@ SANTURKAR2023 = Paper(
          "`simsubjects collect opinion-survey --questions/--human` at OpinionQA's released folders for the real ones.",
     order=4,
 )
+HHY2014 = Paper(
+    key="hhy2014",
+    title="Causal Inference in Conjoint Analysis: Understanding Multidimensional Choices via Stated "
+          "Preference Experiments",
+    citation="Hainmueller, Hopkins & Yamamoto (2014), Political Analysis 22(1)",
+    note="Immigration conjoint: AMCEs and marginal means of the model beside HHY's 1,396 respondents "
+         "(cregg's conventions).",
+    order=5,
+)

@@ -99,6 +99,9 @@ class StudyDef:
     check_r: str | Callable = ""  # optional: (RSession, responses, items, tables, tol, tol_p) -> comparison rows
     r_function: str = ""  # the R function analysis.R calls on the study's folder (list of result tables)
     r_source: str = ""  # an R file defining r_function, for studies outside the package's R/
+    # R code analysis.R includes instead of an r_function call: a string, or "module:function" / a
+    # function returning it (a block written from the study's design)
+    r_code: str | Callable = ""
     # optional: study -> {column: published valid-answer rate (%)} for the report's validity table
     validity_reference: str | Callable = ""
 

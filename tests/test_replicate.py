@@ -72,7 +72,7 @@ def test_small_scales_keep_a_testable_floor():
     assert by["survey_bias"]["as_sample"] == 10
     assert by["moca"]["stories"] == 6
     assert by["conjoint_immigration"]["respondents"] == 50  # 50 x 5 tasks in `make demo` (scale 0.002)
-    assert rep.plan_studies([rep.PAPERS["hhy2014"]], 0.002)[0][3]["respondents"] == 50
+    assert rep.plan_studies([papers()["hhy2014"]], 0.002)[0][3]["respondents"] == 50
     assert rep.size(10_000, 0.002, floor=8) == 20
     assert rep.size(100, 0.5) == 50
 
@@ -80,7 +80,8 @@ def test_small_scales_keep_a_testable_floor():
 def test_every_bundled_study_belongs_to_its_paper():
     by_paper = {k: [s.name for _, _, s, _ in rep.plan_studies([p], 1.0)] for k, p in papers().items()}
     assert by_paper == {"aher2023": ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel"],
-                        "tjuatja2024": ["survey_bias"], "nie2023": ["moca"], "santurkar2023": ["opinion_survey"]}
+                        "tjuatja2024": ["survey_bias"], "nie2023": ["moca"], "santurkar2023": ["opinion_survey"],
+                        "hhy2014": ["conjoint_immigration"]}
 
 
 @pytest.mark.parametrize("args,message", [

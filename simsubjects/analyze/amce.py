@@ -101,7 +101,7 @@ _CHUNK = 2_000_000  # index-matrix cells per bootstrap chunk
 
 def outcomes(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     """One row per trial: y = P(Yes) (a 0/1 vote for people), joined with the item factors."""
-    from ..collect.studies.moca import p_yes
+    from .choice_stats import p_yes
 
     if "study" in responses:
         responses = responses[responses["study"] == "moca"]

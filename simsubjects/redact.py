@@ -15,10 +15,11 @@ Hand-written: no maintained library scrubs arbitrary text of known values and UR
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 MASK = "[REDACTED]"
 # Query parameters that carry credentials (compared lower-case, '-' and '_' alike); any name that
@@ -47,6 +48,8 @@ def url_secrets(url: str) -> list[str]:
     try:
         p = urlsplit(url)
         out = [p.password or ""]  # a user name alone is not secret (and may be a common word)
+        if p.password:  # httpx sends user info as HTTP Basic auth: a server may echo that form
+            out.append(base64.b64encode(f"{unquote(p.username or '')}:{unquote(p.password)}".encode()).decode())
     except ValueError:
         return []
     out += [v for k, v in parse_qsl(p.query, keep_blank_values=True) if is_credential_param(k)]
@@ -97,6 +100,15 @@ def redact(text: Any) -> str:
             s = s.replace(v, MASK)
     s = _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", s)
     return _SK.sub(lambda m: m.group(0)[:6] + MASK, s)
+
+
+def mask_secrets(text: str) -> str:
+    """Only the registered secret values masked: for a model's own text (a completion), whose URLs
+    and wording are data and stay as they are."""
+    for v in sorted(_secrets, key=len, reverse=True):
+        if v in text:
+            text = text.replace(v, MASK)
+    return text
 
 
 def redact_obj(obj: Any) -> Any:

@@ -32,9 +32,9 @@ from simsubjects.collect.models.base import (
     ModelInfo,
 )
 from simsubjects.errors import UserError
-from simsubjects.redact import redact, redact_url, register_secret, register_url
+from simsubjects.redact import mask_secrets, redact, redact_url, register_secret, register_url
 
-from ..choice import exact_choice, match_option, sample_choice_async
+from .. import choice as _choice  # a module reference: collect/choice.py imports this package too
 from .openai_probe import PROBE_PROMPT, Mode, detect  # noqa: F401 (re-exported)
 from .openai_scoring import (  # noqa: F401 (re-exported for tests and callers)
     Inexact,
@@ -67,7 +67,7 @@ _Failure, _ClientError, _Inexact = Failure, ClientError, Inexact  # the names be
 
 def _match(sample: str, completions: Sequence[str]) -> int | None:
     """The one matching rule (collect/choice.py); kept under its old name."""
-    return match_option(sample, completions)
+    return _choice.match_option(sample, completions)
 
 
 def _failed_choice(k: int, method: str, reason: str, n_queries: int) -> ChoiceResult:
@@ -252,7 +252,7 @@ class OpenAIModel:
             if scorer is not None:
                 try:
                     lps = await scorer(self._transport, self._mode, req.prompt, req.completions, counter)
-                    return exact_choice(lps, n_queries=counter[0])
+                    return _choice.exact_choice(lps, n_queries=counter[0])
                 except Inexact as exc:
                     log.debug("openai: exact scoring impossible (%s); sampling", exc)
             method = "sampled"
@@ -278,7 +278,7 @@ class OpenAIModel:
         async def draw(want: int, _round: int, drawn: int) -> list[str]:
             return await self._draw(req.prompt, want, max_tokens, base_seed + drawn, counter)
 
-        proto = await sample_choice_async(req, draw, lambda: Failure("the server returned no samples"))
+        proto = await _choice.sample_choice_async(req, draw, lambda: Failure("the server returned no samples"))
         return proto.result()  # n_queries = draws, as the protocol defines it
 
     async def _draw(self, prompt: str, want: int, max_tokens: int, seed: int, counter: list) -> list[str]:
@@ -339,7 +339,8 @@ class OpenAIModel:
                 if not got:
                     raise Failure("the server returned no choices")
                 texts.extend(got)
-            return CompletionResult(texts=texts[: req.n], n_queries=counter[0])
+            # a server's text is stored: a secret it echoes (the key, a URL password) is masked
+            return CompletionResult(texts=[mask_secrets(t) for t in texts[: req.n]], n_queries=counter[0])
         except Failure as exc:
             return CompletionResult(texts=[], n_queries=counter[0], failed=str(exc))
         except (AttributeError, TypeError, IndexError, KeyError, ValueError) as exc:

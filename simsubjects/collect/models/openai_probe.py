@@ -19,7 +19,8 @@ import logging
 from dataclasses import dataclass, field
 
 from ...redact import server_string
-from .openai_scoring import (
+from .openai_scoring import (  # noqa: F401 (ECHO_TOLERANCE: re-exported)
+    ECHO_TOLERANCE,
     EOS_REDRAWS,
     Inexact,
     _agrees,
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 
 # A probe whose greedy continuation is a short, cleanly tokenized word for almost any model.
 PROBE_PROMPT = "The capital of France is"
-ECHO_TOLERANCE = 0.05  # nats; echo vs next-token log-probabilities of the same token
 PROBE_RETRIES = 1
 
 # llama.cpp-family servers default to top_k=40, min_p=0.05, repeat_penalty=1.1, which would bias

@@ -25,6 +25,7 @@ from .openai_transport import Transport
 if TYPE_CHECKING:
     from .openai_probe import Mode
 
+ECHO_TOLERANCE = 0.05  # nats; echo vs next-token log-probabilities of the same token
 EOS_REDRAWS = 4  # seeded redraws when the next-token answer came back without log-probabilities
 
 

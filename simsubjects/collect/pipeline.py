@@ -111,5 +111,6 @@ def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact
     manifest["failures"] = stats.get("failures", [])
     manifest["short"] = stats.get("short", [])
     manifest["timings"]["collection_seconds"] = stats.get("seconds")
-    store.finish(responses, items, redact_obj(manifest), records)
+    manifest = redact_obj(manifest)  # what is written and shown: no URL credentials, no key, scrubbed server ids
+    store.finish(responses, items, manifest, records)
     return responses, manifest

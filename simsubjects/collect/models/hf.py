@@ -148,7 +148,9 @@ class HFModel:
     def choose(self, requests: Sequence[ChoiceRequest], method: str = "exact") -> list[ChoiceResult]:
         if method == "sampled":
             return [self._sample_choice(r) for r in requests]
-        return [ChoiceResult.from_logprobs(lp) for lp in self.score(requests)]
+        from .. import choice  # the one k-choice path: this backend only supplies log-probabilities
+
+        return [choice.exact_choice(lp) for lp in self.score(requests)]
 
     def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]:
         texts = iter(self._generate(requests))

@@ -69,7 +69,7 @@ async def detect(tr: Transport, api: str = "auto", logprobs: str = "auto") -> Mo
         for extras in extras_options:
             try:
                 r = await tr.call("completions", prompt=PROBE_PROMPT, max_tokens=1, temperature=0.0,
-                                     **({"extra_body": extras} if extras else {}))
+                                  **({"extra_body": extras} if extras else {}))
                 m.api, m.extras = "completions", extras
                 _note_response(m, r)
                 break
@@ -85,7 +85,7 @@ async def detect(tr: Transport, api: str = "auto", logprobs: str = "auto") -> Mo
         for extras in extras_options:
             try:
                 r = await tr.call("chat", messages=[{"role": "user", "content": PROBE_PROMPT}], max_tokens=1,
-                                     temperature=0.0, **({"extra_body": extras} if extras else {}))
+                                  temperature=0.0, **({"extra_body": extras} if extras else {}))
                 m.extras = extras
                 _note_response(m, r)
                 break
@@ -115,7 +115,7 @@ async def _detect_completion_logprobs(tr: Transport, m: Mode) -> None:
         try:
             for i in range(EOS_REDRAWS + 1):  # greedy first; seeded draws if that was EOS
                 r = await tr.call("completions", prompt=PROBE_PROMPT, max_tokens=1, logprobs=k,
-                                     **({"temperature": 1.0, "seed": i} if i else {"temperature": 0.0}))
+                                  **({"temperature": 1.0, "seed": i} if i else {"temperature": 0.0}))
                 if _completion_top(r):
                     break
         except ClientError:
@@ -155,7 +155,7 @@ async def _detect_completion_logprobs(tr: Transport, m: Mode) -> None:
     # vLLM's prompt_logprobs extension.
     try:
         r = await tr.call("completions", prompt=text, max_tokens=1, temperature=0.0,
-                             extra_body={"prompt_logprobs": 0})
+                          extra_body={"prompt_logprobs": 0})
         toks = _prompt_logprob_tokens(r.choices[0], text)
         if _agrees(toks, checks):
             m.logprobs = "prompt_logprobs"
@@ -168,8 +168,8 @@ async def _detect_chat_logprobs(tr: Transport, m: Mode) -> None:
         try:
             for i in range(EOS_REDRAWS + 1):
                 r = await tr.call("chat", messages=[{"role": "user", "content": PROBE_PROMPT}], max_tokens=1,
-                                     logprobs=True, top_logprobs=k,
-                                     **({"temperature": 1.0, "seed": i} if i else {"temperature": 0.0}))
+                                  logprobs=True, top_logprobs=k,
+                                  **({"temperature": 1.0, "seed": i} if i else {"temperature": 0.0}))
                 if _chat_top(r):
                     break
         except ClientError:

@@ -183,18 +183,44 @@ def test_bad_model_options_are_one_line(args, says, tmp_path, capfd):
 
 # -- run identity -------------------------------------------------------------------------------------
 
-def test_a_local_run_is_not_resumed_with_another_batch_size(tmp_path, capfd, smollm2):
+class _FixedModel:
+    """Stands in for the loaded local model: the identity check runs before any model loads, so
+    what the first run's numbers are does not matter here, only that its folder is complete."""
+
+    def __init__(self):
+        from simsubjects.collect.models.base import ModelInfo
+
+        self.info = ModelInfo(spec="smollm2", backend="hf", name="fixed", revision="sha256:0")
+
+    def fingerprint(self):
+        return {"backend": "hf", "revision": "sha256:0"}
+
+    def choose(self, requests, method="exact"):
+        from simsubjects.collect.choice import exact_choice
+
+        return [exact_choice([-1.0] * len(r.completions)) for r in requests]
+
+
+def test_a_local_run_is_not_resumed_with_another_batch_size(tmp_path, capfd):
     from simsubjects.collect.pipeline import run_study
     from simsubjects.collect.studies.registry import get_study
 
     out = tmp_path / "run"
-    study = get_study("ultimatum")
-    _, man = run_study(study, "smollm2", out, params={"pairs": 1, "seed": 0, "chat_template": False},
-                       model=smollm2, batch_size=2, show_progress=False)
+    _, man = run_study(get_study("ultimatum"), "smollm2", out, params={"pairs": 1, "seed": 0, "chat_template": False},
+                       model=_FixedModel(), batch_size=2, show_progress=False)
     assert man["identity"]["numerics"] == {"batch_size": 2}
     before = (out / "responses.parquet").read_bytes()
+    t0 = time.monotonic()
     rc = main(["collect", "ultimatum", "--pairs", "1", "--quiet", "--batch-size", "1", "--out", str(out)])
     line = _one_line_error(capfd.readouterr().err)
     assert rc == 2 and "holds a run with other parameters" in line
+    assert time.monotonic() - t0 < 30  # refused before the model loads
     assert (out / "responses.parquet").read_bytes() == before
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_a_server_run_does_not_pin_the_batch_size():
+    from simsubjects.collect.pipeline import numeric_identity
+
+    assert numeric_identity("openai", 7) == {}
+    assert numeric_identity("hf", 7) == numeric_identity("embedded", 7) == {"numerics": {"batch_size": 7}}

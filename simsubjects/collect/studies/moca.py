@@ -22,7 +22,6 @@ import json
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 import click

@@ -9,6 +9,7 @@ import click
 import pandas as pd
 
 from . import __version__
+from .cli_ppi import ppi_options, register as register_ppi
 from .errors import UserError
 
 pd.set_option("display.width", 160)
@@ -24,6 +25,45 @@ TIMEOUT_OPTION = click.option(
     "--timeout", default=None, type=float, metavar="SECONDS",
     help="openai: models only: the deadline of one request (connect, send, read; default 60). A server "
          "that does not answer the first request within it stops the run.")
+
+
+def run_options(f):
+    """Precision, placement, the weight cache, and --dry-run: options of collect and replicate."""
+    opts = [
+        click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto",
+                     show_default=True, help="A local model's weight precision. auto: bfloat16 on a GPU that "
+                     "supports it, float32 on CPU. Scoring's log-softmax is float64 either way."),
+        click.option("--device-map", type=click.Choice(["auto"]), default=None,
+                     help="auto: accelerate spreads a local model over the GPUs (then CPU memory), for a model "
+                     "larger than one GPU."),
+        click.option("--cache-weights", is_flag=True,
+                     help="Keep a safetensors copy of an hf: model in the weight cache ($SIMSUBJECTS_CACHE, else "
+                     "~/.cache/simsubjects) for fast later loads (GGUF files always are)."),
+        click.option("--dry-run", is_flag=True,
+                     help="Load no weights, answer nothing, write nothing: print the trials, requests, forward "
+                     "passes or generations and prompt tokens the run would take (and its price with --price-in/out)."),
+        click.option("--price-in", type=float, default=None,
+                     help="With --dry-run: price per million prompt tokens (no prices are built in)."),
+        click.option("--price-out", type=float, default=None,
+                     help="With --dry-run: price per million completion tokens."),
+        click.option("--tokenizer", "tokenizer", default=None,
+                     help="With --dry-run on an API model: a local model (smollm2, hf:/path) whose tokenizer "
+                     "counts the tokens (default: smollm2's, an approximation)."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _dry_run_report(rows, model, spec: str, kw: dict) -> None:
+    from .collect.dryrun import describe, price_table
+
+    from .redact import redact
+
+    spec = redact(spec)  # a URL's credentials are never shown
+    df = price_table(rows, model.local, kw["price_in"], kw["price_out"])
+    echo_table(f"dry run of {spec}", df, "{:.6g}")
+    click.echo(describe(df, spec, model.local, kw["tokenizer"]))
 
 
 def model_options(f):
@@ -48,11 +88,18 @@ def model_options(f):
     ]
     for o in reversed(opts):
         f = o(f)
-    return f
+    return run_options(f)
 
 
 def _model_kwargs(kw: dict) -> dict:
     out = {"chat_template": kw["chat_template"], "trust_remote_code": kw["trust_remote_code"], "device": kw["device"]}
+    # only what was asked for: the defaults leave every backend's own defaults in place
+    if kw.get("dtype", "auto") != "auto":
+        out["dtype"] = kw["dtype"]
+    if kw.get("device_map"):
+        out["device_map"] = kw["device_map"]
+    if kw.get("cache_weights"):
+        out["cache_weights"] = True
     if kw.get("base_url"):
         out["base_url"] = kw["base_url"]
     if kw.get("timeout") is not None:
@@ -116,16 +163,19 @@ def datasets_show(name):
 
 
 @datasets.command("import")
-@click.argument("kind", type=click.Choice(["biasmonkey"]))
+@click.argument("kind", type=click.Choice(["biasmonkey", "opinionqa"]))
 @click.argument("prompts_dir", type=click.Path())
 @click.option("--out", default=None, type=click.Path(dir_okay=False),
               help="Write the item table here (.parquet or .csv); default: print a summary only.")
 def datasets_import(kind, prompts_dir, out):
-    """Read released question files (BiasMonkey PROMPTS_DIR) into the survey-bias item table."""
+    """Read released files: BiasMonkey question files (PROMPTS_DIR) into the survey-bias item table, or an
+    OpinionQA folder (<ATTRIBUTE>_data.json count files or a wave folder, with info.csv) into tidy human rows."""
     from .collect.studies.survey_bias import read_biasmonkey_questions
 
     if out and not Path(out).parent.is_dir():
         raise UserError(f"--out {out}: the folder {Path(out).parent} does not exist")
+    if kind == "opinionqa":
+        return _import_opinionqa(prompts_dir, out)
     items = read_biasmonkey_questions(prompts_dir)
     summary = items.groupby(["bias", "perturbation", "form"]).size().rename("items").reset_index()
     echo_table(f"{len(items)} items from {prompts_dir}", summary)
@@ -138,6 +188,24 @@ def datasets_import(kind, prompts_dir, out):
         else:
             atomic_write_parquet(items, Path(out))
         click.echo(f"wrote {out}; collect with: simsubjects collect survey-bias --questions {prompts_dir}")
+
+
+def _import_opinionqa(folder, out) -> None:
+    from .collect.human.opinionqa import read_opinionqa
+
+    human = read_opinionqa(folder)
+    summary = human.groupby(["attribute", "group"], sort=False).agg(questions=("key", "nunique"),
+                                                                     respondents=("weight", "sum")).reset_index()
+    summary["respondents"] = summary["respondents"] / summary["questions"]  # mean weight per question
+    echo_table(f"{human['key'].nunique()} questions from {folder}", summary.rename(columns={"respondents": "mean weight"}))
+    if out:
+        from .collect.store import atomic_write_bytes, atomic_write_parquet
+
+        if str(out).endswith(".csv"):
+            atomic_write_bytes(Path(out), human.to_csv(index=False).encode("utf-8"))
+        else:
+            atomic_write_parquet(human, Path(out))
+        click.echo(f"wrote {out}; ask a model the same questions: simsubjects collect opinion-survey --questions {folder}")
 
 
 @cli.command("import-responses")
@@ -194,6 +262,14 @@ def _collect_command(study):
         params = {o.flags[0].lstrip("-").replace("-", "_"): kw.pop(o.flags[0].lstrip("-").replace("-", "_"))
                   for o in study.options}
         params["seed"] = kw["seed"]
+        if kw["dry_run"]:
+            from .collect.dryrun import check_prices, dry_run_study
+
+            check_prices(kw["price_in"], kw["price_out"])
+            rows, model = dry_run_study(study, kw["model"], {**params, "chat_template": kw["chat_template"]},
+                                        method=kw["method"], n=kw["n"], batch_size=kw["batch_size"],
+                                        chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
+            return _dry_run_report(rows, model, kw["model"], kw)
         if kw["validate"]:
             trials, _ = study.build(**params)
             if study.validate is None:
@@ -252,13 +328,20 @@ def _report_collection(out, manifest: dict) -> None:
 @click.option("--no-plots", is_flag=True, help="Tables only.")
 @click.option("--check-r", is_flag=True,
               help="Recompute every statistic with an R twin in R (rpy2) and compare; exit 1 on a difference.")
-def analyze(dirs, out, no_plots, check_r):
+@ppi_options
+def analyze(dirs, out, no_plots, check_r, **ppi):
     """Analyze one run folder (or several of one study, to compare models)."""
     from .analyze.run import analyze_runs
+    from .cli_ppi import check_ppi_inputs, ppi_requested, ppi_table, write_ppi
 
+    check_ppi_inputs(ppi)
+    mixed = ppi_table(list(dirs), ppi) if ppi_requested(ppi) else None  # bad input fails before any output
     a = analyze_runs(list(dirs), out, plots=not no_plots)
     for name, df in a.shown.items():
         echo_table(name, df)
+    if mixed is not None:
+        write_ppi(mixed, a.outdir)
+        echo_table("mixed subjects: human-only, model-only and prediction-powered (PPI++), 95% intervals", mixed)
     click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables)} CSV, {len(a.figures)} PNG")
     if check_r:
         from .analyze.check_r import check_r as run_check
@@ -304,13 +387,14 @@ def export(run_dir, to, out):
 @click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template.")
 @click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default).")
 @DEVICE_OPTION
+@run_options
 @click.option("--overwrite", is_flag=True, help="Replace run folders that hold different runs.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of every study's design.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
               help="Trials per batch; each finished batch is saved before the next starts.")
 def replicate(papers, **kw):
-    """Replicate a paper (aher2023, tjuatja2024, nie2023 or all) into one folder, ending with its report.
+    """Replicate a paper (aher2023, tjuatja2024, nie2023, santurkar2023 or all) into one folder, ending with its report.
 
     \b
     Every study of the paper is collected at --scale with one model load, analyzed and exported
@@ -322,6 +406,14 @@ def replicate(papers, **kw):
 
     _check_model(kw)
     only = [s for s in (kw["only"] or "").split(",") if s.strip()]
+    if kw["dry_run"]:
+        from .collect.dryrun import check_prices, dry_run_replicate
+
+        check_prices(kw["price_in"], kw["price_out"])
+        rows, model = dry_run_replicate(list(papers), kw["model"], scale=kw["scale"], seed=kw["seed"],
+                                        method=kw["method"], n=kw["n"], only=only, batch_size=kw["batch_size"],
+                                        chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
+        return _dry_run_report(rows, model, kw["model"], kw)
     man = run_replicate(list(papers), kw["model"], kw["out"], scale=kw["scale"], seed=kw["seed"], method=kw["method"],
                         n=kw["n"], only=only, overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                         show_progress=not kw["quiet"], batch_size=kw["batch_size"],
@@ -345,6 +437,9 @@ def report(run_dir, out):
     from .report import render_report
 
     click.echo(str(render_report(run_dir, out=out)))
+
+
+register_ppi(cli)  # `simsubjects plan`
 
 
 def main(argv=None) -> int:

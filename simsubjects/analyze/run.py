@@ -42,6 +42,11 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     responses = pd.concat([r for _, r, _ in runs], ignore_index=True)
     items = runs[0][2]
     tables = resolve(spec.analyze)(responses, items)
+    if "shown_position" in responses.columns and "order_effects" not in tables:
+        # any k-choice study whose trials record the option order shown (simsubjects.option_order)
+        from .order_effects import order_effects
+
+        tables["order_effects"], tables["order_effects_average"] = order_effects(responses)
     outdir.mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():  # each table whole or not at all (a killed analyze leaves no half CSV)
         atomic_write_bytes(outdir / f"{name}.csv", df.to_csv(index=False).encode("utf-8"))

@@ -77,6 +77,7 @@ def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact
     identity = {"study": study.name, "model": model.fingerprint(), "parameters": params, **numerics}
     store = RunStore.open(out, identity, overwrite=overwrite)
     nothing_cached = True
+    usage_before = model.usage() if hasattr(model, "usage") else None
     try:
         cache = store.cache()
         records = None
@@ -107,10 +108,14 @@ def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact
         raise
     manifest = base_manifest(study.name, model, params, study.datasets, study.templates(), started)
     manifest["identity"] = identity
+    if trials.attrs.get("column_labels"):  # labels of study-specific columns (persona attributes) for exports
+        manifest["column_labels"] = dict(trials.attrs["column_labels"])
     manifest["counts"] = {k: v for k, v in stats.items() if k not in ("failures", "short", "seconds")}
     manifest["failures"] = stats.get("failures", [])
     manifest["short"] = stats.get("short", [])
     manifest["timings"]["collection_seconds"] = stats.get("seconds")
+    if usage_before is not None:  # tokens actually used by this collection (a --dry-run counts the same)
+        manifest["usage"] = {k: v - usage_before.get(k, 0) for k, v in model.usage().items()}
     manifest = redact_obj(manifest)  # what is written and shown: no URL credentials, no key, scrubbed server ids
     store.finish(responses, items, manifest, records)
     return responses, manifest

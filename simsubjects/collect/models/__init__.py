@@ -112,6 +112,9 @@ def load_model(spec: str, *, base_url: str | None = None, chat_template: bool = 
     _, name, urls = parse_spec(spec)
     b = BACKENDS[backend]
     if b.server:
+        local_only = [f"--{k.replace('_', '-')}" for k in ("dtype", "device_map", "cache_weights") if options.pop(k, None)]
+        if local_only:  # a server's model runs at the server's precision and placement
+            raise UserError(f"{', '.join(local_only)}: only for local models (smollm2, hf:...), not {redact(spec)}")
         urls = urls or ([u for u in base_url.split(",") if u] if base_url else [])
         if timeout is not None:
             options["timeout"] = timeout

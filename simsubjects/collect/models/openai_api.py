@@ -186,6 +186,7 @@ class OpenAIModel:
         """method "exact": log-probabilities where the endpoint has them (else sampling);
         "sampled": always the sampling protocol (draw until `n` valid answers)."""
         requests = list(requests)
+        self.stats["model_requests"] += len(requests)
         if not requests:
             return []
         one = self._choose_one if method == "exact" else self._choose_sampled_only
@@ -193,9 +194,15 @@ class OpenAIModel:
 
     def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]:
         requests = list(requests)
+        self.stats["model_requests"] += len(requests)
         if not requests:
             return []
         return self._run(self._gather(self._complete_one, requests))
+
+    def usage(self) -> dict:
+        """Requests asked, HTTP calls made, and the tokens the server billed (its `usage` fields)."""
+        return {"requests": self.stats["model_requests"], "calls": self.stats["requests"],
+                "prompt_tokens": self.stats["prompt_tokens"], "completion_tokens": self.stats["completion_tokens"]}
 
     def close(self) -> None:
         self._transport.close()

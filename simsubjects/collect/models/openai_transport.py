@@ -188,7 +188,11 @@ class Transport:
             try:
                 self.stats["requests"] += 1
                 create = ep.client.completions.create if kind == "completions" else ep.client.chat.completions.create
-                return await asyncio.wait_for(create(model=self.model, **params), self.timeout)
+                r = await asyncio.wait_for(create(model=self.model, **params), self.timeout)
+                u = getattr(r, "usage", None)  # what the server bills; absent on some servers
+                self.stats["prompt_tokens"] += int(getattr(u, "prompt_tokens", 0) or 0)
+                self.stats["completion_tokens"] += int(getattr(u, "completion_tokens", 0) or 0)
+                return r
             except openai.APIStatusError as exc:
                 answered = True
                 status = exc.status_code

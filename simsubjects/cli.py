@@ -234,9 +234,18 @@ def import_responses(kind, results_dir, model, out, prompts, overwrite):
 
 
 # --- collect -----------------------------------------------------------------------------------
-@cli.group()
+from .studyfile.cli import CollectGroup, study_group  # noqa: E402 - study files (docs/studies.md)
+
+cli.add_command(study_group)
+
+
+@cli.group(cls=CollectGroup)
 def collect():
-    """Collect model responses into a run folder (resumable)."""
+    """Collect model responses into a run folder (resumable).
+
+    STUDY is a built-in study (below) or the path of your own study file, STUDY.yaml
+    (docs/studies.md): simsubjects collect my_study/study.yaml --model smollm2 --out runs/my_study
+    """
 
 
 def validate_only(trials: pd.DataFrame, spec: str, kw: dict, n: int = 20) -> None:
@@ -311,6 +320,9 @@ def _report_collection(out, manifest: dict) -> None:
     c = manifest["counts"]
     click.echo(f"wrote {out}: {c['answered']}/{c['trials']} trials, {c['rows']} rows, "
                f"mean validity {c['mean_validity']:.4f}, {manifest['timings']['collection_seconds']:.1f}s")
+    if c.get("tasks_per_second") is not None:  # conjoint studies: choice tasks, not trials
+        click.echo(f"{c['tasks']} tasks in {c['task_orders']} task orders: {c['tasks_per_second']:g} tasks/s"
+                   + (f", {c['forward_passes']} forward passes" if "forward_passes" in c else ""))
     if manifest.get("short"):
         click.echo(f"{len(manifest['short'])} trials reached the sampling budget (20 x --n draws) with fewer than "
                    f"--n valid answers; their rows hold the valid answers found (n_samples; listed in "

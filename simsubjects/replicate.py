@@ -127,6 +127,21 @@ PAPERS: dict[str, Paper] = {
              "effect of randomized options. The bundled survey and its people are synthetic; point "
              "`simsubjects collect opinion-survey --questions/--human` at OpinionQA's released folders for the real ones.",
     ),
+    "hhy2014": Paper(
+        key="hhy2014",
+        title="Causal Inference in Conjoint Analysis: Understanding Multidimensional Choices via Stated "
+              "Preference Experiments",
+        citation="Hainmueller, Hopkins & Yamamoto (2014), Political Analysis 22(1)",
+        plans=(
+            # 1,396 respondents x 5 tasks at scale 1; at least 50 respondents (50 x 5 tasks in `make demo`)
+            Plan("conjoint_immigration", lambda s: {"respondents": size(1_396, s, floor=50), "tasks": 5,
+                                                    "orders": "both"},
+                 "1,396 respondents x 5 forced choices between two immigrants, each asked in both orders "
+                 "(at least 50 respondents)"),
+        ),
+        note="Immigration conjoint: AMCEs and marginal means of the model beside HHY's 1,396 respondents "
+             "(cregg's conventions).",
+    ),
 }
 ALL = "all"
 
@@ -467,6 +482,7 @@ t <- delta_tests(d)
 keep(t[t$method == "One Sample t-test", c("model", "bias", "setting", "estimate", "std.error", "statistic", "df",
                                           "p.value", "n")], "survey_bias_tests")
 ''',
+    "conjoint_immigration": lambda: __import__("simsubjects.analyze.conjoint_study", fromlist=["r_block"]).r_block(),
     "moca": r'''
 # ---- MoCa: AMCE per factor for people and the model (OLS, story-clustered CR2 errors, estimatr)
 run <- read_run("moca")
@@ -523,6 +539,7 @@ def r_script(manifest: dict) -> str:
                 parts.append(f"\n# ---- {study}: left out, its export/responses.rds was not written ({e.get('error', '')})\n")
             continue
         block = R_BLOCKS.get(study)
+        block = block() if callable(block) else block  # a study's block may be written from its design
         parts.append(block if block else f"\n# ---- {study}: no R twin yet; the exported data is in {study}/export/\n")
     parts.append('\ncat("\\nR results written to r_results/\\n")\n')
     return "".join(parts)

@@ -114,6 +114,7 @@ STUDY_TITLES = {
     "survey_bias": "Survey response biases (Tjuatja et al. 2024)",
     "moca": "Causal and moral judgments, MoCa (Nie et al. 2023)",
     "opinion_survey": "Opinion survey beside people by group, personas and order effects (Santurkar et al. 2023)",
+    "conjoint_immigration": "Immigration conjoint (Hainmueller, Hopkins & Yamamoto 2014)",
 }
 
 
@@ -398,6 +399,8 @@ SECTIONS: dict[str, Callable[[Run], list[str]]] = {
     "ultimatum": _ultimatum, "garden_path": _garden_path, "wisdom": _wisdom, "milgram": _milgram,
     "milgram_novel": _milgram, "survey_bias": _survey_bias, "moca": _moca,
     "opinion_survey": lambda run: _opinion_survey(run),
+    "conjoint_immigration": lambda run: __import__("simsubjects.analyze.conjoint_study",
+                                                   fromlist=["report_section"]).report_section(run),
 }
 
 
@@ -505,6 +508,10 @@ def collect_command(man: dict, folder: str) -> str:
     study = man.get("study", "?")
     params = dict(man.get("parameters", {}))
     args = ["simsubjects", "collect", study.replace("_", "-"), "--model", man.get("model", {}).get("spec", "?")]
+    studyfile = params.pop("studyfile", None)
+    if isinstance(studyfile, dict) and studyfile.get("file"):  # a study file: its copy in the run folder
+        args[2] = f"{folder}/{studyfile['file']}"
+        args += ["--judge-model", params["judge_model"]] if params.get("judge_model") else []
     try:
         from .collect.studies.registry import get_study
 

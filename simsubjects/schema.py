@@ -52,7 +52,15 @@ DESIGN_COLUMNS: dict[str, str] = {
     # Survey bias and MoCa
     "key": "Question key", "bias": "Response bias", "perturbation": "Non-bias perturbation ('' for a bias pair)",
     "form": "original or modified question form", "num_options": "Number of answer options",
-    "task": "causal or moral", "persona": "Persona slug ('' for none)", "template": "Prompt template",
+    "task": "causal or moral (MoCa); task number (conjoint)", "persona": "Persona slug ('' for none)", "template": "Prompt template",
+    # Conjoint
+    "respondent": "Simulated respondent of a conjoint", "attribute_order": "Attribute rows in the order shown (|-separated)",
+    "shown": "Profiles by position in this task order (2-1: profile 2 shown first)",
+    "profile": "Profile rated (rating outcome; 0 for a forced choice)",
+    # Study files (docs/studies.md)
+    "response_type": "choice, estimate or free_text", "question": "Item text as shown (vignette filled in)",
+    "option_order": "Options in the order shown to this subject", "ordering": "Index of the option ordering",
+    "repetition": "Repetition of the trial", "judge": "Model that classified the free-text answer",
 }
 
 LABELS = {**CORE_COLUMNS, **DESIGN_COLUMNS}

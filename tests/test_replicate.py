@@ -23,7 +23,8 @@ from simsubjects import replicate as rep
 from simsubjects.cli import main
 from simsubjects.errors import UserError
 
-STUDIES = ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel", "survey_bias", "moca", "opinion_survey"]
+STUDIES = ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel", "survey_bias", "moca", "opinion_survey",
+           "conjoint_immigration"]
 
 # the smallest designs that still give every analysis something to compute
 TINY = {
@@ -35,6 +36,7 @@ TINY = {
     "survey_bias": {"bias": "acquiescence,response_order", "perturbation": "key_typo", "as_sample": 0},
     "moca": {"task": "all", "stories": 3, "template": "yesno", "personas": "none"},
     "opinion_survey": {"first": 2, "personas": "bundled", "sample": "1", "order": "random", "groups": "POLPARTY"},
+    "conjoint_immigration": {"respondents": 2, "tasks": 1, "orders": "both"},
 }
 
 
@@ -55,6 +57,7 @@ def test_scale_one_is_the_papers_design():
     assert by["survey_bias"]["as_sample"] == 50
     assert by["moca"]["stories"] == 0 and by["moca"]["template"] == "both"  # 0 = every story
     assert by["opinion_survey"]["sample"] == "20" and by["opinion_survey"]["order"] == "random"
+    assert by["conjoint_immigration"] == {"respondents": 1_396, "tasks": 5, "orders": "both"}
 
 
 def test_small_scales_keep_a_testable_floor():
@@ -65,6 +68,8 @@ def test_small_scales_keep_a_testable_floor():
     assert by["milgram"]["subjects"] == 1
     assert by["survey_bias"]["as_sample"] == 10
     assert by["moca"]["stories"] == 6
+    assert by["conjoint_immigration"]["respondents"] == 50  # 50 x 5 tasks in `make demo` (scale 0.002)
+    assert rep.plan_studies([rep.PAPERS["hhy2014"]], 0.002)[0][3]["respondents"] == 50
     assert rep.size(10_000, 0.002, floor=8) == 20
     assert rep.size(100, 0.5) == 50
 
@@ -127,9 +132,10 @@ def test_folder_layout(replication):
     out, man = replication
     assert {"report.html", "README.md", "analysis.R", "manifest.json"} <= {p.name for p in out.iterdir()}
     top = json.loads((out / "manifest.json").read_text())
-    assert top["kind"] == rep.KIND and top["papers"] == ["aher2023", "tjuatja2024", "nie2023", "santurkar2023"]
-    assert top["command"].startswith("simsubjects replicate aher2023 tjuatja2024 nie2023 santurkar2023 --model smollm2 "
-                                     "--scale 0.001")
+    assert top["kind"] == rep.KIND and top["papers"] == ["aher2023", "tjuatja2024", "nie2023", "santurkar2023",
+                                                          "hhy2014"]
+    assert top["command"].startswith("simsubjects replicate aher2023 tjuatja2024 nie2023 santurkar2023 hhy2014 "
+                                     "--model smollm2 --scale 0.001")
     assert top["model"]["revision"].startswith("sha256:")
     entries = {e["study"]: e for e in top["studies"]}
     assert set(entries) == set(STUDIES)
@@ -186,6 +192,8 @@ def test_report_has_tables_figures_and_references(replication):
     moca = _section(page, "moca")
     assert "Nie et al. Table 1" in moca and ">48<" in moca and ">46<" in moca
     assert "people (25 votes per story)" in moca  # human AMCE beside the model's
+    conjoint = _section(page, "conjoint_immigration")
+    assert "HHY 2014 respondents" in conjoint and "tasks per second" in conjoint and "-0.160" in conjoint
     head = page[:page.index("<section")]
     assert "sha256:" in head and "simsubjects replicate" in head and "Validity rates" in head
 
@@ -223,9 +231,9 @@ def test_rerun_resumes_from_the_caches(replication, smollm2, tmp_path):
 def _r_ready() -> str | None:
     if shutil.which("Rscript") is None:
         return "Rscript not found"
-    ok = subprocess.run(["Rscript", "-e", "quit(status = !all(sapply(c('estimatr', 'survival'), requireNamespace, "
-                                          "quietly = TRUE)))"], capture_output=True)
-    return None if ok.returncode == 0 else "R packages estimatr/survival missing"
+    ok = subprocess.run(["Rscript", "-e", "quit(status = !all(sapply(c('estimatr', 'survival', 'survey', 'sandwich'), "
+                                          "requireNamespace, quietly = TRUE)))"], capture_output=True)
+    return None if ok.returncode == 0 else "R packages estimatr/survival/survey/sandwich missing"
 
 
 def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
@@ -275,6 +283,12 @@ def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
     # Milgram survival and MoCa AMCE ran; their estimates are checked against Python in test_check_r
     assert (r / "milgram_survival.csv").is_file() and (r / "milgram_novel_survival.csv").is_file()
     assert "moca" in res.stdout.lower() or (r / "moca_amce.csv").is_file()
+    # conjoint: the model's marginal means from R (conjoint_mm on the export) against Python's
+    rm = pd.read_csv(r / "conjoint_immigration_mm.csv")
+    pm = pd.read_csv(out / "conjoint_immigration" / "analysis" / "mm.csv")
+    m = pm[pm["source"] == "smollm2"].merge(rm, on=["feature", "level"], suffixes=("", "_r"))
+    assert len(m) == (pm["source"] == "smollm2").sum() > 0
+    assert (m["estimate"] - m["estimate_r"]).abs().max() < 1e-8
     # opinion survey: R computes the distributions from the .rds and the representativeness by group
     ro = pd.read_csv(r / "opinion_survey_representativeness.csv")
     po = pd.read_csv(out / "opinion_survey" / "analysis" / "representativeness.csv")

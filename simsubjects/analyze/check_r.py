@@ -36,6 +36,9 @@ Study pieces (`CHECKS`, keyed by study name):
   at risk and the refusals at each shock level (R: milgram_survival, Kaplan-Meier through
   survival::survfit), and the log-rank test of each model against the humans (R:
   survival::survdiff), from the per-subject break-off levels of `analyze.milgram.breakoffs`.
+* conjoint_immigration — the AMCE (with the two restriction interactions) and MM of every level for
+  each model and HHY's respondents, estimate, standard error and z (R: conjoint_amce, conjoint_mm on
+  survey::svyglm; analyze/conjoint_study.py:check_conjoint).
 * every study — each Holm / Benjamini-Hochberg adjusted p-value column of its tables (R: adjust_p,
   i.e. p.adjust within the table's `family`), tolerance 1e-12 (analyze.multiplicity).
 """
@@ -516,6 +519,8 @@ CHECKS: dict[str, Callable] = {
     "milgram": check_milgram,
     "milgram_novel": check_milgram,
     "opinion_survey": lambda *a: _opinion_survey(*a),
+    "conjoint_immigration": lambda *a: __import__("simsubjects.analyze.conjoint_study",
+                                                  fromlist=["check_conjoint"]).check_conjoint(*a),
 }
 
 

@@ -21,6 +21,12 @@ DEVICE_OPTION = click.option("--device", default="auto", show_default=True,
                              help="Where a local model runs: auto (a CUDA GPU if there is one), cpu, cuda, cuda:N.")
 
 
+TIMEOUT_OPTION = click.option(
+    "--timeout", default=None, type=float, metavar="SECONDS",
+    help="openai: models only: the deadline of one request (connect, send, read; default 60). A server "
+         "that does not answer the first request within it stops the run.")
+
+
 def run_options(f):
     """Precision, placement, the weight cache, and --dry-run: options of collect and replicate."""
     opts = [
@@ -52,6 +58,9 @@ def run_options(f):
 def _dry_run_report(rows, model, spec: str, kw: dict) -> None:
     from .collect.dryrun import describe, price_table
 
+    from .redact import redact
+
+    spec = redact(spec)  # a URL's credentials are never shown
     df = price_table(rows, model.local, kw["price_in"], kw["price_out"])
     echo_table(f"dry run of {spec}", df, "{:.6g}")
     click.echo(describe(df, spec, model.local, kw["tokenizer"]))
@@ -65,6 +74,7 @@ def model_options(f):
         click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False),
                      help="Run folder to write (re-running the same command resumes it)."),
         click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated."),
+        TIMEOUT_OPTION,
         click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template."),
         click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default)."),
         DEVICE_OPTION,
@@ -92,7 +102,16 @@ def _model_kwargs(kw: dict) -> dict:
         out["cache_weights"] = True
     if kw.get("base_url"):
         out["base_url"] = kw["base_url"]
+    if kw.get("timeout") is not None:
+        out["timeout"] = kw["timeout"]
     return out
+
+
+def _check_model(kw: dict) -> None:
+    """The model spec, --base-url and --timeout, checked before anything is built or loaded."""
+    from .collect.models import check_model_options
+
+    check_model_options(kw["model"], kw.get("base_url"), kw.get("timeout"))
 
 
 def echo_table(title: str, df: pd.DataFrame, floatfmt: str = "{:.4g}") -> None:
@@ -272,9 +291,7 @@ def _collect_command(study, name: str | None = None):
     def run(**kw):
         from .collect.pipeline import run_study
 
-        bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
-        if bad:
-            raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
+        _check_model(kw)
         params = {o.param: kw.pop(o.param) for o in study.options}
         params["seed"] = kw["seed"]
         if kw["dry_run"]:
@@ -388,6 +405,7 @@ def export(run_dir, to, out):
 @click.option("--n", default=None, type=click.IntRange(1),
               help="Valid answers per trial with --method sampled (default: the paper's, scaled).")
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated.")
+@TIMEOUT_OPTION
 @click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template.")
 @click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default).")
 @DEVICE_OPTION
@@ -408,6 +426,7 @@ def replicate(papers, **kw):
     """
     from .replicate import replicate as run_replicate
 
+    _check_model(kw)
     only = [s for s in (kw["only"] or "").split(",") if s.strip()]
     if kw["dry_run"]:
         from .collect.dryrun import check_prices, dry_run_replicate
@@ -449,7 +468,9 @@ def main(argv=None) -> int:
     try:
         cli.main(args=argv, prog_name="simsubjects", standalone_mode=False)
     except UserError as e:
-        click.echo(f"error: {e}", err=True)
+        from .redact import redact
+
+        click.echo(f"error: {redact(e)}", err=True)
         return 2
     except click.ClickException as e:
         ctx = getattr(e, "ctx", None)

@@ -29,6 +29,7 @@ from .collect.store import atomic_write_bytes, atomic_write_json
 from .errors import UserError
 from .collect.studies.registry import resolve
 from .papers import ALL, KIND, Paper, plan_studies, resolve_papers, size  # noqa: F401 - re-exported
+from .redact import redact, redact_obj
 
 EXPORT_FORMATS = ["parquet", "csv", "rds", "dta"]
 
@@ -88,22 +89,23 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     if method not in ("auto", "exact", "sampled"):
         raise UserError(f"--method {method}: choose auto, exact or sampled")
     parse_spec(model)
+    public = redact(model)  # what files and messages show: no URL credentials, no key
     papers = resolve_papers(paper_names)
     only = [o.strip().replace("-", "_") for o in (only or []) if o.strip()]
     rows = plan_studies(papers, scale, only)
     out = Path(out)
     _check_folder(out, papers, overwrite)
     out.mkdir(parents=True, exist_ok=True)
-    command = canonical_command(papers, model=model, out=out, scale=scale, seed=seed, method=method, only=only,
+    command = canonical_command(papers, model=public, out=out, scale=scale, seed=seed, method=method, only=only,
                                 chat_template=bool((model_options or {}).get("chat_template")),
-                                base_url=(model_options or {}).get("base_url"))
+                                base_url=redact((model_options or {}).get("base_url") or "") or None)
     started = time.perf_counter()
     lm = loaded_model
     if lm is None and rows:
-        log(f"loading {model} ...")
+        log(f"loading {public} ...")
         t0 = time.perf_counter()
         lm = load_model(model, **(model_options or {}))
-        log(f"loaded {model} in {time.perf_counter() - t0:.0f}s")
+        log(f"loaded {public} in {time.perf_counter() - t0:.0f}s")
 
     entries, analyses = [], {}
     for paper, plan, study, params in rows:
@@ -159,15 +161,16 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
         "scale": scale,
         "seed": seed,
         "method": method,
-        "model": _model_info(lm, model),
+        "model": _model_info(lm, public),
         "command": command,
-        "options": cli_options,
+        "options": redact_obj(cli_options),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "versions": versions() if lm is not None else {"simsubjects": __version__, "python": platform.python_version()},
         "studies": entries,
         "files": {"report": "report.html", "readme": "README.md", "r_script": "analysis.R"},
         "timings": {"seconds": round(time.perf_counter() - started, 1)},
     }
+    manifest = redact_obj(manifest)  # every string a server or the command line supplied, scrubbed
     atomic_write_json(manifest, out / "manifest.json")
     atomic_write_bytes(out / "analysis.R", r_script(manifest).encode())
     atomic_write_bytes(out / "README.md", readme(manifest).encode())

@@ -108,7 +108,7 @@ def outcomes(responses: pd.DataFrame, items: pd.DataFrame, missing_p: str = "hal
     0.5 (Yes and No equally likely), as the released evaluator does (github.com/cicl-stanford/moca,
     moca/evaluator.py, docs/conventions.md); `"drop"` leaves the trial out.
     """
-    from ..collect.studies.moca import p_yes
+    from .choice_stats import p_yes
 
     if missing_p not in MISSING_P:
         raise UserError(f"missing_p: expected one of {', '.join(MISSING_P)}, got {missing_p!r}")

@@ -22,6 +22,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..errors import UserError
+from ..redact import redact
 from .models import parse_spec, smollm2_path
 from .models.base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
 
@@ -106,7 +107,7 @@ def dry_model(spec: str, *, chat_template: bool = False, tokenizer: str | None =
         raise UserError(f"--tokenizer {source}: give a local model (smollm2 or hf:/path) whose tokenizer counts tokens")
     path = smollm2_path() if tb == "embedded" else tname
     counter = HFModel.tokenizer_only(path, spec=source, chat_template=chat_template)
-    info = counter.info if local else ModelInfo(spec=spec, backend="openai", name=name, revision=name, details={})
+    info = counter.info if local else ModelInfo(spec=redact(spec), backend="openai", name=name, revision=name, details={})
     return DryModel(counter=counter, info=info, local=local)
 
 

@@ -14,7 +14,8 @@ from .. import __version__
 from ..datasets.registry import checksum, get
 from ..errors import UserError
 from ..schema import check_responses
-from .models import load_model, parse_spec
+from ..redact import redact, redact_obj
+from .models import BACKENDS, check_model_options, load_model
 from .runner import collect_choices
 from .store import RunStore, stable_hash
 
@@ -44,23 +45,36 @@ def base_manifest(study: str, model, params: dict, datasets: list[str], template
     }
 
 
+def numeric_identity(backend: str, batch_size: int) -> dict:
+    """The run-identity part for settings that change numbers without changing the question.
+
+    A local model's exact log-probabilities depend on which sequences share a forward pass (float
+    sums in another order: up to 2.4e-6 between --batch-size 1 and 2), so its batch size is part of
+    the run's identity: a run is never resumed with another one (see docs/conventions.md). A
+    server's batching is the server's own and not ours to pin, so there it is left out.
+    """
+    return {} if BACKENDS[backend].server else {"numerics": {"batch_size": int(batch_size)}}
+
+
 def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact", n: int = 50,
               overwrite: bool = False, model_options: dict | None = None, show_progress: bool = True,
               model=None, batch_size: int = 64) -> tuple[pd.DataFrame, dict]:
     """Collect `study` (a StudyDef) into the run folder `out`; returns (responses, manifest)."""
     started = time.perf_counter()
-    parse_spec(model_spec)  # a bad spec fails before anything is written
+    mo = model_options or {}
+    backend = check_model_options(model_spec, mo.get("base_url"), mo.get("timeout"))  # before anything is written
     if method not in study.methods:
         raise UserError(f"--method {method}: {study.name} supports {', '.join(study.methods)}")
     if method != "exact" and n < 1:
         raise UserError(f"--n {n}: must be at least 1")
     trials, items = study.make(**params)
     params = {**params, "method": method, "n": n if method != "exact" else None}
+    numerics = numeric_identity(backend, batch_size)
     # --out is checked before the model loads: a file, or a folder holding another run, fails at once.
-    RunStore.check_out(out, {"study": study.name, "parameters": params}, overwrite=overwrite)
+    RunStore.check_out(out, {"study": study.name, "parameters": params, **numerics}, overwrite=overwrite)
     created = not Path(out).exists()
-    model = model or load_model(model_spec, **(model_options or {}))
-    identity = {"study": study.name, "model": model.fingerprint(), "parameters": params}
+    model = model or load_model(model_spec, **mo)
+    identity = {"study": study.name, "model": model.fingerprint(), "parameters": params, **numerics}
     store = RunStore.open(out, identity, overwrite=overwrite)
     nothing_cached = True
     usage_before = model.usage() if hasattr(model, "usage") else None
@@ -82,6 +96,8 @@ def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact
             cache.close()
         if study.finalize is not None:
             responses = study.finalize(responses, params)
+        if "model" in responses:  # the spec as shown: no URL credentials, no key (simsubjects.redact)
+            responses["model"] = responses["model"].map({m: redact(m) for m in responses["model"].unique()})
         responses = check_responses(responses, f"{study.name} responses")
     except UserError:
         # A bad input found only now (e.g. an unreachable server): leave no half-made run behind.
@@ -100,5 +116,6 @@ def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact
     manifest["timings"]["collection_seconds"] = stats.get("seconds")
     if usage_before is not None:  # tokens actually used by this collection (a --dry-run counts the same)
         manifest["usage"] = {k: v - usage_before.get(k, 0) for k, v in model.usage().items()}
+    manifest = redact_obj(manifest)  # what is written and shown: no URL credentials, no key, scrubbed server ids
     store.finish(responses, items, manifest, records)
     return responses, manifest

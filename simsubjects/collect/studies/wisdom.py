@@ -13,7 +13,6 @@ max_tokens (12) leaves room for the longest truth (299,792,458 written with sepa
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
 import pandas as pd
@@ -21,7 +20,7 @@ import pandas as pd
 from ...datasets.registry import load_json
 from ...errors import UserError
 from ..models.base import CompletionRequest
-from ..runner import complete_many, progress
+from ..runner import collect_texts
 from .names import name_pool
 from ._papers import AHER2023
 from .registry import Option, Plan, StudyDef, fill_template, size
@@ -111,34 +110,19 @@ def requests_for(trials: pd.DataFrame, params: dict) -> list[CompletionRequest]:
             for p in trials["prompt"]]
 
 
+def parse_answer(text: str, trial: dict) -> dict:
+    """One participant's answer: the integer estimate in the text (validity 0 when there is none)."""
+    value = parse_estimate(text)
+    return {"response": "" if value is None else str(value), "validity": float(value is not None),
+            "estimate": float("nan") if value is None else float(value), "truth": float(trial["truth"]),
+            "completion": text}
+
+
 def collect(model, cache, trials: pd.DataFrame, params: dict, show_progress: bool = True):
-    """One generated estimate per participant x question, through the request cache."""
-    t0 = time.perf_counter()
-    reqs = requests_for(trials, params)
-    with progress(len(reqs), f"{STUDY_NAME} ({model.info.spec})", show_progress) as bar:
-        results, failures = complete_many(model, cache, reqs, bar=bar, chunk=int(params.get("batch_size") or 16))
-    rows = []
-    for rec, res in zip(trials.to_dict("records"), results):
-        if res is None:
-            continue
-        text = res.texts[0] if res.texts else ""
-        value = parse_estimate(text)
-        rows.append({
-            "study": STUDY_NAME, "trial": rec["trial"], "item": rec["item"], "condition": rec["condition"],
-            "subject": rec["subject"], "source": "model", "model": model.info.spec, "method": "generated",
-            "response": "" if value is None else str(value), "weight": 1.0, "validity": float(value is not None),
-            "estimate": float("nan") if value is None else float(value), "truth": float(rec["truth"]),
-            "completion": text, "title": rec["title"], "group": rec["group"],
-            "n_samples": 1, "n_queries": res.n_queries,
-        })
-    df = pd.DataFrame(rows)
-    stats = {
-        "trials": len(trials), "answered": len(trials) - len(failures), "rows": len(df),
-        "failures": [{"trial": trials["trial"].iat[i], "reason": r} for i, r in failures.items()],
-        "queries": int(sum(r.n_queries for r in results if r is not None)),
-        "mean_validity": float(df["validity"].mean()) if len(df) else float("nan"),
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
+    """One generated estimate per participant x question, through the free-text collector."""
+    df, stats = collect_texts(model, trials, cache, requests_for(trials, params), study=STUDY_NAME,
+                              parse=parse_answer, chunk=int(params.get("batch_size") or 16),
+                              show_progress=show_progress)
     return df, stats, None
 
 

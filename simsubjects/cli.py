@@ -242,15 +242,20 @@ def analyze(dirs, out, no_plots, check_r):
     """Analyze one run folder (or several of one study, to compare models)."""
     from .analyze.run import analyze_runs
 
-    a = analyze_runs(list(dirs), out, plots=not no_plots)
+    checked = {}
+
+    def cross_check(study, responses, items, tables):  # written into the same set as the tables
+        from .analyze.check_r import check_r as run_check
+
+        checked["table"] = run_check(study, responses, items, tables)
+        return {"check_r": checked["table"]}
+
+    a = analyze_runs(list(dirs), out, plots=not no_plots, extra=cross_check if check_r else None)
     for name, df in a.shown.items():
         echo_table(name, df)
     click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables)} CSV, {len(a.figures)} PNG")
     if check_r:
-        from .analyze.check_r import check_r as run_check
-
-        table = run_check(a.study, a.responses, a.items, a.tables)
-        table.to_csv(a.outdir / "check_r.csv", index=False)
+        table = checked["table"]
         bad = table[~table["ok"]]
         echo_table(f"R cross-check: {len(table)} statistics, largest difference {table['abs_diff'].max():.3g}",
                    bad if len(bad) else table.sort_values("abs_diff", ascending=False).head(15), "{:.6g}")
@@ -332,24 +337,33 @@ def report(run_dir, out):
 
 
 def main(argv=None) -> int:
+    """Exit codes: 0 done; 1 a finding (--check-r differences, a failed study in replicate);
+    2 bad input or a refused write (one line naming what to fix); 70 an internal error (one line
+    with the path of a log holding the traceback; see simsubjects.crash); 130 interrupted."""
+    from .crash import INTERNAL_ERROR, os_error_line, one_line, redact, write_log
+
     try:
         cli.main(args=argv, prog_name="simsubjects", standalone_mode=False)
     except UserError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(redact(f"error: {e}"), err=True)
         return 2
     except click.ClickException as e:
         ctx = getattr(e, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx else ""
-        click.echo(f"error: {e.format_message()}{hint}", err=True)
+        click.echo(redact(f"error: {e.format_message()}{hint}"), err=True)
         return 2
     except click.Abort:
         click.echo("aborted", err=True)
         return 130
     except click.exceptions.Exit as e:
         return e.exit_code
-    except OSError as e:  # the file system refused (disk full, permissions, ...): one line, not a traceback
-        click.echo(f"error: {e}", err=True)
-        return 1
+    except OSError as e:  # the file system refused (disk full, read-only, permissions): one line, not a traceback
+        click.echo(f"error: {os_error_line(e)}", err=True)
+        return 2
+    except Exception as e:  # noqa: BLE001 - the top-level guard: one line and a log, never a traceback
+        log = write_log(e, sys.argv[1:] if argv is None else list(argv))
+        click.echo(f"error: {one_line(e, log)}", err=True)
+        return INTERNAL_ERROR
     return 0
 
 

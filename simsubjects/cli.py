@@ -16,6 +16,9 @@ pd.set_option("display.max_columns", 20)
 pd.set_option("display.max_rows", 200)
 
 
+SEED = click.IntRange(0, 2**32 - 1)  # numpy's and pandas' seeds are unsigned 32-bit integers
+MAX_N = 100_000  # valid answers per trial with --method sampled; more is a typo, not a design
+
 DEVICE_OPTION = click.option("--device", default="auto", show_default=True,
                              help="Where a local model runs: auto (a CUDA GPU if there is one), cpu, cuda, cuda:N.")
 
@@ -32,7 +35,8 @@ def model_options(f):
         click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default)."),
         DEVICE_OPTION,
         click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run."),
-        click.option("--seed", default=0, show_default=True, type=int, help="Seed of the design (names, samples)."),
+        click.option("--seed", default=0, show_default=True, type=SEED,
+                     help="Seed of the design (names, samples): 0 to 4294967295."),
         click.option("--validate", is_flag=True,
                      help="Prompt validation: run a small sample and report validity rates only, never outcomes."),
         click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
@@ -180,6 +184,9 @@ def _collect_command(study):
         params = {o.flags[0].lstrip("-").replace("-", "_"): kw.pop(o.flags[0].lstrip("-").replace("-", "_"))
                   for o in study.options}
         params["seed"] = kw["seed"]
+        if params.get("as_sample") and kw["method"] != "exact":  # checked before the model loads
+            raise UserError(f"--as-sample {params['as_sample']}: turns exact distributions into samples, so it needs "
+                            f"--method exact; with --method {kw['method']} give the sample size as --n")
         if kw["validate"]:
             trials, _ = study.build(**params)
             if study.validate is None:
@@ -195,8 +202,8 @@ def _collect_command(study):
         _report_collection(kw["out"], manifest)
 
     f = model_options(run)
-    f = click.option("--n", default=50, show_default=True, type=int,
-                     help="Valid answers per trial when --method sampled.")(f)
+    f = click.option("--n", default=50, show_default=True, type=click.IntRange(1, MAX_N),
+                     help=f"Valid answers per trial when --method sampled (1 to {MAX_N:,}).")(f)
     f = click.option("--method", type=click.Choice(study.methods), default=study.methods[0], show_default=True,
                      help="exact: log-probabilities; sampled: draw at temperature 1 until --n valid answers.")(f)
     for o in reversed(study.options):
@@ -288,14 +295,14 @@ def export(run_dir, to, out):
 @click.option("--only", default=None, help="Comma-separated studies of the paper(s) to run (default: every one).")
 @click.option("--method", type=click.Choice(["auto", "exact", "sampled"]), default="auto", show_default=True,
               help="auto: each study's default (exact log-probabilities); sampled: for servers without them.")
-@click.option("--n", default=None, type=click.IntRange(1),
+@click.option("--n", default=None, type=click.IntRange(1, MAX_N),
               help="Valid answers per trial with --method sampled (default: the paper's, scaled).")
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated.")
 @click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template.")
 @click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default).")
 @DEVICE_OPTION
 @click.option("--overwrite", is_flag=True, help="Replace run folders that hold different runs.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of every study's design.")
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of every study's design: 0 to 4294967295.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
               help="Trials per batch; each finished batch is saved before the next starts.")

@@ -47,7 +47,11 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         raise UserError(f"{dirs[0]}: no analysis registered for study {study!r}")
     responses = pd.concat([r for _, r, _ in runs], ignore_index=True)
     items = runs[0][2]
-    tables = resolve(spec.analyze)(responses, items)
+    try:
+        tables = resolve(spec.analyze)(responses, items)
+    except KeyError as e:  # a design column the study's analysis needs is not in the tables
+        raise UserError(f"{Path(dirs[0]) / 'responses.parquet'}: no column {e.args[0]!r}, which the {study} analysis "
+                        "needs; the tables do not come from `simsubjects collect " + study.replace("_", "-") + "`") from None
     # The set of tables and figures is written into a staging folder and swapped in whole: a killed
     # or failed analyze leaves the previous complete set (simsubjects.output).
     figures: list[Path] = []

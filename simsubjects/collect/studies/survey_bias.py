@@ -764,7 +764,7 @@ SURVEY_BIAS = StudyDef(
                                      "help": f"Comma-separated perturbations ({', '.join(PERTURBATIONS)}), all or none."}),
         Option(("--questions",), {"default": None, "type": click.Path(exists=True, file_okay=False),
                                   "help": "Folder of question files in the released BiasMonkey format (default: bundled set)."}),
-        Option(("--as-sample",), {"default": 0, "type": click.IntRange(0), "show_default": True,
+        Option(("--as-sample",), {"default": 0, "type": click.IntRange(0, 1_000_000), "show_default": True,
                                   "help": "With --method exact: replace each distribution by a seeded sample of this size (e.g. 50)."}),
     ],
     datasets=["survey_bias_questions"],

@@ -121,10 +121,15 @@ def datasets_import(kind, prompts_dir, out):
         from .collect.store import atomic_write_bytes, atomic_write_parquet
         from .export import flatten
 
-        if str(out).endswith(".csv"):
-            atomic_write_bytes(Path(out), flatten(items).to_csv(index=False).encode("utf-8"))
-        else:
-            atomic_write_parquet(items, Path(out))
+        from .output import write_error
+
+        try:
+            if str(out).endswith(".csv"):
+                atomic_write_bytes(Path(out), flatten(items).to_csv(index=False).encode("utf-8"))
+            else:
+                atomic_write_parquet(items, Path(out))
+        except OSError as e:  # full disk, read-only folder: name --out, not the temporary file
+            raise write_error(e, "--out", Path(out)) from None
         click.echo(f"wrote {out}; collect with: simsubjects collect survey-bias --questions {prompts_dir}")
 
 

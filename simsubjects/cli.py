@@ -352,17 +352,17 @@ def main(argv=None) -> int:
     """Exit codes: 0 done; 1 a finding (--check-r differences, a failed study in replicate);
     2 bad input or a refused write (one line naming what to fix); 70 an internal error (one line
     with the path of a log holding the traceback; see simsubjects.crash); 130 interrupted."""
-    from .crash import INTERNAL_ERROR, os_error_line, one_line, redact, write_log
+    from .crash import INTERNAL_ERROR, one_line, os_error_line, redact, single_line, write_log
 
     try:
         cli.main(args=argv, prog_name="simsubjects", standalone_mode=False)
     except UserError as e:
-        click.echo(redact(f"error: {e}"), err=True)
+        click.echo(redact(single_line(f"error: {e}")), err=True)
         return 2
     except click.ClickException as e:
         ctx = getattr(e, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx else ""
-        click.echo(redact(f"error: {e.format_message()}{hint}"), err=True)
+        click.echo(redact(single_line(f"error: {e.format_message()}{hint}")), err=True)
         return 2
     except click.Abort:
         click.echo("aborted", err=True)
@@ -370,7 +370,7 @@ def main(argv=None) -> int:
     except click.exceptions.Exit as e:
         return e.exit_code
     except OSError as e:  # the file system refused (disk full, read-only, permissions): one line, not a traceback
-        click.echo(f"error: {os_error_line(e)}", err=True)
+        click.echo(single_line(f"error: {os_error_line(e)}"), err=True)
         return 2
     except Exception as e:  # noqa: BLE001 - the top-level guard: one line and a log, never a traceback
         log = write_log(e, sys.argv[1:] if argv is None else list(argv))

@@ -25,6 +25,8 @@ SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", r
 SECRET_PARAMS = ("key", "api-key", "api_key", "apikey", "token", "access_token", "auth", "sig", "signature",
                  "password", "secret", "client_secret", "x-api-key")
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s?#]+)@")
+# user:password@host without a scheme (a URL typed without http://); not the spec form openai:MODEL@URL
+_BARE_USERINFO = re.compile(r"(?<![\w.~%+-])(?!openai:|hf:)(?P<user>[\w.~%+-]+):(?P<pw>[^\s'\",/@]+)@")
 _PARAM = re.compile(r"(?P<name>[?&;](?:%s)=)(?P<value>[^&#\s'\"]*)" % "|".join(re.escape(p) for p in SECRET_PARAMS),
                     re.I)
 _BEARER = re.compile(r"(?P<name>Bearer\s+)(?P<value>[A-Za-z0-9._~+/=-]+)", re.I)
@@ -33,6 +35,7 @@ _BEARER = re.compile(r"(?P<name>Bearer\s+)(?P<value>[A-Za-z0-9._~+/=-]+)", re.I)
 def redact(text: str, extra: tuple[str, ...] = ()) -> str:
     """`text` without URL userinfo, credential query values, bearer tokens, or secret env values."""
     text = _USERINFO.sub(lambda m: m["scheme"] + REDACTED + "@", text)
+    text = _BARE_USERINFO.sub(lambda m: m["user"] + ":" + REDACTED + "@", text)
     text = _PARAM.sub(lambda m: m["name"] + REDACTED, text)
     text = _BEARER.sub(lambda m: m["name"] + REDACTED, text)
     secrets = [v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 4] + [s for s in extra if s]
@@ -68,7 +71,7 @@ def write_log(exc: BaseException, argv: list[str] | None) -> Path | None:
 
 
 def one_line(exc: BaseException, log: Path | None) -> str:
-    msg = redact(" ".join(str(exc).split()))[:300]
+    msg = redact(single_line(" ".join(str(exc).split())))[:300]
     where = f"the traceback is in {log}" if log else "no log could be written"
     return (f"internal error ({type(exc).__name__}{': ' + msg if msg else ''}); this is a bug in simsubjects, "
             f"not in your input: please report it; {where}")
@@ -98,3 +101,13 @@ def os_error_line(e: OSError) -> str:
               errno.EDQUOT: "disk quota exceeded"}.get(e.errno, e.strerror or str(e))
     name = user_path(os.fsdecode(e.filename)) if e.filename else None
     return redact(f"{name}: {reason}" if name else reason)
+
+
+_BREAKS = {"\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"}
+
+
+def single_line(text: str) -> str:
+    """A message on one line whatever a file held: line breaks (all that str.splitlines knows) and other
+    control characters from the user's data are shown escaped, as repr() would."""
+    return "".join(repr(c)[1:-1] if c in _BREAKS or (ord(c) < 32 and c != "\t") or ord(c) == 127 else c
+                   for c in text.strip())

@@ -131,6 +131,9 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
                 pyreadstat.write_sav(out, str(tmp), column_labels=[labels[c] for c in out.columns],
                                      variable_value_labels=value_labels)
         tmp.replace(path)
+    except (ValueError, TypeError, OverflowError) as e:  # a value the format cannot hold (Stata: inf, ...)
+        raise UserError(f"--to {fmt}: the {path.stem} table cannot be written as .{fmt} "
+                        f"({' '.join(str(e).split())[:200]})") from None
     finally:
         tmp.unlink(missing_ok=True)
     return names

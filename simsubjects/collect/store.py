@@ -119,7 +119,7 @@ class RunStore:
         identity, e.g. study and parameters without the model fingerprint)."""
         store = cls(Path(root))
         _check_folder_path(store.root, f"--out {root}")
-        _check_writable(store.root, f"--out {root}")
+        check_writable(store.root, f"--out {root}")
         old = store.read_manifest(missing_ok=True)
         if old is None or overwrite:
             return
@@ -239,7 +239,7 @@ def _check_folder_path(path: Path, what: str) -> None:
 MIN_FREE = 16 << 20  # bytes free on --out's file system before a collection starts (cache, tables)
 
 
-def _check_writable(path: Path, what: str) -> None:
+def check_writable(path: Path, what: str) -> None:
     """The folder (or the nearest existing parent that will hold it) takes new files and has space.
 
     Tried with an unnamed temporary file (O_TMPFILE where the system has it), so nothing is left

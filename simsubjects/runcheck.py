@@ -22,7 +22,7 @@ RUN_KEYS: dict[str, tuple] = {
     "study": (str,), "status": (str,), "created": (str,), "versions": (dict,), "model": (dict,),
     "parameters": (dict,), "seed": (int, type(None)), "datasets": (dict,), "prompt_template_sha256": (list,),
     "timings": (dict,), "identity": (dict,), "counts": (dict,), "failures": (list,), "short": (list,),
-    "source": (dict,),
+    "source": (dict,), "column_labels": (dict,),
 }
 # key -> allowed types of a replication folder's manifest.json (simsubjects replicate)
 REPLICATE_KEYS: dict[str, tuple] = {
@@ -30,6 +30,9 @@ REPLICATE_KEYS: dict[str, tuple] = {
     "method": (str,), "model": (dict,), "command": (str,), "options": (dict, type(None)), "created": (str,),
     "versions": (dict,), "studies": (list,), "files": (dict,), "timings": (dict,),
 }
+# numbers that the report and replicate compute with; a study may add other counts (Milgram: causes by kind)
+NUMBER_FIELDS = {"counts": ("trials", "answered", "rows", "queries", "mean_validity"),
+                 "timings": ("seconds", "collection_seconds")}
 STRING_COLUMNS = ("study", "trial", "item", "condition", "subject", "source", "model", "method", "response")
 NUMBER_COLUMNS = ("weight", "validity")
 
@@ -66,9 +69,9 @@ def check_manifest(m: dict, path: Path, fix: str = "re-run the collection") -> d
                 raise UserError(f"{path}: studies[{i}] has a counts or error field of the wrong type; {fix}")
         return m
     _check_keys(m, RUN_KEYS, path, fix)
-    for key in ("counts", "timings"):
+    for key, names in NUMBER_FIELDS.items():
         for k, v in (m.get(key) or {}).items():
-            if v is not None and (not isinstance(v, Real) or isinstance(v, bool) or
+            if k in names and v is not None and (not isinstance(v, Real) or isinstance(v, bool) or
                                   (isinstance(v, float) and not math.isfinite(v))):
                 raise UserError(f"{path}: {key}.{k} is {_short(v)}, expected a number; {fix}")
     for key in ("spec", "backend", "name", "revision"):

@@ -16,7 +16,7 @@ setup-test: setup  ## everything the tests need: R from Debian, rpy2, llama.cpp'
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(R_PACKAGES); fi
 	$(PIP) 'rpy2==3.5.17' 'llama-cpp-python[server]==0.3.36'
 
-demo: setup  ## the main job: every study of the three papers on the embedded model, small scale, HTML report
+demo: setup  ## the main job: every study of the four papers on the embedded model, small scale, HTML report
 	simsubjects replicate all --model smollm2 --scale 0.002 --out $(DEMO_OUT)
 
 test: setup-test  ## all tests, Python and R

@@ -9,6 +9,7 @@ import click
 import pandas as pd
 
 from . import __version__
+from .cli_ppi import ppi_options, register as register_ppi
 from .errors import UserError
 
 pd.set_option("display.width", 160)
@@ -104,16 +105,19 @@ def datasets_show(name):
 
 
 @datasets.command("import")
-@click.argument("kind", type=click.Choice(["biasmonkey"]))
+@click.argument("kind", type=click.Choice(["biasmonkey", "opinionqa"]))
 @click.argument("prompts_dir", type=click.Path())
 @click.option("--out", default=None, type=click.Path(dir_okay=False),
               help="Write the item table here (.parquet or .csv); default: print a summary only.")
 def datasets_import(kind, prompts_dir, out):
-    """Read released question files (BiasMonkey PROMPTS_DIR) into the survey-bias item table."""
+    """Read released files: BiasMonkey question files (PROMPTS_DIR) into the survey-bias item table, or an
+    OpinionQA folder (<ATTRIBUTE>_data.json count files or a wave folder, with info.csv) into tidy human rows."""
     from .collect.studies.survey_bias import read_biasmonkey_questions
 
     if out and not Path(out).parent.is_dir():
         raise UserError(f"--out {out}: the folder {Path(out).parent} does not exist")
+    if kind == "opinionqa":
+        return _import_opinionqa(prompts_dir, out)
     items = read_biasmonkey_questions(prompts_dir)
     summary = items.groupby(["bias", "perturbation", "form"]).size().rename("items").reset_index()
     echo_table(f"{len(items)} items from {prompts_dir}", summary)
@@ -131,6 +135,24 @@ def datasets_import(kind, prompts_dir, out):
         except OSError as e:  # full disk, read-only folder: name --out, not the temporary file
             raise write_error(e, "--out", Path(out)) from None
         click.echo(f"wrote {out}; collect with: simsubjects collect survey-bias --questions {prompts_dir}")
+
+
+def _import_opinionqa(folder, out) -> None:
+    from .collect.human.opinionqa import read_opinionqa
+
+    human = read_opinionqa(folder)
+    summary = human.groupby(["attribute", "group"], sort=False).agg(questions=("key", "nunique"),
+                                                                     respondents=("weight", "sum")).reset_index()
+    summary["respondents"] = summary["respondents"] / summary["questions"]  # mean weight per question
+    echo_table(f"{human['key'].nunique()} questions from {folder}", summary.rename(columns={"respondents": "mean weight"}))
+    if out:
+        from .collect.store import atomic_write_bytes, atomic_write_parquet
+
+        if str(out).endswith(".csv"):
+            atomic_write_bytes(Path(out), human.to_csv(index=False).encode("utf-8"))
+        else:
+            atomic_write_parquet(human, Path(out))
+        click.echo(f"wrote {out}; ask a model the same questions: simsubjects collect opinion-survey --questions {folder}")
 
 
 @cli.command("import-responses")
@@ -250,21 +272,29 @@ def _report_collection(out, manifest: dict) -> None:
 @click.option("--no-plots", is_flag=True, help="Tables only.")
 @click.option("--check-r", is_flag=True,
               help="Recompute every statistic with an R twin in R (rpy2) and compare; exit 1 on a difference.")
-def analyze(dirs, out, no_plots, check_r):
+@ppi_options
+def analyze(dirs, out, no_plots, check_r, **ppi):
     """Analyze one run folder (or several of one study, to compare models)."""
     from .analyze.run import analyze_runs
+    from .cli_ppi import check_ppi_inputs, ppi_requested, ppi_table
 
+    check_ppi_inputs(ppi)
+    mixed = ppi_table(list(dirs), ppi) if ppi_requested(ppi) else None  # bad input fails before any output
     checked = {}
 
-    def cross_check(study, responses, items, tables):  # written into the same set as the tables
-        from .analyze.check_r import check_r as run_check
+    def extra_tables(study, responses, items, tables):  # written into the same set as the tables
+        more = {} if mixed is None else {"ppi": mixed}
+        if check_r:
+            from .analyze.check_r import check_r as run_check
 
-        checked["table"] = run_check(study, responses, items, tables)
-        return {"check_r": checked["table"]}
+            checked["table"] = more["check_r"] = run_check(study, responses, items, tables)
+        return more
 
-    a = analyze_runs(list(dirs), out, plots=not no_plots, extra=cross_check if check_r else None)
+    a = analyze_runs(list(dirs), out, plots=not no_plots, extra=extra_tables)
     for name, df in a.shown.items():
         echo_table(name, df)
+    if mixed is not None:  # ppi.csv is in the analysis set
+        echo_table("mixed subjects: human-only, model-only and prediction-powered (PPI++), 95% intervals", mixed)
     click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables)} CSV, {len(a.figures)} PNG")
     if check_r:
         table = checked["table"]
@@ -312,7 +342,7 @@ def export(run_dir, to, out):
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
               help="Trials per batch; each finished batch is saved before the next starts.")
 def replicate(papers, **kw):
-    """Replicate a paper (aher2023, tjuatja2024, nie2023 or all) into one folder, ending with its report.
+    """Replicate a paper (aher2023, tjuatja2024, nie2023, santurkar2023 or all) into one folder, ending with its report.
 
     \b
     Every study of the paper is collected at --scale with one model load, analyzed and exported
@@ -346,6 +376,9 @@ def report(run_dir, out):
     from .report import render_report
 
     click.echo(str(render_report(run_dir, out=out)))
+
+
+register_ppi(cli)  # `simsubjects plan`
 
 
 def main(argv=None) -> int:

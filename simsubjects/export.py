@@ -71,13 +71,14 @@ def stata_name(name: str, taken: set[str]) -> str:
     return new
 
 
-def codebook(df: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
+def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | None = None) -> pd.DataFrame:
+    labels = labels or LABELS
     rows = []
     for c in df.columns:
         s = df[c]
         levels = sorted(map(str, s.dropna().unique()))
         rows.append({
-            "column": c, "exported_as": names.get(c, c), "type": str(s.dtype), "label": LABELS.get(c, ""),
+            "column": c, "exported_as": names.get(c, c), "type": str(s.dtype), "label": labels.get(c, ""),
             "missing": int(s.isna().sum()), "distinct": len(levels),
             "values": "; ".join(levels[:12]) + (" ..." if len(levels) > 12 else "") if c in categorical_columns(df)
             else (f"{s.min()} .. {s.max()}" if pd.api.types.is_numeric_dtype(s) and len(s) else ""),
@@ -85,8 +86,9 @@ def codebook(df: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
-    """Write one table; returns {original column: exported name}."""
+def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None = None) -> dict[str, str]:
+    """Write one table; returns {original column: exported name}. `labels`: variable labels (default LABELS)."""
+    labels_in = labels or LABELS
     df = flatten(df)
     cats = categorical_columns(df)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -107,7 +109,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
             taken: set[str] = set()
             names = {c: stata_name(c, taken) for c in df.columns}
             out = df.rename(columns=names)
-            labels = {names[c]: LABELS.get(c, c)[:80] for c in df.columns}
+            labels = {names[c]: labels_in.get(c, c)[:80] for c in df.columns}
             if fmt == "dta":
                 for c in cats:
                     out[names[c]] = pd.Categorical(out[names[c]].astype(object))
@@ -146,7 +148,9 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
         raise UserError(f"--to {','.join(bad)}: unknown format; choose from {', '.join(FORMATS)}")
     if not formats:
         raise UserError(f"--to: give at least one format of {', '.join(FORMATS)}")
-    _, responses, items = load_run(run_dir)
+    manifest, responses, items = load_run(run_dir)
+    # a study's own columns (e.g. persona attributes of a respondents table) carry labels in the manifest
+    labels = {**LABELS, **(manifest.get("column_labels") or {})}
     outdir = Path(out) if out else Path(run_dir) / "export"
     # Everything is written into a staging folder beside outdir and swapped in whole
     # (simsubjects.output): a failed or killed export leaves the earlier export as it was, and
@@ -156,9 +160,9 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
         for name, df in (("responses", responses), ("items", items)):
             names = {}
             for fmt in formats:
-                names.update(_write(df, stage / f"{name}.{fmt}", fmt))
+                names.update(_write(df, stage / f"{name}.{fmt}", fmt, labels))
                 names_out.append(f"{name}.{fmt}")
-            book = codebook(flatten(df), names)
+            book = codebook(flatten(df), names, labels)
             (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
             md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -109,6 +109,23 @@ PAPERS: dict[str, Paper] = {
         ),
         note="Causal and moral judgments; AMCE per factor for people and the model.",
     ),
+    "santurkar2023": Paper(
+        key="santurkar2023",
+        title="Whose Opinions Do Language Models Reflect?",
+        citation="Santurkar, Durmus, Ladhak, Lee, Liang & Hashimoto (2023), ICML, PMLR 202:29971-30004",
+        plans=(
+            Plan("opinion_survey", lambda s: {"personas": "bundled", "sample": str(size(20, s, floor=1)),
+                                              "persona_format": "argyle", "steer": "POLPARTY", "order": "random",
+                                              "groups": "POLPARTY"},
+                 "the bundled 20-question ATP-style survey beside its synthetic respondents by party (both OpinionQA "
+                 "formats), asked with the default prompt and with 20 Argyle-style personas per party drawn from the "
+                 "bundled respondents by weight, options in a random order per subject"),
+        ),
+        note="Opinion surveys beside people by demographic group (OpinionQA): representativeness heatmap, "
+             "steerability with personas from a respondents table (Argyle et al. 2023), refusals, and the order "
+             "effect of randomized options. The bundled survey and its people are synthetic; point "
+             "`simsubjects collect opinion-survey --questions/--human` at OpinionQA's released folders for the real ones.",
+    ),
 }
 ALL = "all"
 
@@ -488,6 +505,13 @@ if (nrow(res)) {
 } else cat("\nmoca: no factor has two annotated stories in this run; no AMCE\n")
 ''',
 }
+
+
+R_BLOCKS["opinion_survey"] = r'''
+# ---- Opinion survey: representativeness of the default prompt and of the personas to each party and overall
+run <- read_run("opinion_survey")
+keep(opinion_representativeness(chr(run$responses)), "opinion_survey_representativeness")
+'''
 
 
 def r_script(manifest: dict) -> str:

@@ -115,6 +115,7 @@ STUDY_TITLES = {
     "milgram_novel": "Milgram obedience, novel scenario (Aher et al. 2023, App. E.2)",
     "survey_bias": "Survey response biases (Tjuatja et al. 2024)",
     "moca": "Causal and moral judgments, MoCa (Nie et al. 2023)",
+    "opinion_survey": "Opinion survey beside people by group, personas and order effects (Santurkar et al. 2023)",
 }
 
 
@@ -390,13 +391,22 @@ def _moca(run: Run) -> list[str]:
                      table(pd.DataFrame(list(rows.values())), max_rows=60),
                      "Change in P(Yes) when the first attribute replaces the second (Nie et al. §3, radar charts "
                      "Figures 2-3); an interval crossing 0 is inconclusive."))
-    return out
+    from .analyze.ppi_moca import report_blocks
+
+    return out + report_blocks(t, block, table, fmt)
 
 
 SECTIONS: dict[str, Callable[[Run], list[str]]] = {
     "ultimatum": _ultimatum, "garden_path": _garden_path, "wisdom": _wisdom, "milgram": _milgram,
     "milgram_novel": _milgram, "survey_bias": _survey_bias, "moca": _moca,
+    "opinion_survey": lambda run: _opinion_survey(run),
 }
+
+
+def _opinion_survey(run: Run) -> list[str]:
+    from .analyze.opinion import report_section  # the study keeps its report pieces beside its analysis
+
+    return report_section(run)
 
 
 def section(run: Run) -> str:
@@ -524,7 +534,7 @@ def collect_command(man: dict, folder: str) -> str:
         flag = o.flags[0]
         key = flag.lstrip("-").replace("-", "_")
         if key in params and params[key] not in (None, o.kwargs.get("default")):
-            args += [flag, str(params[key])]
+            args += [flag] if o.kwargs.get("is_flag") else [flag, str(params[key])]
     if params.get("method") and params["method"] not in ("exact", "generated"):
         args += ["--method", params["method"]] + (["--n", str(params["n"])] if params.get("n") else [])
     if params.get("seed"):

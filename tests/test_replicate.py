@@ -23,7 +23,7 @@ from simsubjects import replicate as rep
 from simsubjects.cli import main
 from simsubjects.errors import UserError
 
-STUDIES = ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel", "survey_bias", "moca"]
+STUDIES = ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel", "survey_bias", "moca", "opinion_survey"]
 
 # the smallest designs that still give every analysis something to compute
 TINY = {
@@ -34,6 +34,7 @@ TINY = {
     "milgram_novel": {"subjects": 1, "max_stages": 2, "max_tokens": 12},
     "survey_bias": {"bias": "acquiescence,response_order", "perturbation": "key_typo", "as_sample": 0},
     "moca": {"task": "all", "stories": 3, "template": "yesno", "personas": "none"},
+    "opinion_survey": {"first": 2, "personas": "bundled", "sample": "1", "order": "random", "groups": "POLPARTY"},
 }
 
 
@@ -53,6 +54,7 @@ def test_scale_one_is_the_papers_design():
     assert by["milgram_novel"]["subjects"] == 100
     assert by["survey_bias"]["as_sample"] == 50
     assert by["moca"]["stories"] == 0 and by["moca"]["template"] == "both"  # 0 = every story
+    assert by["opinion_survey"]["sample"] == "20" and by["opinion_survey"]["order"] == "random"
 
 
 def test_small_scales_keep_a_testable_floor():
@@ -125,8 +127,9 @@ def test_folder_layout(replication):
     out, man = replication
     assert {"report.html", "README.md", "analysis.R", "manifest.json"} <= {p.name for p in out.iterdir()}
     top = json.loads((out / "manifest.json").read_text())
-    assert top["kind"] == rep.KIND and top["papers"] == ["aher2023", "tjuatja2024", "nie2023"]
-    assert top["command"].startswith("simsubjects replicate aher2023 tjuatja2024 nie2023 --model smollm2 --scale 0.001")
+    assert top["kind"] == rep.KIND and top["papers"] == ["aher2023", "tjuatja2024", "nie2023", "santurkar2023"]
+    assert top["command"].startswith("simsubjects replicate aher2023 tjuatja2024 nie2023 santurkar2023 --model smollm2 "
+                                     "--scale 0.001")
     assert top["model"]["revision"].startswith("sha256:")
     entries = {e["study"]: e for e in top["studies"]}
     assert set(entries) == set(STUDIES)
@@ -272,3 +275,10 @@ def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
     # Milgram survival and MoCa AMCE ran; their estimates are checked against Python in test_check_r
     assert (r / "milgram_survival.csv").is_file() and (r / "milgram_novel_survival.csv").is_file()
     assert "moca" in res.stdout.lower() or (r / "moca_amce.csv").is_file()
+    # opinion survey: R computes the distributions from the .rds and the representativeness by group
+    ro = pd.read_csv(r / "opinion_survey_representativeness.csv")
+    po = pd.read_csv(out / "opinion_survey" / "analysis" / "representativeness.csv")
+    m = po.assign(model=po["model"] + " | " + po["prompt"]).merge(ro, on=["model", "attribute", "group"],
+                                                                  suffixes=("", "_r"))
+    assert len(m) == len(po) > 0
+    assert (m["estimate"] - m["estimate_r"]).abs().max() < 1e-8

@@ -530,10 +530,18 @@ def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 100
         a = agreement(g[["model", "persona", "item", "p_yes"]], hp, n_boot=n_boot, seed=seed)
         parts.append(a.assign(task=task))
     agree = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    out = {"table1": table1, "story_p": story, "agreement": agree,
-           "amce": amce(data, se_type=se_type, n_boot=n_boot, seed=seed)}
+    from .multiplicity import add_adjusted
+
+    # Holm/BH across the factors of a task, per system and method (the AMCE family)
+    a = add_adjusted(amce(data, se_type=se_type, n_boot=n_boot, seed=seed),
+                     by=["source", "model", "task", "method", "se_type"])
+    out = {"table1": table1, "story_p": story, "agreement": agree, "amce": a}
     if (data["source"] == "human").any():
         out["amce_paper"] = amce(data, convention="paper", seed=seed)
+        from .ppi_moca import paired_stories, tables as ppi_tables  # mixed subjects; paired comparisons
+
+        out.update(ppi_tables(data, seed=seed))
+        out["paired"] = paired_stories(story, seed=seed)
     return out
 
 

@@ -24,6 +24,9 @@ Study pieces (`CHECKS`, keyed by study name):
   (R: delta_tests), and, when the responses carry human rows with ordinal positions and the item
   table the option positions, the normalized Wasserstein distance per question and the
   representativeness (R: wasserstein_by_question, representativeness).
+* opinion_survey — the normalized Wasserstein distance per question and the representativeness of
+  the default prompt and of the personas to every human group and Overall (R:
+  wasserstein_by_question, representativeness with by = attribute, group).
 * garden_path — the per-sentence mean P(ungrammatical) of each version; mean and SEM across
   sentences by set, type and version (R: one_sample_test); the paired t-test and Wilcoxon
   signed-rank test of garden path vs control (R: garden_path_sentences, garden_path_tests).
@@ -33,6 +36,8 @@ Study pieces (`CHECKS`, keyed by study name):
   at risk and the refusals at each shock level (R: milgram_survival, Kaplan-Meier through
   survival::survfit), and the log-rank test of each model against the humans (R:
   survival::survdiff), from the per-subject break-off levels of `analyze.milgram.breakoffs`.
+* every study — each Holm / Benjamini-Hochberg adjusted p-value column of its tables (R: adjust_p,
+  i.e. p.adjust within the table's `family`), tolerance 1e-12 (analyze.multiplicity).
 """
 
 from __future__ import annotations
@@ -505,7 +510,15 @@ CHECKS: dict[str, Callable] = {
     "survey_bias": check_survey_bias,
     "milgram": check_milgram,
     "milgram_novel": check_milgram,
+    "opinion_survey": lambda *a: _opinion_survey(*a),
 }
+
+
+def _opinion_survey(*args) -> list[dict]:
+    """opinion_survey: W1/span per question and Rep of each prompt to each human group (R: representativeness)."""
+    from .opinion import check_r_opinion_survey
+
+    return check_r_opinion_survey(*args)
 
 
 def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = None,
@@ -519,4 +532,7 @@ def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = No
     if study not in CHECKS:
         raise UserError(f"--check-r: no R twins for study {study!r}; available: {', '.join(sorted(CHECKS))}")
     rows = CHECKS[study](r_session(), responses, items, dict(tables or {}), tol, tol_p)
+    from .multiplicity import check_r_rows  # Holm/BH columns of any table against R's p.adjust
+
+    rows += check_r_rows(r_session(), dict(tables or {}))
     return pd.DataFrame(rows, columns=COLUMNS)

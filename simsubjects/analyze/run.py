@@ -52,6 +52,11 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     except KeyError as e:  # a design column the study's analysis needs is not in the tables
         raise UserError(f"{Path(dirs[0]) / 'responses.parquet'}: no column {e.args[0]!r}, which the {study} analysis "
                         "needs; the tables do not come from `simsubjects collect " + study.replace("_", "-") + "`") from None
+    if "shown_position" in responses.columns and "order_effects" not in tables:
+        # any k-choice study whose trials record the option order shown (simsubjects.option_order)
+        from .order_effects import order_effects
+
+        tables["order_effects"], tables["order_effects_average"] = order_effects(responses)
     # The set of tables and figures is written into a staging folder and swapped in whole: a killed
     # or failed analyze leaves the previous complete set (simsubjects.output).
     figures: list[Path] = []

@@ -317,18 +317,24 @@ def analyze_survey_bias(responses: pd.DataFrame, items: pd.DataFrame | None = No
                         exclude: tuple[str, ...] = ALLOW_FORBID_EXCLUDE, alpha: float = 0.05) -> dict[str, pd.DataFrame]:
     """All survey-bias tables: deltas, bias_tests, perturbation_tests, entropy, entropy_correlation,
     grid (Figure 2) and table4."""
+    from .multiplicity import add_adjusted, add_adjusted_wide
+
     deltas = question_deltas(responses, items, exclude)
     tests = delta_tests(deltas)
     entropy = form_entropy(responses, items)
     corr = entropy_correlation(deltas, entropy)
     return {
         "deltas": deltas,
-        "bias_tests": tests[tests["perturbation"] == ""].reset_index(drop=True),
-        "perturbation_tests": tests[tests["perturbation"] != ""].reset_index(drop=True),
+        # Holm/BH: bias tests across the biases, perturbation tests across a bias's perturbations
+        "bias_tests": add_adjusted(tests[tests["perturbation"] == ""].reset_index(drop=True), by=["model", "test"]),
+        "perturbation_tests": add_adjusted(tests[tests["perturbation"] != ""].reset_index(drop=True),
+                                           by=["model", "test", "bias"]),
         "entropy": entropy,
         "entropy_correlation": corr,
         "grid": figure2_grid(tests, alpha),
-        "table4": table4(tests, corr),
+        # the Table 4 grid as one family (Tjuatja et al.: 225 tests for 45 model x bias cells)
+        "table4": add_adjusted_wide(table4(tests, corr), ["p_bias", *(f"p_{s}" for s in PERTURBATION_ORDER),
+                                                          "pearson_p"]),
     }
 
 

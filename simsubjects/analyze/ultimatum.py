@@ -66,12 +66,14 @@ def offer_correlations(p: pd.DataFrame) -> pd.DataFrame:
 
 
 def analyze_ultimatum(responses: pd.DataFrame, items: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    from .multiplicity import add_adjusted
+
     p = accept_probs(responses)
     return {
         "validity": validity(p),
         "acceptance_by_offer": acceptance_by_offer(p),
         "acceptance_by_pairing": acceptance_by_pairing(p),
-        "pairing_tests": pairing_tests(p),
+        "pairing_tests": add_adjusted(pairing_tests(p), by=["model", "comparison"]),  # Holm/BH across offers
         "offer_correlations": offer_correlations(p),
     }
 

@@ -119,6 +119,8 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
         raise
     manifest = base_manifest(study.name, model, params, study.datasets, study.templates(), started)
     manifest["identity"] = identity
+    if trials.attrs.get("column_labels"):  # labels of study-specific columns (persona attributes) for exports
+        manifest["column_labels"] = dict(trials.attrs["column_labels"])
     manifest["counts"] = {k: v for k, v in stats.items() if k not in ("failures", "short", "seconds")}
     manifest["failures"] = stats.get("failures", [])
     manifest["short"] = stats.get("short", [])

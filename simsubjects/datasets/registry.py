@@ -16,6 +16,8 @@ NIE = ("Nie, A., Zhang, Y., Amdekar, A., Piech, C., Hashimoto, T., & Gerstenberg
        "Human-Language Model Alignment on Causal and Moral Judgment Tasks. NeurIPS 2023.")
 TJUATJA = ("Tjuatja, L., Chen, V., Wu, T., Talwalkar, A., & Neubig, G. (2024). Do LLMs Exhibit Human-like "
            "Response Biases? A Case Study in Survey Design. TACL.")
+SANTURKAR = ("Santurkar, S., Durmus, E., Ladhak, F., Lee, C., Liang, P., & Hashimoto, T. (2023). Whose Opinions "
+             "Do Language Models Reflect? ICML 2023.")
 TRANSCRIBED = "transcribed from the paper for research use, with attribution"
 
 
@@ -83,6 +85,11 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "Nie et al. (2023), Table A3", TRANSCRIBED, NIE),
     Dataset("survey_bias_questions", "Original attitude questions with every response-bias form, written for this package",
             "see SOURCE.md", ("survey_bias",), "simsubjects", "MIT", TJUATJA + " (question format)"),
+    Dataset("opinion_survey", "A synthetic 20-question ATP-style survey with answers of 336 synthetic respondents, in "
+            "both OpinionQA formats (wave folder and <ATTRIBUTE>_data.json count files), and 60 synthetic "
+            "respondents to draw personas from", "20 questions, 336 + 60 respondents", ("opinion_survey",),
+            "simsubjects (scripts/make_opinion_fixture.py); file formats of OpinionQA", "MIT",
+            SANTURKAR + " (file formats)"),
 ]}
 
 

@@ -14,7 +14,7 @@ from typing import Callable
 from ...errors import UserError
 
 # Modules that declare studies.
-MODULES = ["ultimatum", "garden_path", "wisdom", "milgram", "survey_bias", "moca"]
+MODULES = ["ultimatum", "garden_path", "wisdom", "milgram", "survey_bias", "moca", "opinion_survey"]
 
 
 @dataclass

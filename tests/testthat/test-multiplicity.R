@@ -1,0 +1,13 @@
+test_that("adjust_p is p.adjust within each family, missing p-values left out", {
+  p <- c(0.001, 0.02, NA, 0.04, 0.3, 0.01, 0.5)
+  fam <- c("a", "a", "a", "a", "b", "b", "b")
+  h <- adjust_p(p, fam, "holm")
+  expect_equal(h$p.adjusted[1:4], p.adjust(p[1:4], "holm"))
+  expect_equal(h$p.adjusted[5:7], p.adjust(p[5:7], "holm"))
+  expect_true(is.na(h$p.adjusted[3]))
+  # Holm by hand for family a (three non-missing p-values): 3 * 0.001, max(2 * 0.02, .), max(1 * 0.04, .)
+  expect_equal(h$p.adjusted[c(1, 2, 4)], c(0.003, 0.04, 0.04))
+  b <- adjust_p(p, fam, "BH")
+  expect_equal(b$p.adjusted[5:7], p.adjust(p[5:7], "BH"))
+  expect_equal(b$family, fam)
+})

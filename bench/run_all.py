@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
+import os
+import tempfile
 import platform
 import subprocess
 import sys
@@ -19,11 +22,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 BENCHES = [
+    ("First result: cold and warm weight cache", "startup.py", [], ["--repeat", "1"]),
     ("k-choice scoring vs lm-evaluation-harness", "kchoice.py", ["--ultimatum", "1000", "--survey", "500"],
      ["--ultimatum", "110", "--survey", "50"]),
     ("Exact distribution vs sampling until 50 valid answers", "sampling.py", ["--forms", "4"], ["--forms", "2"]),
     ("Milgram: seconds per subject, re-encoding the record vs simsubjects' generation", "milgram_cache.py", [],
      ["--subjects", "4"]),
+    ("Option-order averaging: every ordering vs one", "option_order.py", [], ["--questions", "1", "--repeat", "2"]),
     ("AMCE bootstrap (10,000 draws, all MoCa factors)", "bootstrap.py", ["--draws", "10000"], ["--draws", "2000"]),
 ]
 
@@ -35,25 +40,40 @@ def main() -> None:
                     help="OpenAI-compatible URL for the sampling benchmark (default: start llama-cpp-python's "
                          "server on loopback where it is installed)")
     ap.add_argument("--out", default=str(HERE.parent / "docs" / "benchmarks.md"))
+    ap.add_argument("--only", default=None, help="comma-separated scripts to run (e.g. startup,option_order); "
+                                                  "default: all of them")
     args = ap.parse_args()
     parts = [f"# Benchmarks\n\nMade by `python bench/run_all.py{' --quick' if args.quick else ''}` on "
              f"{datetime.now(timezone.utc):%Y-%m-%d} ({platform.machine()}, {platform.python_version()}, "
              "2 cores). Every ratio compares two measurements taken in the same run.\n"]
+    targets = Path(tempfile.mkstemp(suffix=".jsonl")[1])  # each benchmark appends its targets (common.py)
+    env = {**os.environ, "SIMSUBJECTS_BENCH_TARGETS": str(targets)}
     for title, script, full, quick in BENCHES:
-        if not (HERE / script).exists():
+        if not (HERE / script).exists() or (args.only and script.removesuffix(".py") not in args.only.split(",")):
             continue
         extra = ["--server", args.server] if script == "sampling.py" and args.server else []
         cmd = [sys.executable, str(HERE / script), *(quick if args.quick else full), *extra]
         t = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         took = time.perf_counter() - t
-        body = "\n".join(line for line in proc.stdout.splitlines() if line.strip())
+        body = "\n".join(line for line in proc.stdout.splitlines() if line.strip() and not line.startswith("target: "))
         if proc.returncode:
             body += f"\n\n(failed: exit {proc.returncode})\n```\n{proc.stderr[-2000:]}\n```"
         parts.append(f"## {title}\n\n`{' '.join(['python', 'bench/' + script, *cmd[2:]])}` ({took:.0f} s)\n\n{body}\n")
         print(parts[-1], flush=True)
+    parts.insert(1, targets_section([json.loads(x) for x in targets.read_text().splitlines() if x.strip()]))
+    targets.unlink()
     Path(args.out).write_text("\n".join(parts))
     print(f"wrote {args.out}")
+
+
+def targets_section(rows: list[dict]) -> str:
+    """The issue's targets, measured in this run; a missed one says what limits it."""
+    if not rows:
+        return "## Targets\n\n(no benchmark reported a target)\n"
+    lines = ["| target | measured | met | what limits it |", "|---|---|---|---|"]
+    lines += [f"| {r['target']} | {r['measured']} | {r['met']} | {r['what limits it']} |" for r in rows]
+    return "## Targets\n\n" + "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

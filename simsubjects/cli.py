@@ -24,6 +24,42 @@ DEVICE_OPTION = click.option("--device", default="auto", show_default=True,
                              help="Where a local model runs: auto (a CUDA GPU if there is one), cpu, cuda, cuda:N.")
 
 
+def run_options(f):
+    """Precision, placement, the weight cache, and --dry-run: options of collect and replicate."""
+    opts = [
+        click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto",
+                     show_default=True, help="A local model's weight precision. auto: bfloat16 on a GPU that "
+                     "supports it, float32 on CPU. Scoring's log-softmax is float64 either way."),
+        click.option("--device-map", type=click.Choice(["auto"]), default=None,
+                     help="auto: accelerate spreads a local model over the GPUs (then CPU memory), for a model "
+                     "larger than one GPU."),
+        click.option("--cache-weights", is_flag=True,
+                     help="Keep a safetensors copy of an hf: model in the weight cache ($SIMSUBJECTS_CACHE, else "
+                     "~/.cache/simsubjects) for fast later loads (GGUF files always are)."),
+        click.option("--dry-run", is_flag=True,
+                     help="Load no weights, answer nothing, write nothing: print the trials, requests, forward "
+                     "passes or generations and prompt tokens the run would take (and its price with --price-in/out)."),
+        click.option("--price-in", type=float, default=None,
+                     help="With --dry-run: price per million prompt tokens (no prices are built in)."),
+        click.option("--price-out", type=float, default=None,
+                     help="With --dry-run: price per million completion tokens."),
+        click.option("--tokenizer", "tokenizer", default=None,
+                     help="With --dry-run on an API model: a local model (smollm2, hf:/path) whose tokenizer "
+                     "counts the tokens (default: smollm2's, an approximation)."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _dry_run_report(rows, model, spec: str, kw: dict) -> None:
+    from .collect.dryrun import describe, price_table
+
+    df = price_table(rows, model.local, kw["price_in"], kw["price_out"])
+    echo_table(f"dry run of {spec}", df, "{:.6g}")
+    click.echo(describe(df, spec, model.local, kw["tokenizer"]))
+
+
 def model_options(f):
     """Options shared by every collection: which model, and how to run it."""
     opts = [
@@ -46,11 +82,18 @@ def model_options(f):
     ]
     for o in reversed(opts):
         f = o(f)
-    return f
+    return run_options(f)
 
 
 def _model_kwargs(kw: dict) -> dict:
     out = {"chat_template": kw["chat_template"], "trust_remote_code": kw["trust_remote_code"], "device": kw["device"]}
+    # only what was asked for: the defaults leave every backend's own defaults in place
+    if kw.get("dtype", "auto") != "auto":
+        out["dtype"] = kw["dtype"]
+    if kw.get("device_map"):
+        out["device_map"] = kw["device_map"]
+    if kw.get("cache_weights"):
+        out["cache_weights"] = True
     if kw.get("base_url"):
         out["base_url"] = kw["base_url"]
     return out
@@ -181,9 +224,18 @@ def import_responses(kind, results_dir, model, out, prompts, overwrite):
 
 
 # --- collect -----------------------------------------------------------------------------------
-@cli.group()
+from .studyfile.cli import CollectGroup, study_group  # noqa: E402 - study files (docs/studies.md)
+
+cli.add_command(study_group)
+
+
+@cli.group(cls=CollectGroup)
 def collect():
-    """Collect model responses into a run folder (resumable)."""
+    """Collect model responses into a run folder (resumable).
+
+    STUDY is a built-in study (below) or the path of your own study file, STUDY.yaml
+    (docs/studies.md): simsubjects collect my_study/study.yaml --model smollm2 --out runs/my_study
+    """
 
 
 def validate_only(trials: pd.DataFrame, spec: str, kw: dict, n: int = 20) -> None:
@@ -214,6 +266,14 @@ def _collect_command(study):
         if params.get("as_sample") and kw["method"] != "exact":  # checked before the model loads
             raise UserError(f"--as-sample {params['as_sample']}: turns exact distributions into samples, so it needs "
                             f"--method exact; with --method {kw['method']} give the sample size as --n")
+        if kw["dry_run"]:
+            from .collect.dryrun import check_prices, dry_run_study
+
+            check_prices(kw["price_in"], kw["price_out"])
+            rows, model = dry_run_study(study, kw["model"], {**params, "chat_template": kw["chat_template"]},
+                                        method=kw["method"], n=kw["n"], batch_size=kw["batch_size"],
+                                        chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
+            return _dry_run_report(rows, model, kw["model"], kw)
         if kw["validate"]:
             trials, _ = study.build(**params)
             if study.validate is None:
@@ -336,6 +396,7 @@ def export(run_dir, to, out):
 @click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template.")
 @click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default).")
 @DEVICE_OPTION
+@run_options
 @click.option("--overwrite", is_flag=True, help="Replace run folders that hold different runs.")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of every study's design: 0 to 4294967295.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
@@ -353,6 +414,14 @@ def replicate(papers, **kw):
     from .replicate import replicate as run_replicate
 
     only = [s for s in (kw["only"] or "").split(",") if s.strip()]
+    if kw["dry_run"]:
+        from .collect.dryrun import check_prices, dry_run_replicate
+
+        check_prices(kw["price_in"], kw["price_out"])
+        rows, model = dry_run_replicate(list(papers), kw["model"], scale=kw["scale"], seed=kw["seed"],
+                                        method=kw["method"], n=kw["n"], only=only, batch_size=kw["batch_size"],
+                                        chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
+        return _dry_run_report(rows, model, kw["model"], kw)
     man = run_replicate(list(papers), kw["model"], kw["out"], scale=kw["scale"], seed=kw["seed"], method=kw["method"],
                         n=kw["n"], only=only, overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                         show_progress=not kw["quiet"], batch_size=kw["batch_size"],

@@ -524,6 +524,10 @@ def collect_command(man: dict, folder: str) -> str:
     study = man.get("study", "?")
     params = dict(man.get("parameters", {}))
     args = ["simsubjects", "collect", study.replace("_", "-"), "--model", man.get("model", {}).get("spec", "?")]
+    studyfile = params.pop("studyfile", None)
+    if isinstance(studyfile, dict) and studyfile.get("file"):  # a study file: its copy in the run folder
+        args[2] = f"{folder}/{studyfile['file']}"
+        args += ["--judge-model", params["judge_model"]] if params.get("judge_model") else []
     try:
         from .collect.studies.registry import get_study
 

@@ -53,6 +53,10 @@ DESIGN_COLUMNS: dict[str, str] = {
     "key": "Question key", "bias": "Response bias", "perturbation": "Non-bias perturbation ('' for a bias pair)",
     "form": "original or modified question form", "num_options": "Number of answer options",
     "task": "causal or moral", "persona": "Persona slug ('' for none)", "template": "Prompt template",
+    # Study files (docs/studies.md)
+    "response_type": "choice, estimate or free_text", "question": "Item text as shown (vignette filled in)",
+    "option_order": "Options in the order shown to this subject", "ordering": "Index of the option ordering",
+    "repetition": "Repetition of the trial", "judge": "Model that classified the free-text answer",
 }
 
 LABELS = {**CORE_COLUMNS, **DESIGN_COLUMNS}

@@ -537,7 +537,7 @@ def test_failed_export_leaves_no_partial_files(tmp_path, monkeypatch, capsys):
     before = snapshot(tmp_path)
     real = export._write
 
-    def flaky(df, path, fmt, *rest):  # rest: the variable labels export_run passes
+    def flaky(df, path, fmt, *rest):
         if fmt == "dta":
             raise UserError(f"{path.name}: simulated writer failure")
         return real(df, path, fmt, *rest)

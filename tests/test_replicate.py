@@ -282,3 +282,31 @@ def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
                                                                   suffixes=("", "_r"))
     assert len(m) == len(po) > 0
     assert (m["estimate"] - m["estimate_r"]).abs().max() < 1e-8
+
+
+def test_dry_run_figures_match_the_manifests(replication, smollm2):
+    """--dry-run counts what the run then used: requests exactly, prompt tokens within 1% (issue 17).
+    Milgram's steps depend on the answers, so its dry figures are an estimate and are not compared."""
+    from simsubjects.collect.dryrun import dry_run_replicate
+
+    out, man = replication
+    mp = pytest.MonkeyPatch()
+    mp.setattr(rep, "PAPERS", tiny_papers())
+    try:
+        rows, model = dry_run_replicate(["all"], "smollm2", scale=0.001)
+    finally:
+        mp.undo()
+    assert model.local and model.counter.info.revision == man["model"]["revision"]
+    compared = 0
+    for row in rows:
+        used = json.loads((out / row["study"] / "manifest.json").read_text())["usage"]
+        assert used["requests"] > 0 and used["prompt_tokens"] > 0
+        if row.get("note"):
+            continue
+        assert row["requests"] == used["requests"], row["study"]
+        assert abs(row["prompt_tokens"] - used["prompt_tokens"]) <= 0.01 * used["prompt_tokens"], row["study"]
+        assert row["forwards"] == used["forwards"], row["study"]
+        assert row["generations"] == used["generations"], row["study"]
+        assert used["completion_tokens"] <= row["completion_tokens_max"], row["study"]
+        compared += 1
+    assert compared >= 4

@@ -101,6 +101,11 @@ class RSession:
             raise UserError("--check-r needs rpy2 and R: pip install 'rpy2==3.5.17' "
                             "(rpy2 3.6 does not work with R 4.2)") from None
         except Exception as e:  # rpy2 raises when it cannot find or start R
+            from .r_versions import fit_advice, installed_r_version, installed_rpy2_version
+
+            advice = fit_advice(installed_rpy2_version(), installed_r_version())
+            if advice:  # R is there, but this rpy2 cannot start it (e.g. rpy2 3.6 with R 4.2)
+                raise UserError(f"--check-r: {advice}") from None
             raise UserError(f"--check-r: rpy2 cannot start R ({type(e).__name__}: {e}); install R "
                             "(apt-get install r-base-core) and set R_HOME if it is not found") from None
         self.ro = ro

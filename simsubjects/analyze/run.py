@@ -42,7 +42,9 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     if len(studies) > 1:
         raise UserError(f"cannot analyze runs of different studies together: {sorted(studies)}")
     study = studies.pop()
-    spec = get_study(study)
+    from ..studyfile.adapter import study_for_run
+
+    spec = study_for_run(dirs[0], runs[0][0]) or get_study(study)
     if not spec.analyze:
         raise UserError(f"{dirs[0]}: no analysis registered for study {study!r}")
     responses = pd.concat([r for _, r, _ in runs], ignore_index=True)

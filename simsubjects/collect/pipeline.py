@@ -91,6 +91,7 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
     identity = {"study": study.name, "model": model.fingerprint(), "parameters": params}
     store = RunStore.open(out, identity, overwrite=overwrite)
     nothing_cached = True
+    usage_before = model.usage() if hasattr(model, "usage") else None
     try:
         cache = store.cache()
         records = None
@@ -125,5 +126,7 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
     manifest["failures"] = stats.get("failures", [])
     manifest["short"] = stats.get("short", [])
     manifest["timings"]["collection_seconds"] = stats.get("seconds")
+    if usage_before is not None:  # tokens actually used by this collection (a --dry-run counts the same)
+        manifest["usage"] = {k: v - usage_before.get(k, 0) for k, v in model.usage().items()}
     store.finish(responses, items, manifest, records)
     return responses, manifest

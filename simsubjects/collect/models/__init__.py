@@ -86,6 +86,9 @@ def load_model(spec: str, *, base_url: str | None = None, chat_template: bool = 
 
         return HFModel(name, spec=spec, chat_template=chat_template, trust_remote_code=trust_remote_code,
                        device=device, **options)
+    local_only = [f"--{k.replace('_', '-')}" for k in ("dtype", "device_map", "cache_weights") if options.pop(k, None)]
+    if local_only:  # a server's model runs at the server's precision and placement
+        raise UserError(f"{', '.join(local_only)}: only for local models (smollm2, hf:...), not {spec}")
     from .openai_api import OpenAIModel
 
     urls = urls or ([u for u in base_url.split(",") if u] if base_url else [])

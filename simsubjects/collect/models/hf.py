@@ -15,27 +15,9 @@ from .generation import PrefixStore, Row, generate
 from .packing import Packed, fill, lcp as _lcp, pack
 
 
-def file_sha256(path: Path, limit: int = 4 << 30) -> str:
-    """Content hash of a weight file; files above `limit` are identified by name and size."""
-    h = hashlib.sha256()
-    if path.stat().st_size > limit:
-        h.update(f"{path.name}:{path.stat().st_size}".encode())
-    else:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
-
-
-def _revision(path: Path) -> str:
-    if path.is_file():
-        return "sha256:" + file_sha256(path)
-    h = hashlib.sha256()
-    for f in sorted(path.iterdir()):
-        if f.is_file() and (f.suffix in {".json", ".safetensors", ".bin", ".gguf", ".model"}):
-            h.update(f.name.encode())
-            h.update(file_sha256(f).encode())
-    return "sha256:" + h.hexdigest()
+# in weight_cache (no torch import there): a dry run hashes a model without loading torch
+_revision = weight_cache.revision_of
+file_sha256 = weight_cache.file_sha256
 
 
 def _seed_of(obj) -> int:
@@ -49,6 +31,11 @@ def valid_start(text: str, option: str) -> bool:
     rest = text[len(option):]
     return not rest or not (rest[0].isalnum() and option[-1:].isalnum())
 
+
+# Work counters (benchmarks) and usage (manifests): forward passes, real and padded tokens, LM-head
+# positions; requests, their prompt tokens, generated rows and tokens.
+STATS = ("forwards", "tokens", "padded_tokens", "head_positions", "requests", "prompt_tokens", "generations",
+         "completion_tokens")
 
 # Short packed rows share a line of up to this many tokens (attention over a line stays cheap).
 LINE_TOKENS = 512
@@ -75,6 +62,8 @@ class HFModel:
         trust_remote_code: bool = False,
         device: str = "auto",
         cache_weights: bool = False,
+        dtype: str = "auto",
+        device_map: str | None = None,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -88,6 +77,9 @@ class HFModel:
         if threads:
             torch.set_num_threads(threads)
         self.device = _device(torch, device)  # a bad --device fails before the weights load
+        self.dtype = _dtype(torch, dtype, self.device)
+        if device_map not in (None, "auto"):
+            raise UserError(f"--device-map {device_map}: only auto (accelerate places the layers) is supported")
         kw: dict = {"trust_remote_code": trust_remote_code}
         if path.is_file():
             if path.suffix != ".gguf":
@@ -100,20 +92,32 @@ class HFModel:
         bar = gguf_utils.tqdm
         gguf_utils.tqdm = lambda it, **_: it  # the GGUF de-quantization bar is noise to a user
         revision = _revision(path)
-        cached = weight_cache.lookup(revision) if (cache_weights or path.is_file()) else None
+        use_cache = cache_weights or path.is_file()
+        dtype_name = str(self.dtype).removeprefix("torch.")
+        # an entry in this dtype, else the float32 one (cast while loading: still no GGUF read)
+        cached = (weight_cache.lookup(revision, dtype_name) or weight_cache.lookup(revision)) if use_cache else None
         try:
             if cached is not None:  # safetensors saved by an earlier load: ~0.5 s instead of ~40 s
                 folder, kw = cached, {}
-            self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
-            self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kw)
+                self.tokenizer = weight_cache.load_tokenizer(cached)
+            else:
+                self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+            if device_map:  # accelerate spreads the layers over the GPUs (then CPU memory)
+                kw["device_map"] = device_map
+            self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=self.dtype, **kw)
         except (OSError, ValueError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise UserError(f"cannot load model from {path}: {first}") from None
         finally:
             gguf_utils.tqdm = bar
-        if cached is None and (cache_weights or path.is_file()):
-            weight_cache.store(revision, self.model, self.tokenizer)
-        self.model.to(self.device).eval()
+        self.weights_cached = cached is not None  # read from the weight cache (tests, benchmarks)
+        if cached is None and use_cache:
+            weight_cache.store(revision, self.model, self.tokenizer, dtype_name)
+        if device_map:  # inputs go where the embedding layer is; accelerate moves activations on
+            self.device = self.model.get_input_embeddings().weight.device
+            self.model.eval()
+        else:
+            self.model.to(self.device).eval()
         self.torch = torch
         self.chat_template = chat_template
         self.batch_tokens = batch_tokens
@@ -122,7 +126,7 @@ class HFModel:
         self.reuse_cache = reuse_cache
         self.prefix_store = PrefixStore()
         # Work counters for benchmarks: forward passes, real and padded tokens, LM-head positions.
-        self.stats = {"forwards": 0, "tokens": 0, "padded_tokens": 0, "head_positions": 0}
+        self.stats = dict.fromkeys(STATS, 0)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.info = ModelInfo(
@@ -130,13 +134,49 @@ class HFModel:
             backend="hf",
             name=path.name,
             revision=revision,
-            details={"chat_template": chat_template, "dtype": "float32", "device": str(self.device),
+            details={"chat_template": chat_template, "dtype": dtype_name, "device": str(self.device),
+                     **({"device_map": device_map} if device_map else {}),
                      "parameters": sum(p.numel() for p in self.model.parameters())},
         )
 
+    @classmethod
+    def tokenizer_only(cls, path: str | os.PathLike, *, spec: str | None = None, chat_template: bool = False,
+                       batch_tokens: int = 4096, packing: bool = True, **_) -> "HFModel":
+        """The model's tokenizer and planning without its weights (for --dry-run): from the weight
+        cache when there is an entry, else from the folder or the GGUF file's tokenizer part."""
+        path = Path(path)
+        self = cls.__new__(cls)
+        revision = _revision(path)
+        cached = weight_cache.lookup(revision)
+        try:
+            if cached is not None:
+                self.tokenizer = weight_cache.load_tokenizer(cached)
+            else:
+                from transformers import AutoTokenizer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.set_verbosity_error()
+                kw = {"gguf_file": path.name} if path.is_file() else {}
+                self.tokenizer = AutoTokenizer.from_pretrained(path.parent if path.is_file() else path, **kw)
+        except (OSError, ValueError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise UserError(f"cannot load the tokenizer of {path}: {first}") from None
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.chat_template, self.batch_tokens, self.packing = chat_template, batch_tokens, packing
+        self.stats = dict.fromkeys(STATS, 0)
+        self.info = ModelInfo(spec=spec or f"hf:{path}", backend="hf", name=path.name, revision=revision,
+                              details={"chat_template": chat_template, "dtype": "float32"})
+        return self
+
     # --- interface -------------------------------------------------------------------------
     def fingerprint(self) -> dict:
-        return {"backend": "hf", "revision": self.info.revision, "chat_template": self.chat_template}
+        fp = {"backend": "hf", "revision": self.info.revision, "chat_template": self.chat_template}
+        # float32 is the reference precision and stays unnamed, so runs (and their request caches)
+        # made before --dtype existed keep their identity; any other dtype changes the answers.
+        if self.info.details["dtype"] != "float32":
+            fp["dtype"] = self.info.details["dtype"]
+        return fp
 
     def close(self) -> None:
         pass
@@ -150,11 +190,13 @@ class HFModel:
         )
 
     def choose(self, requests: Sequence[ChoiceRequest], method: str = "exact") -> list[ChoiceResult]:
+        self._count_requests(requests)
         if method == "sampled":
             return [self._sample_choice(r) for r in requests]
         return [ChoiceResult.from_logprobs(lp) for lp in self.score(requests)]
 
     def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]:
+        self._count_requests(requests)
         texts = iter(self._generate(requests))
         return [CompletionResult(texts=[next(texts) for _ in range(r.n)]) for r in requests]
 
@@ -189,7 +231,17 @@ class HFModel:
 
     def score(self, requests: Sequence[ChoiceRequest]) -> list[list[float]]:
         """log p(c_i | prompt) for every completion of every request."""
-        plans = self.plan(requests)
+        seqs, targets, refs = self._sequences(self.plan(requests))
+        values = self._forward_logprobs(seqs, targets)
+        out = []
+        for req_refs in refs:
+            lps = [sum(values[k][m] for k, m in ref) for ref in req_refs]
+            out.append([lp - lps[0] for lp in lps[1:]])
+        return out
+
+    @staticmethod
+    def _sequences(plans):
+        """(forward sequences, their target (position, token)s, per request its refs into them)."""
         # One forward sequence per distinct (context + tail[:-1]); single-token completions of the
         # same prompt share one sequence, so a prompt is encoded once for all of them.
         seq_index: dict[tuple, int] = {}
@@ -216,13 +268,43 @@ class HFModel:
                     ref.append((k, m))
                 req_refs.append(ref)
             refs.append(req_refs)
-        seqs = list(seq_index)
-        values = self._forward_logprobs(seqs, targets)
-        out = []
-        for req_refs in refs:
-            lps = [sum(values[k][m] for k, m in ref) for ref in req_refs]
-            out.append([lp - lps[0] for lp in lps[1:]])
-        return out
+        return list(seq_index), targets, refs
+
+    def _lines(self, seqs: list[tuple]) -> list[list[Packed]]:
+        """Packed rows in lines, shortest line first (the order batches are cut in)."""
+        rows = (pack(seqs, max_len=LINE_TOKENS) if self.packing else
+                [Packed(list(s), list(range(len(s))), [-1] * len(s), [i], [len(s)], len(s)) for i, s in enumerate(seqs)])
+        return sorted(fill(rows, max([LINE_TOKENS] + [len(r.tokens) for r in rows])),
+                      key=lambda line: sum(len(r.tokens) for r in line))
+
+    def _batches(self, lines) -> list[tuple[int, int]]:
+        """[i, j) spans of lines run in one forward pass: under the token budget, and closed
+        before padding would exceed a fifth of the batch (tiny batches aside)."""
+        spans, i = [], 0
+        while i < len(lines):
+            j, real = i + 1, _line_len(lines[i])
+            while j < len(lines):
+                padded = (j - i + 1) * _line_len(lines[j])
+                real += _line_len(lines[j])
+                if padded > self.batch_tokens or (padded > 512 and padded > 1.25 * real):
+                    break
+                j += 1
+            spans.append((i, j))
+            i = j
+        return spans
+
+    def count_forwards(self, requests: Sequence[ChoiceRequest]) -> int:
+        """Forward passes that exact scoring of `requests` takes (tokenizer only: a dry run)."""
+        return len(self._batches(self._lines(self._sequences(self.plan(requests))[0])))
+
+    def _count_requests(self, requests) -> None:
+        """Usage as an API would bill it: each request's prompt tokens (the manifest's usage)."""
+        self.stats["requests"] += len(requests)
+        self.stats["prompt_tokens"] += sum(len(self._encode(self.format_prompt(r.prompt))) for r in requests)
+
+    def usage(self) -> dict:
+        keys = ("requests", "prompt_tokens", "completion_tokens", "forwards", "generations")
+        return {k: int(self.stats.get(k, 0)) for k in keys}
 
     def _forward_logprobs(self, seqs: list[tuple], targets: list[list[tuple[int, int]]]) -> list[list[float]]:
         """Log-probabilities of the target tokens at the target positions of each sequence.
@@ -233,24 +315,13 @@ class HFModel:
         aside); the LM head runs only at the positions whose log-probabilities are needed.
         """
         torch = self.torch
-        rows = (pack(seqs, max_len=LINE_TOKENS) if self.packing else
-                [Packed(list(s), list(range(len(s))), [-1] * len(s), [i], [len(s)], len(s)) for i, s in enumerate(seqs)])
-        lines = sorted(fill(rows, max([LINE_TOKENS] + [len(r.tokens) for r in rows])),
-                       key=lambda line: sum(len(r.tokens) for r in line))
+        lines = self._lines(seqs)
         values: list[list[float]] = [[] for _ in seqs]
         body = self.model.get_decoder()
         head = self.model.get_output_embeddings()
         pad = self.tokenizer.pad_token_id
-        i = 0
         with torch.inference_mode():
-            while i < len(lines):
-                j, real = i + 1, _line_len(lines[i])
-                while j < len(lines):
-                    padded = (j - i + 1) * _line_len(lines[j])
-                    real += _line_len(lines[j])
-                    if padded > self.batch_tokens or (padded > 512 and padded > 1.25 * real):
-                        break
-                    j += 1
+            for i, j in self._batches(lines):
                 batch = lines[i:j]
                 width = _line_len(batch[-1])
                 ids = torch.full((len(batch), width), pad, dtype=torch.long)
@@ -284,14 +355,14 @@ class HFModel:
                 self.stats["forwards"] += 1
                 self.stats["tokens"] += sum(_line_len(line) for line in batch)
                 self.stats["padded_tokens"] += ids.numel()
-                logits = head(hidden[torch.tensor(rr, device=dev), torch.tensor(cc, device=dev)])
+                at_h = hidden.device  # with --device-map the last layer may sit on another GPU
+                logits = head(hidden[torch.tensor(rr, device=at_h), torch.tensor(cc, device=at_h)])
                 self.stats["head_positions"] += len(toks)
-                lp = _target_logprobs(logits, torch.tensor(toks, device=dev))
+                lp = _target_logprobs(logits, torch.tensor(toks, device=logits.device))
                 at = 0
                 for m in order:
                     values[m] = lp[at : at + len(targets[m])]
                     at += len(targets[m])
-                i = j
         return values
 
     # --- sampling ---------------------------------------------------------------------------------
@@ -314,6 +385,8 @@ class HFModel:
             batch.append(row)
         if batch:
             texts += generate(self.model, self.tokenizer, batch, store=store)
+        self.stats["generations"] += len(rows)
+        self.stats["completion_tokens"] += sum(len(self.tokenizer(t, add_special_tokens=False).input_ids) for t in texts)
         return [_cut_at_stop(t, row.stop) for t, row in zip(texts, rows)]
 
     def _sample_choice(self, r: ChoiceRequest, cap: int = 20) -> ChoiceResult:
@@ -353,6 +426,19 @@ def _device(torch, device: str):
     if dev.type not in ("cpu", "cuda"):
         raise UserError(f"--device {device}: use auto, cpu, cuda or cuda:N")
     return dev
+
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def _dtype(torch, dtype: str, device):
+    """auto: bfloat16 on a GPU that supports it, else float32 (CPUs and older GPUs)."""
+    if dtype not in DTYPES:
+        raise UserError(f"--dtype {dtype}: use one of {', '.join(DTYPES)}")
+    if dtype == "auto":
+        bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        return torch.bfloat16 if bf16 else torch.float32
+    return getattr(torch, dtype)
 
 
 def _target_logprobs(logits, toks, chunk: int = 256) -> list[float]:

@@ -250,6 +250,7 @@ class OpenAIModel:
         """method "exact": log-probabilities where the endpoint has them (else sampling);
         "sampled": always the sampling protocol (draw until `n` valid answers)."""
         requests = list(requests)
+        self.stats["model_requests"] += len(requests)
         if not requests:
             return []
         one = self._choose_one if method == "exact" else self._choose_sampled_only
@@ -264,9 +265,15 @@ class OpenAIModel:
 
     def complete(self, requests: Sequence[CompletionRequest]) -> list[CompletionResult]:
         requests = list(requests)
+        self.stats["model_requests"] += len(requests)
         if not requests:
             return []
         return self._run(self._gather(self._complete_one, requests))
+
+    def usage(self) -> dict:
+        """Requests asked, HTTP calls made, and the tokens the server billed (its `usage` fields)."""
+        return {"requests": self.stats["model_requests"], "calls": self.stats["requests"],
+                "prompt_tokens": self.stats["prompt_tokens"], "completion_tokens": self.stats["completion_tokens"]}
 
     def close(self) -> None:
         if self._closed:
@@ -369,7 +376,11 @@ class OpenAIModel:
             try:
                 self.stats["requests"] += 1
                 create = ep.client.completions.create if kind == "completions" else ep.client.chat.completions.create
-                return await asyncio.wait_for(create(model=self.model, **params), self.timeout)
+                r = await asyncio.wait_for(create(model=self.model, **params), self.timeout)
+                u = getattr(r, "usage", None)  # what the server bills; absent on some servers
+                self.stats["prompt_tokens"] += int(getattr(u, "prompt_tokens", 0) or 0)
+                self.stats["completion_tokens"] += int(getattr(u, "completion_tokens", 0) or 0)
+                return r
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 # 429 "insufficient_quota" means no credit left: waiting will not bring it back.

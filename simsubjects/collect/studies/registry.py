@@ -59,7 +59,9 @@ def fill_template(template: str, where: str, /, **values) -> str:
         raise UserError(f"{where}: {e}") from None
 
 
-def resolve(ref: str) -> Callable:
+def resolve(ref: str | Callable) -> Callable:
+    if callable(ref):  # a declaration built at run time (a study file) holds its functions
+        return ref
     module, _, name = ref.partition(":")
     return getattr(importlib.import_module(module), name)
 

@@ -1,0 +1,13 @@
+"""Study files: a survey, vignette experiment or estimation task declared in YAML (docs/studies.md).
+
+load.py      YAML text -> data with the line of every key (for one-line errors)
+spec.py      validation of the data into a `Study` (metadata, items, responses, design, human data)
+tables.py    the tables beside the file (CSV, XLSX, .sav, .dta, parquet)
+design.py    trials: factors crossed or sampled, subjects, repetitions, option orders, prompts
+collect.py   asking a model: k-choice, numeric estimates, free text judged by k-choice prompts
+analyses.py  the analyses a study file names
+adapter.py   a `Study` as the package's study declaration (StudyDef); the one place that knows it
+cli.py       `collect STUDY.yaml`, `study check`, `study new`
+"""
+
+from .spec import Study, load_study  # noqa: F401

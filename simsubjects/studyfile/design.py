@@ -1,0 +1,171 @@
+"""A study's trials: subjects x conditions x items x repetitions x option orders, with rendered prompts."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+from string import Template
+
+import numpy as np
+import pandas as pd
+
+from ..option_order import shown_text
+from .spec import Item, Response, Study
+
+
+def _rng(*parts) -> np.random.Generator:
+    """A generator seeded by the parts (seed, subject, item, ...): the same trial always gets the same draw."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def orderings(study: Study, r: Response, *key) -> list[tuple[int, ...]]:
+    """Orders in which the non-refusal options are shown (refusals always stay last, as listed)."""
+    k = sum(not o.refusal for o in r.options)
+    ident = tuple(range(k))
+    mode = study.order_mode
+    if mode == "as_listed" or k < 2:
+        return [ident]
+    if mode == "reversed":
+        return [ident[::-1]]
+    if mode == "randomized":
+        return [tuple(int(i) for i in _rng(study.seed, "order", *key).permutation(k))]
+    if math.factorial(k) <= study.max_orderings:
+        return list(itertools.permutations(ident))
+    # k! too large: a seeded sample of distinct orderings, the same for every subject of the item
+    rng, seen = _rng(study.seed, "orderings", key[1] if len(key) > 1 else ""), {}
+    while len(seen) < study.max_orderings:
+        seen.setdefault(tuple(int(i) for i in rng.permutation(k)), None)
+    return list(seen)
+
+
+def shown_options(r: Response, order: tuple[int, ...]):
+    """The options in the order shown (refusals last), each with its letter and completion."""
+    listed = [o for o in r.options if not o.refusal]
+    shown = [listed[i] for i in order] + [o for o in r.options if o.refusal]
+    out = []
+    for j, o in enumerate(shown):
+        letter = chr(ord("A") + j)
+        comp = o.completion if o.completion is not None else Template(r.completion).substitute(letter=letter, label=o.label)
+        pos = "" if o.position is None else f"{o.position:g}"
+        out.append((o, letter, comp, Template(r.option_format).substitute(letter=letter, label=o.label, position=pos)))
+    return out
+
+
+def conditions(study: Study) -> tuple[list[dict], list[dict]]:
+    """(between-subject conditions, within-subject conditions): each a list of {factor: level}."""
+    def product(fs):
+        return [dict(zip([f.name for f in fs], lv)) for lv in itertools.product(*[list(f.levels) for f in fs])]
+
+    return (product([f for f in study.factors if f.assignment == "between"]),
+            product([f for f in study.factors if f.assignment == "within"]))
+
+
+def subject_conditions(study: Study) -> dict[str, list[dict]]:
+    """Each subject's conditions: one between-subject cell (balanced, seeded) x its within-subject cells."""
+    between, within = conditions(study)
+    subjects = study.subjects["subject"].tolist()
+    order = _rng(study.seed, "assignment").permutation(len(subjects))
+    cell = {subjects[j]: between[rank % len(between)] for rank, j in enumerate(order)}
+    out = {}
+    for s in subjects:
+        cells = within
+        if study.crossing == "sampled" and study.sample < len(within):
+            pick = sorted(_rng(study.seed, "sample", s).choice(len(within), size=study.sample, replace=False))
+            cells = [within[i] for i in pick]
+        out[s] = [{**cell[s], **w} for w in cells]
+    return out
+
+
+def _applies(item: Item, cond: dict) -> bool:
+    """An item tagged with a level of a manipulated factor is shown only in that level's cells."""
+    return all(str(item.attributes[f]) == lv for f, lv in cond.items() if f in item.attributes)
+
+
+def build_trials(study: Study) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(trials, items) in the package's trial schema; prompts rendered, options in the order shown."""
+    rows = []
+    subj = study.subjects.set_index("subject", drop=False)
+    cells = subject_conditions(study)
+    for s in study.subjects["subject"]:
+        srec = {k: v for k, v in subj.loc[s].items() if k not in ("subject",)}
+        for cond in cells[s]:
+            condition = ",".join(f"{k}={v}" for k, v in cond.items())
+            for it in study.items:
+                if not _applies(it, cond):
+                    continue
+                for rep in range(study.repetitions):
+                    rows += _trials_of(study, it, s, srec, cond, condition, rep)
+    trials = _tidy_types(pd.DataFrame(rows))
+    return trials, items_table(study)
+
+
+def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, condition: str, rep: int) -> list[dict]:
+    values = {**{k: _text(v) for k, v in srec.items()}, **{k: _text(v) for k, v in it.attributes.items()},
+              **{f: study.factor(f).levels[lv] for f, lv in cond.items()}}
+    question = Template(it.text).substitute(values)
+    r = it.response
+    ask = r if r.kind == "choice" else None
+    key = (subject, it.id, condition, rep)
+    out = []
+    orders = orderings(study, ask, *key) if ask else [()]
+    for j, order in enumerate(orders):
+        shown = shown_options(ask, order) if ask else []
+        options_text = ask.option_separator.join(s[3] for s in shown) if ask else ""
+        fill = {**values, "question": question, "options": options_text, "item": it.id, "persona": srec.get("persona", "")}
+        prompt = Template(study.template).substitute(fill) + Template(study.answer_prefix).substitute(fill)
+        if study.system:
+            # The model interface takes one text: the system prompt leads it (with --chat-template the
+            # whole text becomes the user's turn). docs/studies.md says so.
+            prompt = Template(study.system).substitute(fill) + "\n\n" + prompt
+        parts = [subject, it.id] + ([condition] if condition else []) + \
+            ([f"r{rep + 1}"] if study.repetitions > 1 else []) + ([f"o{j + 1}"] if len(orders) > 1 else [])
+        ids = {**values, "subject": subject, "item": it.id, "repetition": rep + 1, "ordering": j + 1}
+        out.append({
+            "trial": Template(study.trial_id).substitute(ids) if study.trial_id else " | ".join(parts), "item": it.id,
+            "condition": Template(study.condition).substitute(ids) if study.condition else condition,
+            "subject": Template(study.subject_label).substitute(values) if study.subject_label is not None else subject,
+            "prompt": prompt,
+            "options": tuple(s[2] for s in shown), "labels": tuple(s[0].label for s in shown),
+            "response_type": r.kind, "question": question,
+            "option_order": " | ".join(s[0].label for s in shown), "ordering": j + 1, "repetition": rep + 1,
+            # JSON, as simsubjects.option_order records it: `analyze` then adds the order-effects tables
+            "order_shown": shown_text([s[0].label for s in shown]) if shown else "",
+            **{f: lv for f, lv in cond.items()}, **it.attributes,
+            **{k: v for k, v in srec.items()},
+        })
+    return out
+
+
+def _text(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return "" if v is None or (isinstance(v, float) and v != v) else str(v)
+
+
+def _tidy_types(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns of mixed Python types become text, so parquet, R and Stata read them (e.g. attributes)."""
+    for col in df.columns:
+        if col in ("options", "labels") or df[col].dtype != object:
+            continue
+        kinds = {type(v) for v in df[col] if v is not None and not (isinstance(v, float) and v != v)}
+        if kinds and kinds <= {list, tuple}:
+            continue  # option lists of the items table
+        if len(kinds) > 1 or (kinds and kinds.pop() not in (str,)):
+            df[col] = [_text(v) for v in df[col]]
+    return df
+
+
+def items_table(study: Study) -> pd.DataFrame:
+    """One row per item: text, response type, options with positions and refusal flags, attributes."""
+    rows = []
+    for it in study.items:
+        r = it.response if it.response.kind != "free_text" else it.response.judge
+        rows.append({"item": it.id, "text": it.text, "response_type": it.response.kind,
+                     "labels": [o.label for o in r.options] if r else [],
+                     "positions": [o.position if o.position is not None else float("nan") for o in r.options] if r else [],
+                     "refusal": [o.refusal for o in r.options] if r else [],
+                     "min": it.response.min, "max": it.response.max,
+                     **{k: _text(v) for k, v in it.attributes.items()}})
+    return _tidy_types(pd.DataFrame(rows))

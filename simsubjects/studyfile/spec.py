@@ -1,0 +1,696 @@
+"""Validate a study file into a `Study`: every problem is one line naming file, line and key.
+
+The format is documented field by field in docs/studies.md. Checks here need no model, so
+`study check` and `collect` refuse a bad file before anything loads or is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+
+import pandas as pd
+
+from ..schema import CORE_COLUMNS
+from .load import Source, StudyFileError, did_you_mean, read_source
+from .tables import read_table
+
+SLUG = re.compile(r"^[a-z][a-z0-9_-]*$")
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # placeholders, factor and attribute names
+RESERVED = {*CORE_COLUMNS, "prompt", "options", "labels", "persona", "question", "option_order", "ordering",
+            "order_shown", "shown_position", "n_shown",
+            "repetition", "response_type", "estimate", "completion", "score", "n_samples", "n_queries"}
+
+TOP = {"study", "title", "citation", "license", "description", "prompt", "items", "response", "response_types",
+       "design", "option_order", "human", "analyses", "tables"}
+PROMPT = {"template", "system", "chat_template", "answer_prefix"}
+RESPONSE = {"type", "options", "style", "completion", "option_format", "option_separator", "points", "labels",
+            "refusal", "min", "max", "integer", "max_tokens", "terminator", "temperature", "judge"}
+OPTION = {"label", "completion", "position", "refusal"}
+ITEM = {"id", "text", "response", "attributes"}
+ITEM_TABLE = {"table", "id", "text", "response", "attributes", "placeholders"}
+DESIGN = {"factors", "crossing", "sample", "subjects", "repetitions", "seed", "trial_id", "condition"}
+FACTOR = {"levels", "assignment"}
+SUBJECTS = {"table", "id", "template", "n", "sample", "label"}
+ORDER = {"mode", "max_orderings"}
+HUMAN = {"file", "columns", "name"}
+HUMAN_COLUMNS = {"respondent", "item", "response", "weight", "condition", "groups"}
+JUDGE = {"prompt", "response"}
+ANALYSIS_TYPES = {"distribution": set(), "welch": {"factor", "levels", "by"}, "paired": {"factor", "levels", "by"},
+                  "one_sample": {"mu", "by"}, "chi_square": {"factor", "by"}, "amce": {"factors"},
+                  "representativeness": {"by"}, "agreement": {"by"}, "function": {"function", "args"}}
+MODES = ("as_listed", "reversed", "randomized", "averaged")
+LIKERT = {5: ["Strongly disagree", "Disagree", "Neither agree nor disagree", "Agree", "Strongly agree"],
+          7: ["Strongly disagree", "Disagree", "Somewhat disagree", "Neither agree nor disagree", "Somewhat agree",
+              "Agree", "Strongly agree"]}
+SHORTCUTS = {"yesno": {"type": "yesno"}, "likert5": {"type": "likert", "points": 5},
+             "likert7": {"type": "likert", "points": 7}, "estimate": {"type": "estimate"},
+             "free_text": {"type": "free_text"}}
+
+
+@dataclass
+class Option:
+    label: str
+    completion: str | None = None  # None: from the response's completion template
+    position: float | None = None  # ordinal position (None: unordered)
+    refusal: bool = False
+
+
+@dataclass
+class Response:
+    kind: str  # choice | estimate | free_text
+    options: list[Option] = field(default_factory=list)
+    style: str = "letters"  # letters | words
+    completion: str = " ${letter}"
+    option_format: str = "${letter}. ${label}"
+    option_separator: str = "\n"
+    min: float | None = None
+    max: float | None = None
+    integer: bool = False
+    max_tokens: int = 16
+    terminator: str = ""
+    temperature: float = 1.0
+    judge_prompt: str = ""
+    judge: "Response | None" = None
+
+    @property
+    def ordinal(self) -> bool:
+        return any(o.position is not None for o in self.options)
+
+
+@dataclass
+class Item:
+    id: str
+    text: str
+    response: Response
+    attributes: dict = field(default_factory=dict)
+    where: tuple = ()
+
+
+@dataclass
+class Factor:
+    name: str
+    levels: dict[str, str]  # level -> text put into templates
+    assignment: str = "within"  # within | between | item
+
+
+@dataclass
+class Study:
+    file: Path
+    source: Source
+    name: str
+    title: str
+    citation: str = ""
+    license: str = ""
+    description: str = ""
+    template: str = ""
+    system: str = ""
+    chat_template: bool = False
+    answer_prefix: str = ""
+    items: list[Item] = field(default_factory=list)
+    factors: list[Factor] = field(default_factory=list)
+    crossing: str = "crossed"
+    sample: int | None = None
+    subjects: pd.DataFrame | None = None  # columns: subject, persona, and the table's columns
+    repetitions: int = 1
+    seed: int = 0
+    subject_label: str | None = None  # template of the `subject` column (None: the subject's id)
+    trial_id: str = ""  # template of the trial id (default: subject | item | condition ...)
+    condition: str = ""  # template of the condition label (default: factor=level,...)
+    order_mode: str = "as_listed"
+    max_orderings: int = 24
+    human: pd.DataFrame | None = None
+    human_name: str = "human"
+    analyses: list[dict] = field(default_factory=list)
+    files: dict[str, Path] = field(default_factory=dict)  # relative name -> path: the file and its tables
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.source.text.encode("utf-8")).hexdigest()
+
+    def factor(self, name: str) -> Factor | None:
+        return next((f for f in self.factors if f.name == name), None)
+
+
+class Checker:
+    """Typed getters over the parsed data; each failure names its key and line."""
+
+    def __init__(self, src: Source):
+        self.src = src
+
+    def err(self, path, msg) -> StudyFileError:
+        return self.src.error(tuple(path), msg)
+
+    def mapping(self, value, path, allowed: set[str], required=()) -> dict:
+        if not isinstance(value, dict):
+            raise self.err(path, f"expected a mapping of keys, got {_kind(value)}")
+        for k in value:
+            if k not in allowed:
+                raise self.err((*path, k), f"unknown key{did_you_mean(k, allowed)}")
+        for k in required:
+            if k not in value or value[k] is None:
+                raise self.err(path, f"missing required key {k!r}")
+        return value
+
+    def typed(self, value, path, types, what: str):
+        if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+            hint = " (YAML reads yes, no, on, off, true, false as true/false: put it in quotes)" if what == "text" else ""
+            raise self.err(path, f"expected {what}, got {_kind(value)}{hint}")
+        if not isinstance(value, types):
+            raise self.err(path, f"expected {what}, got {_kind(value)}")
+        return value
+
+    def text(self, d: dict, key: str, path, default=None, required=False) -> str:
+        if key not in d or d[key] is None:
+            if required:
+                raise self.err(path, f"missing required key {key!r}")
+            return default
+        v = d[key]
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not required:
+            return str(v)
+        return self.typed(v, (*path, key), str, "text")
+
+    def number(self, d: dict, key: str, path, default=None, integer=False, low=None):
+        if key not in d or d[key] is None:
+            return default
+        v = self.typed(d[key], (*path, key), int if integer else (int, float), "an integer" if integer else "a number")
+        if low is not None and v < low:
+            raise self.err((*path, key), f"must be at least {low}, got {v}")
+        return v
+
+    def flag(self, d: dict, key: str, path, default=False) -> bool:
+        if key not in d or d[key] is None:
+            return default
+        return self.typed(d[key], (*path, key), bool, "true or false")
+
+    def listed(self, d: dict, key: str, path, required=False) -> list:
+        if key not in d or d[key] is None:
+            if required:
+                raise self.err(path, f"missing required key {key!r}")
+            return []
+        return self.typed(d[key], (*path, key), list, "a list")
+
+    def choice(self, d: dict, key: str, path, allowed, default):
+        v = self.text(d, key, path, default)
+        if v not in allowed:
+            raise self.err((*path, key), f"{v!r} is not one of {', '.join(allowed)}{did_you_mean(v, allowed)}")
+        return v
+
+
+def _kind(v) -> str:
+    return {dict: "a mapping", list: "a list", str: "text", bool: "true/false", int: "a number", float: "a number",
+            type(None): "nothing"}.get(type(v), type(v).__name__)
+
+
+def placeholders(template: str) -> list[str]:
+    t = Template(template)
+    if not t.is_valid():
+        return ["$"]  # a lone "$": reported by the caller
+    return t.get_identifiers()
+
+
+# ----------------------------------------------------------------------------------------- responses
+
+def parse_response(c: Checker, value, path, named: dict[str, Response]) -> Response:
+    if isinstance(value, str):
+        if value in named:
+            return named[value]
+        if value in SHORTCUTS:
+            value = SHORTCUTS[value]
+        else:
+            raise c.err(path, f"unknown response type {value!r}{did_you_mean(value, [*named, *SHORTCUTS])}")
+    d = c.mapping(value, path, RESPONSE, required=("type",))
+    kind = c.choice(d, "type", path, ("choice", "yesno", "likert", "estimate", "free_text"), None)
+    if kind in ("estimate", "free_text"):
+        return _generated(c, d, path, kind, named)
+    default_style = "words" if kind == "yesno" else "letters"
+    style = c.choice(d, "style", path, ("letters", "words"), default_style)
+    r = Response("choice", style=style,
+                 completion=c.text(d, "completion", path, " ${letter}" if style == "letters" else " ${label}"),
+                 option_format=c.text(d, "option_format", path,
+                                      "${letter}. ${label}" if style == "letters" else "${label}"),
+                 option_separator=c.text(d, "option_separator", path, "\n"))
+    for key, allowed in (("completion", {"letter", "label"}), ("option_format", {"letter", "label", "position"})):
+        bad = [p for p in placeholders(getattr(r, key)) if p not in allowed]
+        if bad:
+            raise c.err((*path, key), f"placeholder ${bad[0]} has no value (available: "
+                                      f"{', '.join('$' + a for a in sorted(allowed))})")
+    if kind == "yesno":
+        r.options = [Option("Yes", position=1.0), Option("No", position=0.0)]
+    elif kind == "likert":
+        labels = d.get("labels")
+        if labels is None:
+            points = c.number(d, "points", path, 5, integer=True)
+            if points not in LIKERT:
+                raise c.err((*path, "points"), f"Likert shortcut has 5 or 7 points, got {points}; give labels: instead")
+            labels = LIKERT[points]
+        labels = c.listed({"labels": labels}, "labels", path)
+        if len(labels) < 2:
+            raise c.err((*path, "labels"), "a Likert scale needs at least 2 labels")
+        r.options = [Option(str(c.typed(lab, (*path, "labels", i), (str, int, float), "text")), position=float(i + 1))
+                     for i, lab in enumerate(labels)]
+    else:
+        raw = c.listed(d, "options", path, required=True)
+        if not raw:
+            raise c.err((*path, "options"), "empty options: a k-choice response needs at least 2 options")
+        r.options = [_option(c, o, (*path, "options", i)) for i, o in enumerate(raw)]
+    refusal = d.get("refusal")
+    if refusal is not None:
+        for i, lab in enumerate(refusal if isinstance(refusal, list) else [refusal]):
+            r.options.append(Option(str(c.typed(lab, (*path, "refusal"), (str, int), "text")), refusal=True))
+    _check_options(c, r, path)
+    return r
+
+
+def _option(c: Checker, o, path) -> Option:
+    if isinstance(o, (str, int, float)) and not isinstance(o, bool):
+        return Option(str(o))
+    d = c.mapping(o, path, OPTION, required=("label",))
+    pos = c.number(d, "position", path)
+    return Option(c.text(d, "label", path, required=True), completion=c.text(d, "completion", path),
+                  position=None if pos is None else float(pos), refusal=c.flag(d, "refusal", path))
+
+
+def _check_options(c: Checker, r: Response, path) -> None:
+    if len(r.options) < 2:
+        raise c.err((*path, "options"), f"a k-choice response needs at least 2 options, got {len(r.options)}")
+    if len(r.options) > 26 and r.style == "letters":
+        raise c.err((*path, "options"), "letters style labels at most 26 options")
+    labels = [o.label for o in r.options]
+    dup = next((x for x in labels if labels.count(x) > 1), None)
+    if dup is not None:
+        raise c.err((*path, "options"), f"option {dup!r} is listed twice")
+    if any(not o.label.strip() for o in r.options):
+        raise c.err((*path, "options"), "an option label is empty")
+    ordered = [o for o in r.options if not o.refusal]
+    if any(o.position is not None for o in ordered) and any(o.position is None for o in ordered):
+        raise c.err((*path, "options"), "give a position to every option that is not a refusal, or to none")
+    if r.style == "words" and any(o.completion is not None for o in r.options):
+        comps = [o.completion for o in r.options if o.completion is not None]
+        if len(set(comps)) != len(comps):
+            raise c.err((*path, "options"), "two options have the same completion")
+
+
+def _generated(c: Checker, d: dict, path, kind: str, named) -> Response:
+    r = Response(kind, max_tokens=c.number(d, "max_tokens", path, 16 if kind == "estimate" else 48, integer=True, low=1),
+                 temperature=c.number(d, "temperature", path, 1.0, low=0))
+    if kind == "estimate":
+        r.min, r.max = c.number(d, "min", path), c.number(d, "max", path)
+        if r.min is not None and r.max is not None and r.min > r.max:
+            raise c.err((*path, "min"), f"min {r.min} is above max {r.max}")
+        r.integer = c.flag(d, "integer", path)
+        r.terminator = c.text(d, "terminator", path, "")
+        for k in ("options", "judge"):
+            if k in d:
+                raise c.err((*path, k), f"an estimate has no {k}")
+        return r
+    if "judge" not in d:
+        raise c.err(path, "a free_text response needs judge: {prompt, response} to classify the answers")
+    j = c.mapping(d["judge"], (*path, "judge"), JUDGE, required=("prompt", "response"))
+    r.judge_prompt = c.text(j, "prompt", (*path, "judge"), required=True)
+    if "answer" not in placeholders(r.judge_prompt):
+        raise c.err((*path, "judge", "prompt"), "the judge prompt needs the placeholder ${answer}")
+    r.judge = parse_response(c, j["response"], (*path, "judge", "response"), named)
+    if r.judge.kind != "choice":
+        raise c.err((*path, "judge", "response"), "a judge answers a k-choice question")
+    return r
+
+
+# ----------------------------------------------------------------------------------------- the study
+
+def load_study(file) -> Study:
+    src = read_source(file)
+    c = Checker(src)
+    data = src.data
+    if data is None:
+        raise StudyFileError(f"{src.file}: the file is empty; start from `simsubjects study new survey DIR`")
+    d = c.mapping(data, (), TOP, required=("study", "title", "prompt", "items"))
+    name = c.text(d, "study", ())
+    if not SLUG.match(name):
+        raise c.err(("study",), f"{name!r}: use lower-case letters, digits, - and _, starting with a letter")
+    s = Study(file=src.file, source=src, name=name, title=c.text(d, "title", (), required=True),
+              citation=c.text(d, "citation", (), ""), license=c.text(d, "license", (), ""),
+              description=c.text(d, "description", (), ""))
+    s.files[src.file.name] = src.file
+    _prompt(c, d, s)
+    named = {}
+    for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
+        if not NAME.match(str(k)):
+            raise c.err(("response_types", k), "a response type name is letters, digits and _")
+        named[k] = parse_response(c, v, ("response_types", k), named)
+    default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
+    _design(c, d, s)
+    _items(c, d, s, named, default)
+    _order(c, d, s)
+    _human(c, d, s)
+    _analyses(c, d, s)
+    _check_placeholders(c, s)
+    return s
+
+
+def _prompt(c: Checker, d: dict, s: Study) -> None:
+    if isinstance(d["prompt"], str):
+        p = {"template": d["prompt"]}
+    else:
+        p = c.mapping(d["prompt"], ("prompt",), PROMPT, required=("template",))
+    s.template = c.text(p, "template", ("prompt",), required=True)
+    s.system = c.text(p, "system", ("prompt",), "")
+    s.chat_template = c.flag(p, "chat_template", ("prompt",))
+    s.answer_prefix = c.text(p, "answer_prefix", ("prompt",), "")
+    for key in ("template", "system", "answer_prefix"):
+        if not Template(getattr(s, key)).is_valid():
+            raise c.err(("prompt", key), "a lone $ starts no placeholder; write $$ for a dollar sign")
+
+
+def _table(c: Checker, s: Study, name, path) -> pd.DataFrame:
+    rel = c.typed(name, path, str, "a file name")
+    if rel.startswith("builtin:"):
+        from .named import NAMED
+
+        key = rel.removeprefix("builtin:")
+        if key not in NAMED:
+            raise c.err(path, f"{rel}: no such built-in table{did_you_mean(key, NAMED)}")
+        return NAMED[key](s.seed)
+    p = (s.file.parent / rel)
+    try:
+        p.resolve().relative_to(s.file.parent.resolve())
+    except ValueError:
+        raise c.err(path, f"{rel}: tables sit beside the study file or in a folder under it") from None
+    s.files[Path(rel).as_posix()] = p
+    return read_table(p, lambda msg: c.err(path, msg))
+
+
+def _design(c: Checker, d: dict, s: Study) -> None:
+    g = c.mapping(d.get("design") or {}, ("design",), DESIGN)
+    for fname, fv in c.typed(g.get("factors") or {}, ("design", "factors"), dict, "a mapping").items():
+        path = ("design", "factors", fname)
+        if not NAME.match(str(fname)) or fname in RESERVED:
+            raise c.err(path, f"factor name {fname!r}: letters, digits and _, and not a reserved column "
+                              f"({', '.join(sorted(RESERVED))})")
+        fd = {"levels": fv} if isinstance(fv, list) else c.mapping(fv, path, FACTOR, required=("levels",))
+        levels = fd["levels"]
+        if isinstance(levels, list):
+            levels = {str(c.typed(x, (*path, "levels", i), (str, int, float), "text")): str(x)
+                      for i, x in enumerate(levels)}
+        elif isinstance(levels, dict):
+            levels = {str(k): str(c.typed(v, (*path, "levels", k), (str, int, float), "text")) for k, v in levels.items()}
+        else:
+            raise c.err((*path, "levels"), f"expected a list or a mapping level: text, got {_kind(levels)}")
+        if len(levels) < 1:
+            raise c.err((*path, "levels"), "a factor needs at least one level")
+        s.factors.append(Factor(str(fname), levels, c.choice(fd, "assignment", path, ("within", "between", "item"),
+                                                             "within")))
+    s.crossing = c.choice(g, "crossing", ("design",), ("crossed", "sampled"), "crossed")
+    s.sample = c.number(g, "sample", ("design",), None, integer=True, low=1)
+    if s.crossing == "sampled" and s.sample is None:
+        raise c.err(("design", "crossing"), "crossing: sampled needs sample: N (conditions per subject)")
+    s.repetitions = c.number(g, "repetitions", ("design",), 1, integer=True, low=1)
+    s.seed = c.number(g, "seed", ("design",), 0, integer=True)
+    s.trial_id = c.text(g, "trial_id", ("design",), "")
+    s.condition = c.text(g, "condition", ("design",), "")
+    s.subjects = _subjects(c, g.get("subjects"), s)
+
+
+def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
+    path = ("design", "subjects")
+    if v is None:
+        return pd.DataFrame({"subject": ["s1"], "persona": [""]})
+    d = c.mapping({"n": v} if isinstance(v, int) and not isinstance(v, bool) else v, path, SUBJECTS)
+    n = c.number(d, "n", path, None, integer=True, low=1)
+    if "table" not in d:
+        if "template" in d or "id" in d:
+            raise c.err(path, "template: and id: read a subjects table; add table: FILE")
+        n = n or 1
+        if "label" in d:
+            s.subject_label = c.text(d, "label", path, "")
+            if placeholders(s.subject_label):
+                raise c.err((*path, "label"), "without a subjects table a label is plain text")
+        return pd.DataFrame({"subject": [f"s{i + 1}" for i in range(n)], "persona": [""] * n})
+    df = _table(c, s, d["table"], (*path, "table"))
+    idcol = c.text(d, "id", path)
+    if idcol is not None and idcol not in df.columns:
+        raise c.err((*path, "id"), f"column {idcol!r} is not in {d['table']}{did_you_mean(idcol, df.columns)}")
+    template = c.text(d, "template", path, "")
+    for p in placeholders(template):
+        if p == "$":
+            raise c.err((*path, "template"), "a lone $ starts no placeholder; write $$ for a dollar sign")
+        if p not in df.columns:
+            raise c.err((*path, "template"), f"placeholder ${p} has no value: not a column of {d['table']}"
+                                             f"{did_you_mean(p, df.columns)}")
+    bad = [col for col in df.columns if col in RESERVED and col != idcol]
+    if bad:
+        raise c.err((*path, "table"), f"column {bad[0]!r} of {d['table']} is a reserved column name; rename it")
+    if n is not None:
+        if c.flag(d, "sample", path):
+            df = df.sample(n=min(n, len(df)), random_state=s.seed)
+        else:
+            df = df.head(n)
+    df = df.reset_index(drop=True)
+    ids = df[idcol].astype(str) if idcol else pd.Series([f"s{i + 1}" for i in range(len(df))])
+    if ids.duplicated().any():
+        raise c.err((*path, "id"), f"subject id {ids[ids.duplicated()].iat[0]!r} appears twice in {d['table']}")
+    persona = [Template(template).substitute({k: _plain(v) for k, v in r.items()}) for r in df.to_dict("records")]
+    s.subject_label = c.text(d, "label", path, None)
+    for p in placeholders(s.subject_label or ""):
+        if p not in df.columns:
+            raise c.err((*path, "label"), f"placeholder ${p} has no value: not a column of {d['table']}"
+                                          f"{did_you_mean(p, df.columns)}")
+    # the id column stays under its own name (e.g. pair), unless it is called `subject`
+    df = df.drop(columns=[idcol] if idcol in ("subject", "persona") else [])
+    return pd.concat([pd.DataFrame({"subject": ids.to_numpy(), "persona": persona}), df], axis=1)
+
+
+def _plain(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return "" if v is None or (isinstance(v, float) and v != v) else str(v)
+
+
+def _items(c: Checker, d: dict, s: Study, named, default) -> None:
+    raw = d["items"]
+    if isinstance(raw, dict):
+        raw = _items_from_table(c, raw, s)
+        base = None
+    else:
+        base = ("items",)
+        c.typed(raw, ("items",), list, "a list of items or {table: FILE, ...}")
+    if not raw:
+        raise c.err(("items",), "no items: list at least one")
+    seen: dict[str, int] = {}
+    for i, it in enumerate(raw):
+        path = (*base, i) if base else ("items",)
+        it = c.mapping(it, path, ITEM, required=("id", "text"))
+        iid = c.text(it, "id", path, required=True)
+        if iid in seen:
+            raise c.err((*path, "id"), f"duplicate item id {iid!r} (first at line {seen[iid]})")
+        seen[iid] = c.src.line((*path, "id")) or i + 2
+        if "response" in it and it["response"] is not None:
+            resp = parse_response(c, it["response"], (*path, "response"), named)
+        elif default is not None:
+            resp = default
+        else:
+            raise c.err(path, "no response: give the item response: ..., or a study-level response:")
+        attrs = c.typed(it.get("attributes") or {}, (*path, "attributes"), dict, "a mapping")
+        for k, v in attrs.items():
+            if not NAME.match(str(k)) or k in RESERVED:
+                raise c.err((*path, "attributes", k), "attribute names are letters, digits and _, not a reserved column")
+            f = s.factor(k)
+            if f is not None and str(v) not in f.levels:
+                raise c.err((*path, "attributes", k), f"level {v!r} of factor {k!r} is not declared in "
+                                                      f"design.factors.{k}.levels{did_you_mean(v, f.levels)}")
+        s.items.append(Item(iid, c.text(it, "text", path, required=True), resp,
+                            {k: _plain(v) if s.factor(k) else v for k, v in attrs.items()}, path))
+    for f in s.factors:
+        if f.assignment == "item" and not any(f.name in it.attributes for it in s.items):
+            raise c.err(("design", "factors", f.name), "an item factor is read from items' attributes; no item has it")
+
+
+def _items_from_table(c: Checker, d: dict, s: Study) -> list[dict]:
+    path = ("items",)
+    c.mapping(d, path, ITEM_TABLE, required=("table",))
+    df = _table(c, s, d["table"], (*path, "table"))
+    idcol, textcol = c.text(d, "id", path, "id"), c.text(d, "text", path, "text")
+    attrs = c.listed(d, "attributes", path)
+    templated = c.flag(d, "placeholders", path)
+    for key, col in (("id", idcol), ("text", textcol), *(("attributes", a) for a in attrs)):
+        if col not in df.columns:
+            raise c.err((*path, key), f"column {col!r} is not in {d['table']}{did_you_mean(col, df.columns)}")
+    out = []
+    for rec in df.to_dict("records"):
+        text = _plain(rec[textcol])
+        # Texts in a table are literal ("$10" is ten dollars) unless placeholders: true
+        item = {"id": _plain(rec[idcol]), "text": text if templated else text.replace("$", "$$"),
+                "attributes": {a: rec[a] for a in attrs}}
+        if d.get("response") is not None:
+            item["response"] = d["response"]
+        out.append(item)
+    return out
+
+
+def _order(c: Checker, d: dict, s: Study) -> None:
+    v = d.get("option_order")
+    if v is None:
+        return
+    o = c.mapping({"mode": v} if isinstance(v, str) else v, ("option_order",), ORDER, required=("mode",))
+    s.order_mode = c.choice(o, "mode", ("option_order",), MODES, "as_listed")
+    s.max_orderings = c.number(o, "max_orderings", ("option_order",), 24, integer=True, low=1)
+
+
+def _human(c: Checker, d: dict, s: Study) -> None:
+    if d.get("human") is None:
+        return
+    path = ("human",)
+    h = c.mapping(d["human"], path, HUMAN, required=("file", "columns"))
+    df = _table(c, s, h["file"], (*path, "file"))
+    cols = c.mapping(h["columns"], (*path, "columns"), HUMAN_COLUMNS, required=("respondent", "item", "response"))
+    s.human_name = c.text(h, "name", path, "human")
+    mapping = {}
+    for key in ("respondent", "item", "response", "weight", "condition"):
+        col = c.text(cols, key, (*path, "columns"))
+        if col is None:
+            continue
+        if col not in df.columns:
+            raise c.err((*path, "columns", key), f"column {col!r} is not in {h['file']}{did_you_mean(col, df.columns)}")
+        mapping[key] = col
+    groups = [c.typed(g, (*path, "columns", "groups", i), str, "a column name")
+              for i, g in enumerate(c.listed(cols, "groups", (*path, "columns")))]
+    for i, g in enumerate(groups):
+        if g not in df.columns:
+            raise c.err((*path, "columns", "groups", i), f"column {g!r} is not in {h['file']}{did_you_mean(g, df.columns)}")
+    s.human = _human_rows(c, s, df, mapping, groups, path)
+
+
+def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[str], path) -> pd.DataFrame:
+    """The human answers as tidy rows (source=human, method=observed), one per respondent x item."""
+    items = {it.id: it for it in s.items}
+    rows = []
+    for i, rec in enumerate(df.to_dict("records")):
+        iid = _plain(rec[m["item"]])
+        if iid not in items:
+            raise c.err((*path, "columns", "item"), f"row {i + 2} of the human table: item {iid!r} is not an item "
+                                                    f"of the study{did_you_mean(iid, items)}")
+        it, value = items[iid], rec[m["response"]]
+        if value is None or (isinstance(value, float) and value != value):
+            continue  # item not answered: no row, as in any tidy survey table
+        label, estimate = _human_answer(c, it, value, i, path)
+        try:
+            weight = float(rec[m["weight"]]) if "weight" in m else 1.0
+        except (TypeError, ValueError):
+            weight = float("nan")
+        if not weight >= 0:  # NaN or negative
+            raise c.err((*path, "columns", "weight"), f"row {i + 2} of the human table: weight {rec[m['weight']]!r} "
+                                                      "is not a number >= 0")
+        resp = str(rec[m["respondent"]]) if not isinstance(rec[m["respondent"]], float) else _plain(rec[m["respondent"]])
+        rows.append({"study": s.name, "trial": f"{s.human_name}|{resp}|{iid}", "item": iid,
+                     "condition": _plain(rec[m["condition"]]) if "condition" in m else "",
+                     "subject": resp, "source": "human", "model": s.human_name, "method": "observed",
+                     "response": label, "weight": weight, "validity": 1.0, "response_type": it.response.kind,
+                     **({"estimate": estimate} if estimate is not None else {}),
+                     **{g: rec[g] for g in groups}})
+    if not rows:
+        raise c.err(path, "the human table has no answered rows")
+    return pd.DataFrame(rows)
+
+
+def _human_answer(c: Checker, it: Item, value, i: int, path):
+    r = it.response
+    if r.kind == "estimate":
+        try:
+            return str(value), float(value)
+        except (TypeError, ValueError):
+            raise c.err((*path, "columns", "response"), f"row {i + 2} of the human table: {value!r} is not a number "
+                                                        f"(item {it.id} asks for an estimate)") from None
+    if r.kind == "free_text":
+        r = r.judge
+    labels = {o.label: o for o in r.options}
+    if _plain(value) in labels:
+        return _plain(value), None
+    by_pos = {o.position: o.label for o in r.options if o.position is not None}
+    try:
+        if float(value) in by_pos:
+            return by_pos[float(value)], None
+    except (TypeError, ValueError):
+        pass
+    raise c.err((*path, "columns", "response"), f"row {i + 2} of the human table: answer {value!r} to item {it.id} "
+                                                f"is neither an option label nor a position{did_you_mean(value, labels)}")
+
+
+def _analyses(c: Checker, d: dict, s: Study) -> None:
+    raw = c.listed(d, "analyses", ())
+    for i, a in enumerate(raw):
+        path = ("analyses", i)
+        if isinstance(a, str):
+            a = {"type": a}
+        if not isinstance(a, dict) or "type" not in a:
+            raise c.err(path, "an analysis is a name (distribution) or a mapping with type: ...")
+        kind = a["type"]
+        if kind not in ANALYSIS_TYPES:
+            raise c.err((*path, "type"), f"unknown analysis {kind!r}{did_you_mean(kind, ANALYSIS_TYPES)}")
+        c.mapping(a, path, {"type", "name", *ANALYSIS_TYPES[kind]})
+        for key in ("factor",):
+            if key in ANALYSIS_TYPES[kind]:
+                f = s.factor(c.text(a, key, path, required=True))
+                if f is None:
+                    raise c.err((*path, key), f"{a[key]!r} is not a declared factor{did_you_mean(a[key], [x.name for x in s.factors])}")
+                levels = [str(x) for x in c.listed(a, "levels", path)] if "levels" in ANALYSIS_TYPES[kind] else []
+                if kind in ("welch", "paired") and not levels:
+                    if len(f.levels) != 2:
+                        raise c.err(path, f"factor {f.name!r} has {len(f.levels)} levels; name the two to compare "
+                                          "with levels: [a, b]")
+                    levels = list(f.levels)
+                for lv in levels:
+                    if lv not in f.levels:
+                        raise c.err((*path, "levels"), f"level {lv!r} of factor {f.name!r} is not declared"
+                                                       f"{did_you_mean(lv, f.levels)}")
+                if kind in ("welch", "paired") and len(levels) != 2:
+                    raise c.err((*path, "levels"), "compare exactly two levels")
+                if kind == "paired" and f.assignment == "between":
+                    raise c.err((*path, "factor"), f"a paired test needs a within-subject factor; {f.name!r} is between")
+                a = {**a, "levels": levels}
+        if kind == "amce":
+            for j, fn in enumerate(c.listed(a, "factors", path, required=True)):
+                if s.factor(str(fn)) is None:
+                    raise c.err((*path, "factors", j), f"{fn!r} is not a declared factor")
+        if kind == "one_sample":
+            mu = a.get("mu", 0)
+            if isinstance(mu, str) and not any(mu in it.attributes for it in s.items):
+                raise c.err((*path, "mu"), f"mu: {mu!r} is neither a number nor an item attribute")
+        if kind in ("representativeness", "agreement") and s.human is None:
+            raise c.err((*path, "type"), f"{kind} compares with human rows; add human: {{file, columns}}")
+        if kind == "function":
+            ref = c.text(a, "function", path, required=True)
+            if ":" not in ref:
+                raise c.err((*path, "function"), "name a function as module:function")
+        s.analyses.append(a)
+
+
+def _check_placeholders(c: Checker, s: Study) -> None:
+    """Every ${name} in the prompt and item texts has a value for every trial."""
+    design = {f.name for f in s.factors}
+    subject_cols = set(s.subjects.columns)
+    for it in s.items:
+        avail_q = design | set(it.attributes) | subject_cols
+        for p in placeholders(it.text):
+            if p == "$":
+                raise c.err((*it.where, "text"), "a lone $ starts no placeholder; write $$ for a dollar sign")
+            if p not in avail_q:
+                raise c.err((*it.where, "text"), f"placeholder ${p} has no value{did_you_mean(p, avail_q)}")
+        avail = avail_q | {"question", "options", "item", "persona"}
+        for key in ("trial_id", "condition"):
+            for p in placeholders(getattr(s, key)):
+                if p not in avail_q | {"item", "repetition", "ordering"}:
+                    raise c.err(("design", key), f"placeholder ${p} has no value{did_you_mean(p, avail_q)}")
+        for key in ("template", "system", "answer_prefix"):
+            for p in placeholders(getattr(s, key)):
+                if p not in avail:
+                    raise c.err(("prompt", key), f"placeholder ${p} has no value (for item {it.id})"
+                                                 f"{did_you_mean(p, avail)}")
+        r = it.response
+        if r.kind == "free_text":
+            for p in placeholders(r.judge_prompt):
+                if p not in avail | {"answer"}:
+                    raise c.err((*it.where, "response"), f"judge prompt placeholder ${p} has no value"
+                                                         f"{did_you_mean(p, avail)}")

@@ -20,7 +20,8 @@ from pathlib import Path
 INTERNAL_ERROR = 70
 REDACTED = "***"
 # Environment variables whose values are secrets wherever they appear (OPENAI_API_KEY, HF_TOKEN, ...).
-SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
+# Whole words of the name only: TOKENIZERS_PARALLELISM=false is not a secret.
+SECRET_ENV = re.compile(r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)($|_)", re.I)
 # Query parameters that carry credentials in URLs (signed URLs, proxies, Azure, ...).
 SECRET_PARAMS = ("key", "api-key", "api_key", "apikey", "token", "access_token", "auth", "sig", "signature",
                  "password", "secret", "client_secret", "x-api-key")
@@ -38,10 +39,16 @@ def redact(text: str, extra: tuple[str, ...] = ()) -> str:
     text = _BARE_USERINFO.sub(lambda m: m["user"] + ":" + REDACTED + "@", text)
     text = _PARAM.sub(lambda m: m["name"] + REDACTED, text)
     text = _BEARER.sub(lambda m: m["name"] + REDACTED, text)
-    secrets = [v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 4] + [s for s in extra if s]
+    secrets = [v for k, v in os.environ.items() if SECRET_ENV.search(k) and _secret_like(v)] + [s for s in extra if s]
     for s in sorted(set(secrets), key=len, reverse=True):  # longest first: one secret may contain another
         text = text.replace(s, REDACTED)
     return text
+
+
+def _secret_like(value: str) -> bool:
+    """A value worth hiding: not a flag, a number or a word that would blank out ordinary text."""
+    v = value.strip()
+    return len(v) >= 6 and v.lower() not in ("true", "false", "none", "null") and not v.isdigit()
 
 
 def log_dir() -> Path:

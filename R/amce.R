@@ -14,7 +14,50 @@
              stringsAsFactors = FALSE)
 }
 
-amce <- function(data, outcome, attribute, cluster, se_type = c("stata", "CR2", "CR0", "cregg"),
+#' Average Marginal Component Effect with Cluster-Robust Errors
+#'
+#' The AMCE of one attribute: OLS of the outcome on indicators of the attribute's levels (the
+#' baseline left out), standard errors clustered by \code{cluster}, through
+#' \code{estimatr::lm_robust}. The conventions are those of the Python module
+#' \samp{simsubjects.analyze.amce}, and the numbers agree with it.
+#'
+#' @param data a data frame, one row per observation (a vote, or a model's P(Yes) per trial).
+#' @param outcome name of the numeric outcome column (e.g. \code{"y"}).
+#' @param attribute name of the attribute column (e.g. \code{"event_normality"}).
+#' @param cluster name of the cluster column (e.g. \code{"item"}, the story).
+#' @param se_type \code{"CR2"} (the default, as estimatr's \code{lm_robust} and the Python
+#'   \code{amce_ols}), \code{"stata"} (CR1), \code{"CR0"} or \code{"cregg"}; see Details.
+#' @param levels levels of the attribute to use (rows with other levels are left out); default all, in factor order or sorted.
+#' @param baseline the reference level; default the first of \code{levels} present.
+#' @template conf_level
+#' @details
+#' With X the design, e the residuals, G clusters, N observations, K coefficients,
+#' M = (X'X)^-1 and the CR0 meat sum_g X_g' e_g e_g' X_g:
+#' \describe{
+#'   \item{\code{"CR0"}}{V = M meat M; t test with df = G - 1.}
+#'   \item{\code{"stata"}}{V = G/(G-1) (N-1)/(N-K) CR0 (CR1, as Stata and statsmodels); df = G - 1.}
+#'   \item{\code{"CR2"}}{Bell-McCaffrey bias-reduced errors with estimatr's Satterthwaite df.}
+#'   \item{\code{"cregg"}}{V = G/(G-1) CR0 (the linearization of \code{survey::svyglm} that
+#'     \code{cregg::amce} uses) with normal inference: \code{df = Inf}, z statistic, normal p-value and
+#'     interval.}
+#' }
+#' For two levels A and B (\code{levels = c(A, B), baseline = B}) the estimate is the difference in
+#' mean outcome, A minus B. With fewer than three clusters only the estimate is given; with one level
+#' present, none.
+#' @return
+#' A data frame, one row per non-baseline level: \code{outcome, attribute, term} (\code{"A - B"}),
+#' \code{level, baseline, estimate, std.error, statistic, df, p.value, conf.low, conf.high, se_type,
+#' conf.level, n, n_clusters, n_level, n_baseline}.
+#' @examples
+#' set.seed(1)
+#' d <- data.frame(story = rep(1:12, each = 5))
+#' d$normality <- ifelse(d$story %% 2 == 0, "Abnormal", "Normal")
+#' d$y <- rbinom(60, 1, ifelse(d$normality == "Abnormal", 0.7, 0.4))
+#' amce(d, "y", "normality", "story", se_type = "CR2", baseline = "Normal")
+#' amce(d, "y", "normality", "story", se_type = "cregg", baseline = "Normal")
+#' @rdname amce
+#' @export
+amce <- function(data, outcome, attribute, cluster, se_type = c("CR2", "stata", "CR0", "cregg"),
                  levels = NULL, baseline = NULL, conf.level = 0.95) {
   se_type <- match.arg(se_type)
   if (!is.data.frame(data)) stop("data: expected a data frame", call. = FALSE)

@@ -2,6 +2,36 @@
 # P(ungrammatical) per trial is averaged over the names that judged each version of a sentence,
 # and the garden-path version is compared with the control of the same sentence across sentences.
 
+#' Garden-Path Sentences: Per-Sentence Means and Paired Tests
+#'
+#' The Garden Path analysis of Aher et al. (2023), Appendix C, with the sentence as the unit:
+#' \code{garden_path_sentences} averages P(ungrammatical) over the names that judged each version of
+#' a sentence; \code{garden_path_tests} compares the garden-path version with the control of the same
+#' sentence across sentences, as the Python \samp{simsubjects.analyze.garden_path}.
+#'
+#' @param responses tidy responses of a Garden Path run: \code{trial, response, weight, model, item, condition} (\code{"garden_path"} or \code{"control"}), \code{set, type}; human rows (\code{source != "model"}) are left out.
+#' @param sentences the rows of \code{garden_path_sentences} to compare (e.g. one model and type).
+#' @details
+#' The paired t-test is the one-sample t-test of the differences (\code{\link{one_sample_test}}). The
+#' Wilcoxon signed-rank test follows scipy's defaults: the exact null distribution up to 50 sentences,
+#' no continuity correction, and the smaller of the two signed-rank sums as the statistic (R's
+#' \code{wilcox.test} reports the positive sum, V).
+#' @return
+#' \code{garden_path_sentences}: one row per model, set, type and sentence (\code{item}) with
+#' \code{garden_path, control, difference}. \code{garden_path_tests}: two rows (\code{test} =
+#' "Paired t-test", "Wilcoxon signed-rank test") with \code{n, n_gp_greater, n_gp_lower, estimate}
+#' (mean difference), \code{statistic, df, p.value}.
+#' @examples
+#' d <- expand.grid(item = c("s1", "s2", "s3"), condition = c("garden_path", "control"),
+#'                  response = c("ungrammatical", "grammatical"), stringsAsFactors = FALSE)
+#' d$trial <- paste(d$item, d$condition)
+#' d$model <- "m"; d$set <- "published"; d$type <- "OT"
+#' d$weight <- ifelse(d$response == "ungrammatical",
+#'                    ifelse(d$condition == "garden_path", c(0.6, 0.7, 0.5), c(0.3, 0.4, 0.45)), 0.5)
+#' s <- garden_path_sentences(d)
+#' garden_path_tests(s)
+#' @rdname garden_path
+#' @export
 garden_path_sentences <- function(responses) {
   d <- responses
   if ("source" %in% names(d)) d <- d[d$source == "model", , drop = FALSE]
@@ -22,6 +52,8 @@ garden_path_sentences <- function(responses) {
   out
 }
 
+#' @rdname garden_path
+#' @export
 garden_path_tests <- function(sentences) {
   d <- sentences$difference[!is.na(sentences$difference)]
   n <- length(d)

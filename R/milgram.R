@@ -4,6 +4,32 @@
 # with break-off >= L. Kaplan-Meier through survival::survfit: the same shares when nobody is
 # censored, and it takes subjects whose record stopped before they refused (censored) correctly.
 
+#' Share Still Obeying by Shock Level
+#'
+#' The obedience survival curve of Milgram (1963) and Aher et al. (2023): at each shock level, the
+#' share of subjects who administered that shock, from a break-off table.
+#'
+#' @param breakoff a data frame with \code{level} (the last shock administered: 0 = none, \code{max_level} = the whole procedure), optionally \code{count} (subjects; default 1 per row) and \code{censored} (\code{TRUE}: the record stopped at \code{level} without a refusal, e.g. a run cut by a maximum number of stages; or the number of the row's \code{count} subjects who were censored, as in the Python breakoff table); or a numeric vector of break-off levels.
+#' @param completed subjects who went to the last level, added to every group.
+#' @param max_level the last level (30 = 450 volts).
+#' @param by grouping columns of \code{breakoff} (e.g. \code{"model"}).
+#' @template conf_level
+#' @details
+#' A subject whose break-off level is L refused level L + 1, so the share still obeying at level L is
+#' the share with break-off >= L. It is computed as a Kaplan-Meier curve
+#' (\code{survival::survfit}), which equals that share when no record is censored; \code{std.error}
+#' is Greenwood's (then sqrt(S(1 - S)/N)) and the interval survfit's default (log scale).
+#' @return
+#' A data frame, one row per level 0..\code{max_level} (and group): the \code{by} columns,
+#' \code{term, level, voltage} (15 V per level), \code{n.risk, n.event} (refusals of that level),
+#' \code{n.censor, estimate} (share still obeying), \code{std.error, conf.low, conf.high, n}.
+#' @examples
+#' # Milgram (1963), Experiment 1: 26 of 40 administered 450 V
+#' m63 <- data.frame(level = 20:25, count = c(5, 4, 2, 1, 1, 1))
+#' s <- milgram_survival(m63, completed = 26)
+#' s[s$level %in% c(20, 21, 30), c("level", "voltage", "estimate")]
+#' @rdname milgram_survival
+#' @export
 milgram_survival <- function(breakoff, completed = 0, max_level = 30, by = NULL,
                              conf.level = 0.95) {
   if (is.numeric(breakoff)) breakoff <- data.frame(level = breakoff)

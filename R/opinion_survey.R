@@ -3,6 +3,8 @@
 # subject's distribution is the mean of its per-trial shares over the orderings it was shown; the
 # personas' pool is weighted by persona_weight), beside the human rows of every group.
 
+#' @rdname opinion_survey
+#' @export
 opinion_distributions <- function(responses) {
   r <- responses
   for (c in names(r)) if (is.factor(r[[c]])) r[[c]] <- as.character(r[[c]])
@@ -31,6 +33,29 @@ opinion_distributions <- function(responses) {
   out[, c("model", "key", "response", "position", "refusal", "weight")]
 }
 
+#' Opinion Survey: the Model's Answer Distributions and Their Representativeness by Group
+#'
+#' For a table exported by \samp{simsubjects export} from an \samp{opinion-survey} run: the model's
+#' answer distribution per question for the default prompt and for the personas pooled (each
+#' subject's distribution is the mean of its per-trial shares over the option orderings it was shown;
+#' the personas are weighted by \code{persona_weight}), and the representativeness of each to every
+#' human group and \code{"Overall"} (Santurkar et al. 2023). The numbers agree with
+#' \samp{simsubjects.analyze.opinion}.
+#'
+#' @param responses the tidy responses table of the run: model rows (\code{model, trial, subject, key, response, position, refusal, weight}, optionally \code{persona_weight}) and human rows (\code{source = "human"}, with \code{attribute, group}).
+#' @template conf_level
+#' @return
+#' \code{opinion_distributions}: \code{model} (\code{"<model> | default"} or
+#' \code{"<model> | personas"}), \code{key, response, position, refusal, weight}.
+#' \code{opinion_representativeness}: \code{\link{representativeness}} with \code{by = c("attribute", "group")}.
+#' @examples
+#' r <- data.frame(source = c("model", "model", "human", "human"), model = c("m", "m", "people", "people"),
+#'                 trial = c("t", "t", "h", "h"), subject = "", key = "Q", response = c("A", "B", "A", "B"),
+#'                 position = c(1, 2, 1, 2), refusal = FALSE, weight = c(0.5, 0.5, 3, 1),
+#'                 attribute = "Overall", group = "Overall")
+#' opinion_representativeness(r)
+#' @rdname opinion_survey
+#' @export
 opinion_representativeness <- function(responses, conf.level = 0.95) {
   h <- responses[as.character(responses$source) == "human",
                  c("key", "attribute", "group", "position", "refusal", "weight"), drop = FALSE]

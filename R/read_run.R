@@ -32,6 +32,35 @@
   NULL
 }
 
+#' Read an Exported simsubjects Run
+#'
+#' Reads the responses and item tables of a run folder as written by
+#' \samp{simsubjects export DIR --to rds} (or \samp{--to csv}).
+#'
+#' @param dir a run folder of \samp{simsubjects collect}.
+#' @details
+#' Looks for \file{DIR/export/responses.rds}, then \file{DIR/export/responses.csv}, then the same names
+#' in \file{DIR} itself; likewise for \file{items}. Text columns with few distinct values are factors
+#' in the \file{.rds} files. In the \file{.csv} files empty text stays \code{""} (an empty
+#' \code{condition} means the study has none); blank numeric fields are \code{NA}.
+#' An error says to run \samp{simsubjects export DIR --to rds} when no responses file is found: R does
+#' not read the run's own \file{responses.parquet}.
+#' @return
+#' A list: \code{responses} (the tidy responses table: one row per observation and response option,
+#' with columns \code{study, trial, item, condition, subject, source, model, method, response, weight,
+#' validity} and the study's design columns), \code{items} (the item side table, or \code{NULL}) and
+#' \code{manifest} (the run's \file{manifest.json} as a list when \pkg{jsonlite} is installed, else
+#' \code{NULL}).
+#' @examples
+#' run <- file.path(tempdir(), "run")
+#' dir.create(file.path(run, "export"), recursive = TRUE, showWarnings = FALSE)
+#' write.csv(data.frame(study = "ultimatum", trial = "t1", item = "offer-05", condition = "",
+#'                      source = "model", model = "m", response = c("accept", "reject"),
+#'                      weight = c(0.6, 0.3), validity = 0.9, offer = 5),
+#'           file.path(run, "export", "responses.csv"), row.names = FALSE)
+#' str(read_run(run)$responses)
+#' @rdname read_run
+#' @export
 read_run <- function(dir) {
   if (!dir.exists(dir)) stop(sprintf("%s: no such run folder", dir), call. = FALSE)
   dirs <- c(file.path(dir, "export"), dir)
@@ -57,6 +86,26 @@ read_run <- function(dir) {
 
 .trial_key <- function(data) intersect(c("source", "model", "trial"), names(data))
 
+#' Per-Trial Probability of One Response
+#'
+#' One row per trial: the share of the trial's weight on \code{response}, as the Python
+#' \samp{simsubjects.analyze.tidy.prob_of}.
+#'
+#' @param data tidy responses: columns \code{trial}, \code{response}, \code{weight} and, where present, \code{source} and \code{model} (trials are keyed by source, model and trial).
+#' @param response the response option, e.g. \code{"accept"}.
+#' @param keep design columns to carry over (taken from the trial's first row).
+#' @details
+#' Exact rows (probabilities) and counted rows (samples, votes) alike become within-trial shares:
+#' weight over the trial's total weight. A trial without the response gets 0.
+#' @return
+#' A data frame with the trial key, \code{validity} (if present), the \code{keep} columns and
+#' \code{p_<response>}.
+#' @examples
+#' d <- data.frame(trial = c("a", "a", "b", "b"), response = c("accept", "reject"),
+#'                 weight = c(0.45, 0.45, 3, 1))
+#' prob_of(d, "accept")
+#' @rdname prob_of
+#' @export
 prob_of <- function(data, response, keep = NULL) {
   need <- c("trial", "response", "weight")
   miss <- setdiff(need, names(data))

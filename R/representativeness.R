@@ -3,6 +3,8 @@
 # options' ordinal positions, divided by the span of the positions (N - 1 for positions 1..N);
 # Rep = 1 - mean distance over questions. Refusals are dropped and the rest renormalized.
 
+#' @rdname representativeness
+#' @export
 wasserstein_ordinal <- function(pos_a, w_a, pos_b, w_b, normalize = TRUE) {
   pos_a <- as.numeric(pos_a)
   pos_b <- as.numeric(pos_b)
@@ -64,6 +66,8 @@ wasserstein_ordinal <- function(pos_a, w_a, pos_b, w_b, normalize = TRUE) {
   human
 }
 
+#' @rdname representativeness
+#' @export
 wasserstein_by_question <- function(model, human, by = NULL) {
   by <- as.character(by)
   if (!"model" %in% names(model)) model$model <- ""
@@ -94,6 +98,33 @@ wasserstein_by_question <- function(model, human, by = NULL) {
   out
 }
 
+#' Representativeness of Model Opinions: Wasserstein-1 on Ordinal Answers
+#'
+#' Per question, the Wasserstein-1 (earth mover's) distance between the model's and people's answer
+#' distributions on the options' ordinal positions, divided by the span of the positions (N - 1 for
+#' positions 1..N), so it lies in [0, 1]; representativeness = 1 - mean distance over questions
+#' (Santurkar et al. 2023, as Tjuatja et al. 2024 use it). Written in base R; the numbers agree with
+#' \samp{simsubjects.analyze.representativeness}.
+#'
+#' @param pos_a,w_a,pos_b,w_b ordinal positions and weights of two distributions (weights are normalized).
+#' @param normalize divide by the span of all positions (\code{NA} when it is 0).
+#' @param model,human tidy distributions, one row per question and option: \code{key}, \code{position} (\code{NA} for refusals), \code{weight}, optionally \code{refusal} (\code{TRUE} rows are dropped) and, for the model side, \code{model}. The rest of each question is renormalized. Human rows with \code{attribute}/\code{group} columns: without \code{by}, the \code{"Overall"} rows are used.
+#' @param by human columns that define groups, e.g. \code{c("attribute", "group")}; model rows that carry them too are matched group by group.
+#' @template conf_level
+#' @return
+#' \code{wasserstein_ordinal}: a number. \code{wasserstein_by_question}: \code{model}, the \code{by}
+#' columns, \code{key, distance, n_options_model, n_options_human}. \code{representativeness}: one
+#' row per model (and group): \code{term, estimate} (1 - mean distance), \code{std.error} (of the
+#' mean distance), \code{df, conf.low, conf.high, mean_distance, n} (questions).
+#' @examples
+#' m <- data.frame(key = rep(c("Q1", "Q2"), c(3, 4)), position = c(1:3, 1:4),
+#'                 weight = c(0.5, 0.5, 0, 1, 0, 0, 0))
+#' h <- data.frame(key = rep(c("Q1", "Q2"), c(3, 4)), position = c(1:3, 1:4),
+#'                 weight = c(0, 50, 50, 0, 0, 0, 7))
+#' wasserstein_by_question(m, h)
+#' representativeness(m, h)
+#' @rdname representativeness
+#' @export
 representativeness <- function(model, human, by = NULL, conf.level = 0.95) {
   by <- as.character(by)
   per_q <- wasserstein_by_question(model, human, by)

@@ -86,6 +86,51 @@
   df
 }
 
+#' Survey Response-Bias Deltas per Question, and Tests across Questions
+#'
+#' \code{delta_bias}: the change in answers between the two forms of each question pair (Tjuatja et
+#' al. 2024), in percentage points, as the Python \samp{simsubjects.analyze.survey_bias.question_deltas}
+#' and the released BiasMonkey analysis. \code{delta_tests}: per model, bias and perturbation, the
+#' one-sample t-test of the mean delta against 0 (the paper's test) and Welch's test of the first
+#' form's percentages against the second's.
+#'
+#' @param data tidy responses of the survey_bias study: \code{item, response, weight}, the design columns \code{key, bias, perturbation, form} (or \code{items} to join them from) and \code{model}. Rows without a bias or form (human survey rows) are ignored. Response labels are the option letters, any case.
+#' @param items the item table, used when \code{data} lacks design columns.
+#' @param exclude allow/forbid question keys left out (the released analysis's eight).
+#' @param deltas the result of \code{delta_bias}.
+#' @template conf_level
+#' @details
+#' Weights are pooled over the trials of each question form; the share of an option is its weight
+#' over the form's total (counts of samples, or probabilities). Delta = 100 share(first form, first
+#' options) - 100 share(second form, second options):
+#' \tabular{lll}{
+#'   bias \tab first \tab second \cr
+#'   acquiescence \tab modified [A] \tab original [A] \cr
+#'   allow_forbid \tab original [B] \tab modified [A] (perturbation pairs: [B]) \cr
+#'   response_order \tab original [A] \tab modified [A] (answers mapped back) \cr
+#'   opinion_float \tab original [C] \tab modified [C] \cr
+#'   odd_even \tab modified [B, D] \tab original [B, D] \cr
+#' }
+#' Perturbation pairs use their bias's rule. The opinion-float perturbation deltas are the odd/even
+#' perturbation pairs (\code{pairs_from = "odd_even"}) unless opinion-float pairs were collected.
+#' @return
+#' \code{delta_bias}: one row per model, bias, perturbation (\code{""} for the bias pair) and question
+#' \code{key}, with \code{estimate} (the delta), \code{pct_first, pct_second, first, second,
+#' n_first, n_second, pairs_from}. \code{delta_tests}: two rows per model, bias and perturbation:
+#' \code{model, bias, perturbation, setting, pairs_from, term, estimate, std.error, statistic, df,
+#' p.value, conf.low, conf.high, method, n} (questions).
+#' @examples
+#' d <- expand.grid(key = c("K1", "K2", "K3"), form = c("original", "modified"),
+#'                  response = c("A", "B"), stringsAsFactors = FALSE)
+#' d$bias <- "acquiescence"
+#' d$perturbation <- ""
+#' d$item <- paste(d$bias, d$key, d$form, sep = "/")
+#' d$weight <- c(30, 25, 10, 40, 20, 20, 20, 25, 40, 10, 30, 30)
+#' deltas <- delta_bias(d)
+#' deltas
+#' delta_tests(deltas)
+#' @rdname delta_bias
+#' @export
 delta_bias <- function(data, items = NULL,
                        exclude = c("GAP21Q46_W82", "RACESURV15b_W43", "DRONE4D_W27",
                                    "ABORTIONALLOW_W32", "INEQ10_W54", "INEQ11_W54",
@@ -126,6 +171,8 @@ delta_bias <- function(data, items = NULL,
   .order_bias(out)
 }
 
+#' @rdname delta_bias
+#' @export
 delta_tests <- function(deltas, conf.level = 0.95) {
   need <- c("model", "bias", "perturbation", "estimate", "pct_first", "pct_second")
   miss <- setdiff(need, names(deltas))

@@ -7,6 +7,29 @@
   x[!is.na(x)]
 }
 
+#' Welch and One-Sample t-Tests as Tidy Rows
+#'
+#' \code{welch_test}: Welch's two-sample t-test of mean(x) - mean(y); \code{one_sample_test}:
+#' Student's one-sample t-test of mean(x) against \code{mu}. Both through \code{stats::t.test}, as the
+#' Python \samp{simsubjects.analyze.stats} functions of the same names.
+#'
+#' @param x,y numeric vectors; missing values are dropped.
+#' @param mu the mean under the null hypothesis.
+#' @template conf_level
+#' @details
+#' With fewer than two values (in either sample) the row has the estimate and \code{NA} inference;
+#' with no spread at all the standard error is 0, the interval is the estimate and statistic and
+#' p-value are \code{NA} (where \code{t.test} stops with an error).
+#' @return
+#' A one-row data frame. \code{welch_test}: \code{term, estimate} (mean(x) - mean(y)),
+#' \code{estimate1, estimate2, std.error, statistic, df, p.value, conf.low, conf.high, n1, n2,
+#' method, alternative}. \code{one_sample_test}: \code{term, estimate} (mean(x)), \code{std.error,
+#' statistic, df, p.value, conf.low, conf.high, mu, n, method, alternative}.
+#' @examples
+#' welch_test(c(0.2, 0.4, 0.5, 0.3), c(0.1, 0.3, 0.2))
+#' one_sample_test(c(20, -10, 20))
+#' @rdname t_tests
+#' @export
 welch_test <- function(x, y, conf.level = 0.95) {
   x <- .num(x)
   y <- .num(y)
@@ -35,6 +58,8 @@ welch_test <- function(x, y, conf.level = 0.95) {
   row
 }
 
+#' @rdname t_tests
+#' @export
 one_sample_test <- function(x, mu = 0, conf.level = 0.95) {
   x <- .num(x)
   n <- length(x)

@@ -2,6 +2,25 @@
 # median and quartiles of the valid estimates (type 7, numpy's linear interpolation), the median
 # over the truth, and the share of estimates exactly equal to the truth (hyper-accuracy).
 
+#' Wisdom of Crowds: Median, Quartiles and Hyper-Accuracy per Question
+#'
+#' Per question and model, over the valid estimates: the median, quartiles and IQR, the median over
+#' the true answer, and the share of estimates exactly equal to the truth (Aher et al. 2023, section
+#' 7), as the Python \samp{simsubjects.analyze.wisdom.per_question}.
+#'
+#' @param responses tidy responses of a Wisdom of Crowds run: \code{model, item} and the numeric \code{estimate} (NA when the answer was invalid), or else a numeric \code{response}.
+#' @param truth a data frame with \code{item} and \code{truth}, the true answers.
+#' @details
+#' Quartiles are \code{quantile(type = 7)}, numpy's linear interpolation. \code{n} counts every
+#' answer, \code{n_valid} the valid ones the statistics rest on.
+#' @return
+#' One row per model and question: \code{model, item, truth, n, n_valid, median, q1, q3, iqr,
+#' median_norm, share_exact}.
+#' @examples
+#' d <- data.frame(model = "m", item = "q1", estimate = c(100, 120, 150, NA, 100))
+#' wisdom_questions(d, data.frame(item = "q1", truth = 100))
+#' @rdname wisdom_questions
+#' @export
 wisdom_questions <- function(responses, truth) {
   d <- responses
   if ("source" %in% names(d)) d <- d[d$source == "model", , drop = FALSE]

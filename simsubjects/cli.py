@@ -229,12 +229,36 @@ from .studyfile.cli import CollectGroup, study_group  # noqa: E402 - study files
 cli.add_command(study_group)
 
 
-@cli.group(cls=CollectGroup)
+class StudyGroup(CollectGroup):
+    """`collect <study>`: one command per declared study, built when asked for, so a study declared
+    in a Python file named by SIMSUBJECTS_STUDIES is a command with no edit anywhere else; a path to
+    a STUDY.yaml study file is one too (CollectGroup)."""
+
+    def list_commands(self, ctx):
+        from .collect.studies.registry import studies
+
+        return sorted({*super().list_commands(ctx), *(s.name.replace("_", "-") for s in studies().values())})
+
+    def get_command(self, ctx, name):
+        cmd = super().get_command(ctx, name)
+        if cmd is not None:
+            return cmd
+        from .collect.studies.registry import get_study
+
+        try:
+            study = get_study(name)
+        except UserError:
+            return None
+        return _collect_command(study, name)
+
+
+@cli.group(cls=StudyGroup)
 def collect():
     """Collect model responses into a run folder (resumable).
 
-    STUDY is a built-in study (below) or the path of your own study file, STUDY.yaml
-    (docs/studies.md): simsubjects collect my_study/study.yaml --model smollm2 --out runs/my_study
+    STUDY is a declared study (below; docs/declaring.md: the bundled ones, installed packages' entry
+    points simsubjects.studies, Python files named by SIMSUBJECTS_STUDIES) or the path of your own
+    study file, STUDY.yaml: simsubjects collect my_study/study.yaml --model smollm2 --out runs/my_study
     """
 
 
@@ -251,7 +275,7 @@ def validate_only(trials: pd.DataFrame, spec: str, kw: dict, n: int = 20) -> Non
     click.echo(f"overall mean validity: {z['validity'].mean():.4f}")
 
 
-def _collect_command(study):
+def _collect_command(study, name: str | None = None):
     """`collect <study>`: built from the study's declaration."""
 
     def run(**kw):
@@ -260,8 +284,7 @@ def _collect_command(study):
         bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
         if bad:
             raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
-        params = {o.flags[0].lstrip("-").replace("-", "_"): kw.pop(o.flags[0].lstrip("-").replace("-", "_"))
-                  for o in study.options}
+        params = {o.param: kw.pop(o.param) for o in study.options}
         params["seed"] = kw["seed"]
         if params.get("as_sample") and kw["method"] != "exact":  # checked before the model loads
             raise UserError(f"--as-sample {params['as_sample']}: turns exact distributions into samples, so it needs "
@@ -275,7 +298,7 @@ def _collect_command(study):
                                         chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
             return _dry_run_report(rows, model, kw["model"], kw)
         if kw["validate"]:
-            trials, _ = study.build(**params)
+            trials, _ = study.make(**params)
             if study.validate is None:
                 return validate_only(trials, kw["model"], kw)
             from .collect.models import load_model
@@ -295,26 +318,16 @@ def _collect_command(study):
                      help="exact: log-probabilities; sampled: draw at temperature 1 until --n valid answers.")(f)
     for o in reversed(study.options):
         f = click.option(*o.flags, **o.kwargs)(f)
-    cmd = click.command(study.name, help=study.help)(f)
-    collect.add_command(cmd)
-    for alias in study.aliases:
-        collect.add_command(cmd, alias)
-
-
-def _register_studies():
-    from .collect.studies.registry import studies
-
-    for study in studies().values():
-        _collect_command(study)
-
-
-_register_studies()
+    return click.command(name or study.name, help=study.help)(f)
 
 
 def _report_collection(out, manifest: dict) -> None:
     c = manifest["counts"]
     click.echo(f"wrote {out}: {c['answered']}/{c['trials']} trials, {c['rows']} rows, "
                f"mean validity {c['mean_validity']:.4f}, {manifest['timings']['collection_seconds']:.1f}s")
+    if c.get("tasks_per_second") is not None:  # conjoint studies: choice tasks, not trials
+        click.echo(f"{c['tasks']} tasks in {c['task_orders']} task orders: {c['tasks_per_second']:g} tasks/s"
+                   + (f", {c['forward_passes']} forward passes" if "forward_passes" in c else ""))
     if manifest.get("short"):
         click.echo(f"{len(manifest['short'])} trials reached the sampling budget (20 x --n draws) with fewer than "
                    f"--n valid answers; their rows hold the valid answers found (n_samples; listed in "

@@ -1,7 +1,7 @@
 """`simsubjects export`: a run's tables as .csv, .parquet, .rds (R factors), .dta/.sav (value labels).
 
 Text columns with few distinct values become R factors and labelled integers in Stata/SPSS;
-variable labels come from the schema docs; a codebook (Markdown and CSV) is written beside the data.
+variable labels come from the study's declaration (schema.labels); a codebook (Markdown and CSV) is written beside the data.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pandas as pd
 from .collect.store import load_run
 from .errors import UserError
 from .output import staged_folder
-from .schema import LABELS
+from .schema import labels as study_labels
 
 FORMATS = ("csv", "parquet", "rds", "dta", "sav")
 MAX_LEVELS = 200  # text columns with at most this many distinct values are categorical,
@@ -72,7 +72,7 @@ def stata_name(name: str, taken: set[str]) -> str:
 
 
 def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | None = None) -> pd.DataFrame:
-    labels = labels or LABELS
+    labels = study_labels() if labels is None else labels
     rows = []
     for c in df.columns:
         s = df[c]
@@ -86,9 +86,10 @@ def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | N
     return pd.DataFrame(rows)
 
 
-def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None = None) -> dict[str, str]:
-    """Write one table; returns {original column: exported name}. `labels`: variable labels (default LABELS)."""
-    labels_in = labels or LABELS
+def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
+    """Write one table; returns {original column: exported name}. Variable labels (.dta/.sav) come from
+    df.attrs["labels"] (the study's, set by export_run), else the core columns' labels."""
+    labels = df.attrs.get("labels") or study_labels()
     df = flatten(df)
     cats = categorical_columns(df)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -109,7 +110,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None
             taken: set[str] = set()
             names = {c: stata_name(c, taken) for c in df.columns}
             out = df.rename(columns=names)
-            labels = {names[c]: labels_in.get(c, c)[:80] for c in df.columns}
+            var_labels = {names[c]: labels.get(c, c)[:80] for c in df.columns}
             if fmt == "dta":
                 for c in cats:
                     out[names[c]] = pd.Categorical(out[names[c]].astype(object))
@@ -117,7 +118,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None
                     if c not in {names[k] for k in cats} and not pd.api.types.is_numeric_dtype(out[c]):
                         out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
                 strl = [c for c in out.columns if out[c].dtype == object and out[c].str.len().max() > 2045]
-                out.to_stata(tmp, write_index=False, version=118, variable_labels=labels, convert_strl=strl)
+                out.to_stata(tmp, write_index=False, version=118, variable_labels=var_labels, convert_strl=strl)
             else:
                 import pyreadstat
 
@@ -130,7 +131,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None
                 for c in out.columns:
                     if out[c].dtype != float and not pd.api.types.is_numeric_dtype(out[c]):
                         out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
-                pyreadstat.write_sav(out, str(tmp), column_labels=[labels[c] for c in out.columns],
+                pyreadstat.write_sav(out, str(tmp), column_labels=[var_labels[c] for c in out.columns],
                                      variable_value_labels=value_labels)
         tmp.replace(path)
     except (ValueError, TypeError, OverflowError) as e:  # a value the format cannot hold (Stata: inf, ...)
@@ -149,8 +150,9 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     if not formats:
         raise UserError(f"--to: give at least one format of {', '.join(FORMATS)}")
     manifest, responses, items = load_run(run_dir)
-    # a study's own columns (e.g. persona attributes of a respondents table) carry labels in the manifest
-    labels = {**LABELS, **(manifest.get("column_labels") or {})}
+    # the study's declaration labels its design columns; columns a run adds of its own (persona
+    # attributes of a respondents table) carry their labels in the manifest
+    labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
     outdir = Path(out) if out else Path(run_dir) / "export"
     # Everything is written into a staging folder beside outdir and swapped in whole
     # (simsubjects.output): a failed or killed export leaves the earlier export as it was, and
@@ -158,9 +160,11 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     names_out: list[str] = []
     with staged_folder(outdir) as stage:
         for name, df in (("responses", responses), ("items", items)):
+            df = df.copy()
+            df.attrs["labels"] = labels
             names = {}
             for fmt in formats:
-                names.update(_write(df, stage / f"{name}.{fmt}", fmt, labels))
+                names.update(_write(df, stage / f"{name}.{fmt}", fmt))
                 names_out.append(f"{name}.{fmt}")
             book = codebook(flatten(df), names, labels)
             (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))

@@ -1,7 +1,8 @@
 """The tidy responses table: one row per observation x response option, models and humans alike.
 
-Every study writes these core columns, then its own design columns (see each study's
-`columns`). Labels here feed the codebook and the variable labels of .dta/.sav exports.
+Every study writes these core columns, then its own design columns, whose labels its declaration
+holds (`StudyDef.columns`). `labels(study)` feeds the codebook and the variable labels of .dta/.sav
+exports.
 """
 
 from __future__ import annotations
@@ -22,44 +23,29 @@ CORE_COLUMNS: dict[str, str] = {
     "validity": "Validity rate Z of the observation: mass on valid options (exact) or share of valid samples",
 }
 
-# Labels of design columns shared by several studies; studies add their own.
-DESIGN_COLUMNS: dict[str, str] = {
-    "offer": "Offer to the responder in dollars (of $10)",
-    "proposer": "Proposer's name",
-    "responder": "Responder's name",
-    "proposer_title": "Proposer's title (Mr./Ms.)",
-    "responder_title": "Responder's title (Mr./Ms.)",
-    "pairing": "Gender pairing proposer-responder (Mr-Ms = male proposer, female responder)",
-    "pair": "Name-pair identifier",
+# Columns the collection machinery adds whatever the study; each study declares the labels of its
+# own design columns (StudyDef.columns), read by labels().
+COLLECTION_COLUMNS: dict[str, str] = {
     "n_samples": "Number of valid samples behind a sampled distribution",
     "n_queries": "Number of model queries made for the observation",
-    # Garden path
-    "sentence": "Sentence judged", "version": "gp (garden path) or control (comma)",
-    "set": "published (Christianson et al. 2001) or novel (Aher et al. 2023)", "type": "OT or RAT verb",
-    # Wisdom of Crowds
-    "estimate": "Parsed integer estimate (missing when invalid)", "truth": "True answer",
-    "completion": "Raw model completion",
-    # Milgram
-    "breakoff_level": "Last level at which the subject obeyed (0 none, 30 completed)",
-    "cause": "terminated, prods exhausted, completed or max stages",
-    "completed": "1 if the subject completed all levels", "censored": "1 if cut by --max-stages",
-    "n_steps": "Steps simulated", "n_disobediences": "Disobedient steps",
-    "judgment_validity": "Mean validity of the experimenter judgments", "rule": "Judgment-probability rule",
-    "judgment": "termination or obedience", "level": "Shock level (1-30)", "step": "Step of the record",
-    "attempt": "Attempt within the stage", "kind": "Kind of step", "decision": "Decision taken",
-    "p_rule": "Probability used by the rule", "p_scored": "Unnormalized probability of the scored completion",
-    "outcome": "Outcome of the judgment",
-    # Survey bias and MoCa
-    "key": "Question key", "bias": "Response bias", "perturbation": "Non-bias perturbation ('' for a bias pair)",
-    "form": "original or modified question form", "num_options": "Number of answer options",
-    "task": "causal or moral", "persona": "Persona slug ('' for none)", "template": "Prompt template",
-    # Study files (docs/studies.md)
+    "run": "Run folder of the row, when several runs are analyzed together",
+    # columns every study file (simsubjects/studyfile, YAML) may write
     "response_type": "choice, estimate or free_text", "question": "Item text as shown (vignette filled in)",
     "option_order": "Options in the order shown to this subject", "ordering": "Index of the option ordering",
     "repetition": "Repetition of the trial", "judge": "Model that classified the free-text answer",
 }
 
-LABELS = {**CORE_COLUMNS, **DESIGN_COLUMNS}
+
+def labels(study: str | None = None) -> dict[str, str]:
+    """Variable labels of a study's responses/items columns: core, collection and its declared design columns."""
+    out = {**CORE_COLUMNS, **COLLECTION_COLUMNS}
+    if study:
+        from .collect.studies.registry import studies
+
+        decl = studies().get(study)
+        if decl is not None:
+            out.update(decl.columns)
+    return out
 
 
 def empty_responses(extra: list[str] | None = None) -> pd.DataFrame:

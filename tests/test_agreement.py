@@ -52,10 +52,10 @@ def test_bootstrap_reproducible_and_brackets_estimate():
     b = agreement(m, HUMAN, n_boot=500, seed=3)
     c = agreement(m, HUMAN, n_boot=500, seed=4)
     pd.testing.assert_frame_equal(a, b)
-    assert not a["ci_low"].equals(c["ci_low"]) or not a["ci_high"].equals(c["ci_high"])
+    assert not a["conf.low"].equals(c["conf.low"]) or not a["conf.high"].equals(c["conf.high"])
     for metric in ("agreement", "mae", "ce"):
         r = est(a, metric)
-        assert r["ci_low"] <= r["estimate"] <= r["ci_high"]
+        assert r["conf.low"] <= r["estimate"] <= r["conf.high"]
 
 
 def test_vectorized_draws_equal_a_loop():

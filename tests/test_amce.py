@@ -80,7 +80,7 @@ def test_stata_and_cr0_equal_statsmodels(data):
             ours = ols_cluster(fr["y"], X, fr["cluster"], se_type)
             sm_fit = sm.OLS(fr["y"], X).fit(cov_type="cluster",
                                            cov_kwds={"groups": fr["cluster"], "use_correction": corr})
-            np.testing.assert_allclose(ours["se"], sm_fit.bse, rtol=1e-10)
+            np.testing.assert_allclose(ours["std.error"], sm_fit.bse, rtol=1e-10)
             G = np.unique(fr["cluster"]).size
             assert (ours["df"] == G - 1).all()
 
@@ -132,7 +132,7 @@ def test_cregg_is_g_over_g_minus_1_cr0():
     np.testing.assert_allclose(Vc, V0 * G / (G - 1), rtol=1e-12)
     assert np.isinf(dfc).all()
     res = ols_cluster(y, X, cl, "cregg")
-    np.testing.assert_allclose(res["p"], 2 * stats.norm.sf(np.abs(res["statistic"])), rtol=1e-12)
+    np.testing.assert_allclose(res["p.value"], 2 * stats.norm.sf(np.abs(res["statistic"])), rtol=1e-12)
 
 
 def test_bootstrap_vectorized_equals_loop():
@@ -152,11 +152,11 @@ def test_bootstrap_reproducible_and_seeded(data):
     b = amce_bootstrap(data, n_boot=400, seed=9)
     c = amce_bootstrap(data, n_boot=400, seed=10)
     pd.testing.assert_frame_equal(a, b)
-    assert not np.allclose(a["ci_low"], c["ci_low"])
-    assert (a["ci_low"] <= a["estimate"]).all() and (a["estimate"] <= a["ci_high"]).all()
+    assert not np.allclose(a["conf.low"], c["conf.low"])
+    assert (a["conf.low"] <= a["estimate"]).all() and (a["estimate"] <= a["conf.high"]).all()
     # vote-level resampling ignores clustering and so gives narrower intervals here
     v = amce_bootstrap(data, unit="vote", n_boot=400, seed=9)
-    assert ((v["ci_high"] - v["ci_low"]) < (a["ci_high"] - a["ci_low"])).mean() > 0.8
+    assert ((v["conf.high"] - v["conf.low"]) < (a["conf.high"] - a["conf.low"])).mean() > 0.8
 
 
 def test_bootstrap_story_unit_keeps_stories_whole():
@@ -234,6 +234,6 @@ def test_matches_estimatr(tmp_path, data):
         for name, (yy, XX, cc) in {"g": (y, X, cl), "h": (hd["y"].to_numpy(), Xh, hd["cl"].to_numpy())}.items():
             ours = ols_cluster(yy, XX, cc, st)
             theirs = r[(r["se_type"] == st) & (r["data"] == name)]
-            for a, b in (("se", "std.error"), ("df", "df"), ("p", "p.value"), ("ci_low", "conf.low"),
-                         ("ci_high", "conf.high")):
+            for a, b in (("std.error", "std.error"), ("df", "df"), ("p.value", "p.value"), ("conf.low", "conf.low"),
+                         ("conf.high", "conf.high")):
                 np.testing.assert_allclose(ours[a].to_numpy(), theirs[b].to_numpy(), rtol=1e-6, atol=1e-9)

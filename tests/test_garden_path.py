@@ -68,7 +68,7 @@ def test_per_sentence_averages_then_sem_across_sentences():
     bt = t["by_type"].set_index(["type", "version"])
     # OT garden path: sentences average 0.7 and 0.5 -> mean 0.6, SEM = sd / sqrt(2) = 0.1
     assert bt.loc[("OT", "garden_path"), "mean_p_ungrammatical"] == pytest.approx(0.6)
-    assert bt.loc[("OT", "garden_path"), "sem"] == pytest.approx(0.1)
+    assert bt.loc[("OT", "garden_path"), "std.error"] == pytest.approx(0.1)
     assert bt.loc[("all", "control"), "n_sentences"] == 3
     tests = t["paired_tests"]
     allrow = tests[(tests["type"] == "all") & (tests["test"] == "Paired t-test")].iloc[0]

@@ -207,7 +207,7 @@ def test_logrank_by_hand():
     # A: one event at level 1, one completed; B: two completed. At t=1: n=4, d=1, n_A=2:
     # E_A = 0.5, V = 1 * 0.5 * 0.5 * 3/3 = 0.25, chi2 = 0.5^2 / 0.25 = 1.
     r = logrank_test([0, 30], [False, False], [30, 30], [False, False])
-    assert r["statistic"] == pytest.approx(1.0) and r["p"] == pytest.approx(0.3173, abs=1e-4)
+    assert r["statistic"] == pytest.approx(1.0) and r["p.value"] == pytest.approx(0.3173, abs=1e-4)
     same = logrank_test([20, 30, 25], [False] * 3, [20, 30, 25], [False] * 3)
     assert same["statistic"] == pytest.approx(0.0)
 

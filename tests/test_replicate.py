@@ -20,10 +20,13 @@ import pyreadr
 import pytest
 
 from simsubjects import replicate as rep
+from simsubjects.collect.studies.registry import studies
+from simsubjects.papers import papers
 from simsubjects.cli import main
 from simsubjects.errors import UserError
 
-STUDIES = ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel", "survey_bias", "moca", "opinion_survey"]
+STUDIES = ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel", "survey_bias", "moca", "opinion_survey",
+           "conjoint_immigration"]
 
 # the smallest designs that still give every analysis something to compute
 TINY = {
@@ -35,18 +38,20 @@ TINY = {
     "survey_bias": {"bias": "acquiescence,response_order", "perturbation": "key_typo", "as_sample": 0},
     "moca": {"task": "all", "stories": 3, "template": "yesno", "personas": "none"},
     "opinion_survey": {"first": 2, "personas": "bundled", "sample": "1", "order": "random", "groups": "POLPARTY"},
+    "conjoint_immigration": {"respondents": 2, "tasks": 1, "orders": "both"},
 }
 
 
-def tiny_papers() -> dict:
-    return {k: replace(p, plans=tuple(replace(pl, params=lambda s, _p=TINY[pl.study]: dict(_p)) for pl in p.plans))
-            for k, p in rep.PAPERS.items()}
+def tiny_plans(mp: pytest.MonkeyPatch) -> None:
+    """Swap every declared study's plans for the tiny designs (undone with mp.undo())."""
+    for s in studies().values():
+        mp.setattr(s, "papers", tuple(replace(pl, params=lambda sc, _p=TINY[s.name]: dict(_p)) for pl in s.papers))
 
 
 # ---------------------------------------------------------------- sizing, without a model
 
 def test_scale_one_is_the_papers_design():
-    by = {plan.study: params for _, plan, _, params in rep.plan_studies(list(rep.PAPERS.values()), 1.0)}
+    by = {study.name: params for _, _, study, params in rep.plan_studies(list(papers().values()), 1.0)}
     assert by["ultimatum"]["pairs"] == 10_000
     assert by["garden_path"]["names"] == 1_000
     assert by["wisdom"]["participants"] == 1_500
@@ -55,27 +60,28 @@ def test_scale_one_is_the_papers_design():
     assert by["survey_bias"]["as_sample"] == 50
     assert by["moca"]["stories"] == 0 and by["moca"]["template"] == "both"  # 0 = every story
     assert by["opinion_survey"]["sample"] == "20" and by["opinion_survey"]["order"] == "random"
+    assert by["conjoint_immigration"] == {"respondents": 1_396, "tasks": 5, "orders": "both"}
 
 
 def test_small_scales_keep_a_testable_floor():
-    by = {plan.study: params for _, plan, _, params in rep.plan_studies(list(rep.PAPERS.values()), 1e-4)}
+    by = {study.name: params for _, _, study, params in rep.plan_studies(list(papers().values()), 1e-4)}
     assert by["ultimatum"]["pairs"] == 8
     assert by["garden_path"]["names"] == 1
     assert by["wisdom"]["participants"] == 2
     assert by["milgram"]["subjects"] == 1
     assert by["survey_bias"]["as_sample"] == 10
     assert by["moca"]["stories"] == 6
+    assert by["conjoint_immigration"]["respondents"] == 50  # 50 x 5 tasks in `make demo` (scale 0.002)
+    assert rep.plan_studies([papers()["hhy2014"]], 0.002)[0][3]["respondents"] == 50
     assert rep.size(10_000, 0.002, floor=8) == 20
     assert rep.size(100, 0.5) == 50
 
 
-def test_every_planned_study_is_registered():
-    from simsubjects.collect.studies.registry import studies
-
-    planned = {plan.study for p in rep.PAPERS.values() for plan in p.plans}
-    missing = planned - set(studies())
-    if missing:
-        pytest.skip(f"studies not registered yet: {sorted(missing)} (replicate skips them)")
+def test_every_bundled_study_belongs_to_its_paper():
+    by_paper = {k: [s.name for _, _, s, _ in rep.plan_studies([p], 1.0)] for k, p in papers().items()}
+    assert by_paper == {"aher2023": ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel"],
+                        "tjuatja2024": ["survey_bias"], "nie2023": ["moca"], "santurkar2023": ["opinion_survey"],
+                        "hhy2014": ["conjoint_immigration"]}
 
 
 @pytest.mark.parametrize("args,message", [
@@ -98,23 +104,13 @@ def test_report_of_a_folder_without_runs(tmp_path, capsys):
     assert "no run folder here" in capsys.readouterr().err
 
 
-def test_unregistered_study_is_listed_not_fatal(tmp_path, monkeypatch):
-    ghost = rep.Paper("ghost2030", "A study not written yet", "Nobody (2030)",
-                      (rep.Plan("no_such_study", lambda s: {}, "nothing"),))
-    monkeypatch.setitem(rep.PAPERS, "ghost2030", ghost)
-    man = rep.replicate(["ghost2030"], "smollm2", tmp_path / "g", scale=0.5, show_progress=False, log=lambda m: None)
-    assert man["studies"][0]["status"] == "skipped"
-    assert "no_such_study" in (tmp_path / "g" / "README.md").read_text()
-    assert "not registered" in (tmp_path / "g" / "report.html").read_text()
-
-
 # ---------------------------------------------------------------- one tiny replication, all papers
 
 @pytest.fixture(scope="module")
 def replication(smollm2, tmp_path_factory):
     out = tmp_path_factory.mktemp("replication") / "all"
     mp = pytest.MonkeyPatch()
-    mp.setattr(rep, "PAPERS", tiny_papers())
+    tiny_plans(mp)
     try:
         man = rep.replicate(["all"], "smollm2", out, scale=0.001, show_progress=False, loaded_model=smollm2,
                             log=lambda m: None)
@@ -127,9 +123,10 @@ def test_folder_layout(replication):
     out, man = replication
     assert {"report.html", "README.md", "analysis.R", "manifest.json"} <= {p.name for p in out.iterdir()}
     top = json.loads((out / "manifest.json").read_text())
-    assert top["kind"] == rep.KIND and top["papers"] == ["aher2023", "tjuatja2024", "nie2023", "santurkar2023"]
-    assert top["command"].startswith("simsubjects replicate aher2023 tjuatja2024 nie2023 santurkar2023 --model smollm2 "
-                                     "--scale 0.001")
+    assert top["kind"] == rep.KIND and top["papers"] == ["aher2023", "tjuatja2024", "nie2023", "santurkar2023",
+                                                          "hhy2014"]
+    assert top["command"].startswith("simsubjects replicate aher2023 tjuatja2024 nie2023 santurkar2023 hhy2014 "
+                                     "--model smollm2 --scale 0.001")
     assert top["model"]["revision"].startswith("sha256:")
     entries = {e["study"]: e for e in top["studies"]}
     assert set(entries) == set(STUDIES)
@@ -186,6 +183,8 @@ def test_report_has_tables_figures_and_references(replication):
     moca = _section(page, "moca")
     assert "Nie et al. Table 1" in moca and ">48<" in moca and ">46<" in moca
     assert "people (25 votes per story)" in moca  # human AMCE beside the model's
+    conjoint = _section(page, "conjoint_immigration")
+    assert "HHY 2014 respondents" in conjoint and "tasks per second" in conjoint and "-0.160" in conjoint
     head = page[:page.index("<section")]
     assert "sha256:" in head and "simsubjects replicate" in head and "Validity rates" in head
 
@@ -207,7 +206,7 @@ def test_rerun_resumes_from_the_caches(replication, smollm2, tmp_path):
     out = tmp_path / "copy"  # a copy: the other tests read the original
     shutil.copytree(replication[0], out)
     mp = pytest.MonkeyPatch()
-    mp.setattr(rep, "PAPERS", tiny_papers())
+    tiny_plans(mp)
     try:
         again = rep.replicate(["nie2023"], "smollm2", out, scale=0.001, show_progress=False, loaded_model=smollm2,
                               log=lambda m: None, overwrite=True)
@@ -223,9 +222,9 @@ def test_rerun_resumes_from_the_caches(replication, smollm2, tmp_path):
 def _r_ready() -> str | None:
     if shutil.which("Rscript") is None:
         return "Rscript not found"
-    ok = subprocess.run(["Rscript", "-e", "quit(status = !all(sapply(c('estimatr', 'survival'), requireNamespace, "
-                                          "quietly = TRUE)))"], capture_output=True)
-    return None if ok.returncode == 0 else "R packages estimatr/survival missing"
+    ok = subprocess.run(["Rscript", "-e", "quit(status = !all(sapply(c('estimatr', 'survival', 'survey', 'sandwich'), "
+                                          "requireNamespace, quietly = TRUE)))"], capture_output=True)
+    return None if ok.returncode == 0 else "R packages estimatr/survival/survey/sandwich missing"
 
 
 def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
@@ -252,7 +251,7 @@ def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
     py = py[(py["offer"] == "all") & py["test"].str.startswith("Welch")].iloc[0]
     rw = welch[welch["offer"] == "all"].iloc[0]
     assert rw["estimate"] == pytest.approx(py["estimate"], abs=1e-8)
-    assert rw["p.value"] == pytest.approx(py["p"], abs=1e-6)
+    assert rw["p.value"] == pytest.approx(py["p.value"], abs=1e-6)
     # survey-bias deltas, question by question
     rd = pd.read_csv(r / "survey_bias_deltas.csv", keep_default_na=False)
     pd_ = pd.read_csv(out / "survey_bias" / "analysis" / "deltas.csv", keep_default_na=False)
@@ -266,7 +265,7 @@ def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
     pg = pg[(pg["type"] == "all") & (pg["test"] == "Paired t-test")]
     pg = pg[pg["set"] == ("both" if len(pg) > 1 else pg["set"].iloc[0])].iloc[0]
     assert rg["estimate"] == pytest.approx(pg["mean_difference"], abs=1e-8)
-    assert rg["p.value"] == pytest.approx(pg["p"], abs=1e-6)
+    assert rg["p.value"] == pytest.approx(pg["p.value"], abs=1e-6)
     rq = pd.read_csv(r / "wisdom_questions.csv").merge(
         pd.read_csv(out / "wisdom" / "analysis" / "per_question.csv"), on=["model", "item"], suffixes=("_r", ""))
     assert len(rq) > 0
@@ -275,6 +274,12 @@ def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
     # Milgram survival and MoCa AMCE ran; their estimates are checked against Python in test_check_r
     assert (r / "milgram_survival.csv").is_file() and (r / "milgram_novel_survival.csv").is_file()
     assert "moca" in res.stdout.lower() or (r / "moca_amce.csv").is_file()
+    # conjoint: the model's marginal means from R (conjoint_mm on the export) against Python's
+    rm = pd.read_csv(r / "conjoint_immigration_mm.csv")
+    pm = pd.read_csv(out / "conjoint_immigration" / "analysis" / "mm.csv")
+    m = pm[pm["source"] == "smollm2"].merge(rm, on=["feature", "level"], suffixes=("", "_r"))
+    assert len(m) == (pm["source"] == "smollm2").sum() > 0
+    assert (m["estimate"] - m["estimate_r"]).abs().max() < 1e-8
     # opinion survey: R computes the distributions from the .rds and the representativeness by group
     ro = pd.read_csv(r / "opinion_survey_representativeness.csv")
     po = pd.read_csv(out / "opinion_survey" / "analysis" / "representativeness.csv")
@@ -291,7 +296,7 @@ def test_dry_run_figures_match_the_manifests(replication, smollm2):
 
     out, man = replication
     mp = pytest.MonkeyPatch()
-    mp.setattr(rep, "PAPERS", tiny_papers())
+    tiny_plans(mp)
     try:
         rows, model = dry_run_replicate(["all"], "smollm2", scale=0.001)
     finally:

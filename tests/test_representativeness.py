@@ -30,7 +30,7 @@ def test_wasserstein_by_hand():
     rep = representativeness(model, human).iloc[0]
     assert rep["estimate"] == pytest.approx(1 - (0.5 + 1.0 + 0.0) / 3) and rep["n"] == 3
     sd = math.sqrt(((0.5 - 0.5) ** 2 + (1 - 0.5) ** 2 + (0 - 0.5) ** 2) / 2)
-    assert rep["se"] == pytest.approx(sd / math.sqrt(3))
+    assert rep["std.error"] == pytest.approx(sd / math.sqrt(3))
 
 
 def test_refusal_is_excluded_and_renormalized():

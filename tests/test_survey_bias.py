@@ -363,7 +363,7 @@ def test_released_blank_answers_and_per_form_option_counts(tmp_path):
     t = an.delta_tests(an.question_deltas(resp, items))
     row = t[(t["bias"] == "odd_even") & (t["perturbation"] == "") & (t["test"] == "One-sample t-test")].iloc[0]
     assert row["estimate"] == pytest.approx(-10) and row["n"] == 2
-    assert row["p"] == pytest.approx(stats.ttest_1samp([10, -30], 0).pvalue)
+    assert row["p.value"] == pytest.approx(stats.ttest_1samp([10, -30], 0).pvalue)
 
 
 def test_released_results_folder_layout(tmp_path):
@@ -481,18 +481,18 @@ def test_t_tests_by_hand():
     tests = an.delta_tests(an.question_deltas(hand_fixture()))
     row = tests[(tests["bias"] == "acquiescence") & (tests["test"] == "One-sample t-test")].iloc[0]
     # Δ = 20, -10, 20: mean 10, sd sqrt(((10)^2 + (-20)^2 + 10^2) / 2) = sqrt(300), se = 10, t = 1, df = 2
-    assert row["estimate"] == pytest.approx(10) and row["se"] == pytest.approx(10)
+    assert row["estimate"] == pytest.approx(10) and row["std.error"] == pytest.approx(10)
     assert row["statistic"] == pytest.approx(1.0) and row["df"] == 2 and row["n"] == 3
     # Student t with 2 df: two-sided p = 1 - |t| / sqrt(t^2 + 2)
-    assert row["p"] == pytest.approx(1 - 1 / math.sqrt(3))
+    assert row["p.value"] == pytest.approx(1 - 1 / math.sqrt(3))
     w = tests[(tests["bias"] == "acquiescence") & (tests["test"] == "Welch two-sample t-test")].iloc[0]
     x, y = [80, 40, 40], [60, 50, 20]  # modified A %, original A %
     vx = ((80 - 160 / 3) ** 2 + 2 * (40 - 160 / 3) ** 2) / 2 / 3
     vy = ((60 - 130 / 3) ** 2 + (50 - 130 / 3) ** 2 + (20 - 130 / 3) ** 2) / 2 / 3
     se = math.sqrt(vx + vy)
     df = (vx + vy) ** 2 / (vx**2 / 2 + vy**2 / 2)
-    assert w["estimate"] == pytest.approx(10) and w["se"] == pytest.approx(se) and w["df"] == pytest.approx(df)
-    assert w["p"] == pytest.approx(stats.ttest_ind(x, y, equal_var=False).pvalue)
+    assert w["estimate"] == pytest.approx(10) and w["std.error"] == pytest.approx(se) and w["df"] == pytest.approx(df)
+    assert w["p.value"] == pytest.approx(stats.ttest_ind(x, y, equal_var=False).pvalue)
     # allow/forbid with the excluded key gone: Δ = -20, 0
     af = tests[(tests["bias"] == "allow_forbid") & (tests["setting"] == "bias") & (tests["test"] == "One-sample t-test")].iloc[0]
     assert af["estimate"] == pytest.approx(-10) and af["n"] == 2
@@ -520,7 +520,7 @@ def test_entropy_correlation_by_hand():
     r = sum((a - mx) * (b - my) for a, b in zip(x, y)) / math.sqrt(sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
     assert row["estimate"] == pytest.approx(r) and row["n"] == 3 and row["paper_convention"]
     t = r / math.sqrt(1 - r**2)  # df = 1: p = 1 - (2/pi) arctan|t|
-    assert row["p"] == pytest.approx(1 - 2 / math.pi * math.atan(abs(t)))
+    assert row["p.value"] == pytest.approx(1 - 2 / math.pi * math.atan(abs(t)))
     conv = corr[corr["paper_convention"]].set_index("bias")["entropy_form"].to_dict()
     assert conv == {"acquiescence": "original", "allow_forbid": "modified", "response_order": "modified",
                     "opinion_float": "modified", "odd_even": "original"}

@@ -64,14 +64,14 @@ def test_analysis_by_hand():
     for offer, g in acc.groupby("offer"):
         row = t["acceptance_by_offer"].query("offer == @offer").iloc[0]
         assert row["mean"] == pytest.approx(g["weight"].mean())
-        assert row["se"] == pytest.approx(g["weight"].std(ddof=1) / np.sqrt(len(g)))
+        assert row["std.error"] == pytest.approx(g["weight"].std(ddof=1) / np.sqrt(len(g)))
     v = t["validity"].query("offer == 'all'").iloc[0]
     assert v["validity"] == pytest.approx(acc["validity"].mean())
     w = t["pairing_tests"].query("offer == '2' and comparison == 'Mr-Ms minus Ms-Mr'").iloc[0]
     a = acc.query("offer == 2 and pairing == 'Mr-Ms'")["weight"]
     b = acc.query("offer == 2 and pairing == 'Ms-Mr'")["weight"]
     ref = stats.ttest_ind(a, b, equal_var=False)
-    assert w["statistic"] == pytest.approx(ref.statistic) and w["p"] == pytest.approx(ref.pvalue)
+    assert w["statistic"] == pytest.approx(ref.statistic) and w["p.value"] == pytest.approx(ref.pvalue)
     kw = t["pairing_tests"].query("offer == 'all' and comparison == '4 pairings'").iloc[0]
     groups = [acc.loc[acc["pairing"] == k, "weight"] for k in ["Mr-Mr", "Mr-Ms", "Ms-Mr", "Ms-Ms"]]
     assert kw["statistic"] == pytest.approx(stats.kruskal(*groups).statistic) and kw["df"] == 3

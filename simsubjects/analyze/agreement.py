@@ -18,7 +18,7 @@ Metrics, each over stories (the released code's `moca/evaluator.py` definitions)
 Intervals: percentile bootstrap over stories (resampled with replacement, all stories; AUC is
 recomputed on the unambiguous stories of each draw), seeded and vectorized: each draw is a row
 of story counts, every metric a weighted mean (AUC a weighted pair count). `half_width` is
-(ci_high - ci_low) / 2, the paper's "+/-".
+(conf.high - conf.low) / 2, the paper's "+/-".
 
 With personas (a `persona` column): one row set per persona; ``average`` = the mean of the
 per-persona metrics, with its interval from the same story draws applied to every persona;
@@ -143,7 +143,7 @@ def agreement(model_p, human_p, n_boot: int = 10000, seed: int = 0, level: float
             for k in METRICS:
                 lo, hi = np.nanquantile(dr[k], [alpha, 1 - alpha]) if np.isfinite(dr[k]).any() else (np.nan, np.nan)
                 rows.append({"model": model, "persona": persona, "summary": summary, "metric": k,
-                             "estimate": float(est[k]), "ci_low": float(lo), "ci_high": float(hi),
+                             "estimate": float(est[k]), "conf.low": float(lo), "conf.high": float(hi),
                              "half_width": float((hi - lo) / 2), "n": n, "n_boot": n_boot,
                              "conf_level": level, "method": "bootstrap-story-percentile"})
 
@@ -162,6 +162,6 @@ def agreement(model_p, human_p, n_boot: int = 10000, seed: int = 0, level: float
         mean_m = m.mean(0, keepdims=True)
         pm, dm = _metric_draws(mean_m, h, np.ones((1, n))), _metric_draws(mean_m, h, counts)
         emit("mean_p", "", {k: pm[k][0, 0] for k in METRICS}, {k: dm[k][0] for k in METRICS})
-    cols = ["model", "persona", "summary", "metric", "estimate", "ci_low", "ci_high", "half_width",
+    cols = ["model", "persona", "summary", "metric", "estimate", "conf.low", "conf.high", "half_width",
             "n", "n_boot", "conf_level", "method"]
     return pd.DataFrame(rows, columns=cols)

@@ -64,9 +64,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..errors import UserError
+from .methods.regression import SE_TYPES, cluster_vcov, ols_cluster  # noqa: F401 - re-exported
 
 # Contrast A - B per factor: A is the attribute the literature expects to raise P(Yes)
 # (causal: judged a cause; moral: judged permissible). Conjunctive - Disjunctive has no such
@@ -89,26 +89,35 @@ CONTRASTS: dict[str, dict[str, tuple[str, str]]] = {
     },
 }
 
-SE_TYPES = ("CR0", "stata", "cregg", "CR2")
 BY = ("source", "model")
-COLUMNS = ["task", "factor", "term", "level_a", "level_b", "estimate", "se", "statistic", "df", "p",
-           "ci_low", "ci_high", "conf_level", "n", "n_clusters", "n_a", "n_b", "method", "se_type",
+COLUMNS = ["task", "factor", "term", "level_a", "level_b", "estimate", "std.error", "statistic", "df", "p.value",
+           "conf.low", "conf.high", "conf_level", "n", "n_clusters", "n_a", "n_b", "method", "se_type",
            "n_boot", "convention"]
 _CHUNK = 2_000_000  # index-matrix cells per bootstrap chunk
 
 
 # ---------------------------------------------------------------- data
 
-def outcomes(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
-    """One row per trial: y = P(Yes) (a 0/1 vote for people), joined with the item factors."""
+MISSING_P = ("half", "drop")
+
+
+def outcomes(responses: pd.DataFrame, items: pd.DataFrame, missing_p: str = "half") -> pd.DataFrame:
+    """One row per trial: y = P(Yes) (a 0/1 vote for people), joined with the item factors.
+
+    A model trial with no valid answer has no P(Yes). `missing_p="half"` (default) counts it as
+    0.5 (Yes and No equally likely), as the released evaluator does (github.com/cicl-stanford/moca,
+    moca/evaluator.py, docs/conventions.md); `"drop"` leaves the trial out.
+    """
     from ..collect.studies.moca import p_yes
 
+    if missing_p not in MISSING_P:
+        raise UserError(f"missing_p: expected one of {', '.join(MISSING_P)}, got {missing_p!r}")
     if "study" in responses:
         responses = responses[responses["study"] == "moca"]
     if "item" not in items:
         raise UserError("items: missing column item")
     py = p_yes(responses).rename(columns={"p_yes": "y"})
-    py = py[py["y"].notna()]
+    py = py[py["y"].notna()] if missing_p == "drop" else py.fillna({"y": 0.5})
     facs = [c for task in CONTRASTS.values() for c in task if c in items.columns]
     if "task" not in items:
         raise UserError("items: missing column task")
@@ -191,70 +200,6 @@ def amce_dim(data: pd.DataFrame, contrasts=None, by: Sequence[str] = BY) -> pd.D
 
 # ---------------------------------------------------------------- cluster-robust OLS
 
-def _cr2_parts(X, e, groups, M):
-    """CR2 meat half-rows and estimatr's Satterthwaite df, unweighted, no fixed effects."""
-    r, G = X.shape[1], len(groups)
-    L = np.linalg.cholesky(M)
-    half = np.empty((G, r))
-    p_diag = np.empty((r, G))
-    hmat = np.empty((r, r, G))  # hmat[j, :, g] = h_g for coefficient j
-    for gi, idx in enumerate(groups):
-        Xg = X[idx]
-        w, Q = np.linalg.eigh(np.eye(idx.size) - Xg @ M @ Xg.T)
-        inv_sqrt = np.zeros_like(w)
-        ok = w > 1e-12
-        inv_sqrt[ok] = 1.0 / np.sqrt(w[ok])
-        AX = (Q * inv_sqrt) @ Q.T @ Xg  # A_g X_g
-        half[gi] = e[idx] @ AX
-        ME = M @ AX.T  # rows: c_g for each coefficient
-        p_diag[:, gi] = (ME ** 2).sum(1)
-        hmat[:, :, gi] = ME @ Xg @ L
-    df = np.empty(r)
-    for j in range(r):
-        H = hmat[j]  # (r, G)
-        P = np.diag(p_diag[j]) - H.T @ H
-        df[j] = np.trace(P) ** 2 / (P ** 2).sum()
-    return half, df
-
-
-def cluster_vcov(X: np.ndarray, resid: np.ndarray, cluster: np.ndarray, se_type: str = "CR2"):
-    """Cluster-robust covariance of OLS coefficients and the df of each coefficient's t test."""
-    if se_type not in SE_TYPES:
-        raise UserError(f"se_type: expected one of {', '.join(SE_TYPES)}, got {se_type!r}")
-    N, K = X.shape
-    M = np.linalg.inv(X.T @ X)
-    codes = pd.factorize(cluster)[0]
-    G = int(codes.max()) + 1
-    if se_type == "CR2":
-        order = np.argsort(codes, kind="stable")
-        groups = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
-        half, df = _cr2_parts(X, resid, groups, M)
-        return M @ (half.T @ half) @ M, df
-    half = np.zeros((G, K))
-    np.add.at(half, codes, X * resid[:, None])  # per-cluster score sums
-    V = M @ (half.T @ half) @ M
-    if se_type == "stata":
-        V = V * (G / (G - 1)) * ((N - 1) / (N - K))
-    elif se_type == "cregg":
-        V = V * (G / (G - 1))
-        return V, np.full(K, np.inf)
-    return V, np.full(K, G - 1.0)
-
-
-def ols_cluster(y: np.ndarray, X: np.ndarray, cluster: np.ndarray, se_type: str = "CR2",
-                level: float = 0.95) -> pd.DataFrame:
-    """OLS with cluster-robust inference; one row per coefficient."""
-    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
-    V, df = cluster_vcov(X, y - X @ beta, cluster, se_type)
-    se = np.sqrt(np.diag(V))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tstat = beta / se
-    p = 2 * stats.t.sf(np.abs(tstat), df)
-    q = stats.t.ppf(1 - (1 - level) / 2, df)
-    return pd.DataFrame({"estimate": beta, "se": se, "statistic": tstat, "df": df, "p": p,
-                         "ci_low": beta - q * se, "ci_high": beta + q * se})
-
-
 def amce_ols(data: pd.DataFrame, se_type: str = "CR2", contrasts=None, by: Sequence[str] = BY,
              level: float = 0.95) -> pd.DataFrame:
     """The contrast as OLS y ~ 1 + 1{A}, standard errors clustered by story (see module doc)."""
@@ -333,7 +278,7 @@ def amce_bootstrap(data: pd.DataFrame, unit: str = "story", n_boot: int = 10000,
         if np.isfinite(est):
             dr = bootstrap_draws(fr, unit, n_boot, seed)
             lo, hi = np.quantile(dr, q)
-            vals.update(se=float(dr.std(ddof=1)), ci_low=float(lo), ci_high=float(hi))
+            vals.update({"std.error": float(dr.std(ddof=1)), "conf.low": float(lo), "conf.high": float(hi)})
         rows.append(_row(fr, **vals))
     return _table(rows, by)
 
@@ -361,7 +306,8 @@ def amce_paper(data: pd.DataFrame, n_boot: int = 100, seed: int = 0, contrasts=N
         if np.isfinite(_dim(fr["y"], fr["d"])):
             dr = bootstrap_draws(fr, "vote", n_boot, seed)
             lo, hi = np.quantile(dr, [0.05, 0.95])
-            vals.update(estimate=float(dr.mean()), se=float(dr.std(ddof=1)), ci_low=float(lo), ci_high=float(hi))
+            vals.update({"estimate": float(dr.mean()), "std.error": float(dr.std(ddof=1)), "conf.low": float(lo),
+                         "conf.high": float(hi)})
         rows.append({**_row(fr, **vals), "convention": "paper"})
     return _table(rows, by)
 
@@ -459,7 +405,7 @@ def plot_forest(amce_table: pd.DataFrame, path, method: str | None = None) -> No
     if amce_table.empty:
         raise UserError("amce_table: empty, nothing to plot")
     t = amce_table[amce_table["method"] == method] if method else _pick(
-        amce_table.dropna(subset=["ci_low"]) if amce_table["ci_low"].notna().any() else amce_table,
+        amce_table.dropna(subset=["conf.low"]) if amce_table["conf.low"].notna().any() else amce_table,
         ["bootstrap-story", "ols-cluster", "paper-bootstrap-vote", "bootstrap-vote"])
     if t.empty:
         raise UserError(f"method: no rows with method {method!r}")
@@ -481,8 +427,8 @@ def plot_forest(amce_table: pd.DataFrame, path, method: str | None = None) -> No
                     continue
                 r = r.iloc[0]
                 err = None
-                if pd.notna(r["ci_low"]):
-                    err = [[r["estimate"] - r["ci_low"]], [r["ci_high"] - r["estimate"]]]
+                if pd.notna(r["conf.low"]):
+                    err = [[r["estimate"] - r["conf.low"]], [r["conf.high"] - r["estimate"]]]
                 ax.errorbar(r["estimate"], ti + off, xerr=err, fmt="o", ms=4, capsize=2,
                             color="black" if s == "Human" else colors[si % len(colors)], label=s)
         ax.axvline(0, color="grey", lw=0.8)
@@ -503,19 +449,42 @@ def plot_forest(amce_table: pd.DataFrame, path, method: str | None = None) -> No
 
 # ---------------------------------------------------------------- everything for one run
 
+POOLING = ("rows", "story")
+
+
+def agreement_units(story_rows: pd.DataFrame, human: pd.Series, pooling: str = "rows"):
+    """(model P(Yes) per unit, human P(Yes) per unit) for the Table 3 metrics.
+
+    pooling="rows" (default, the released evaluator): each story x prompt template is one unit,
+    so a run with both templates scores 2n rows against the story's human P(Yes) repeated;
+    "story": each story's P(Yes) is first averaged over its templates (n units).
+    """
+    if pooling not in POOLING:
+        raise UserError(f"pooling: expected one of {', '.join(POOLING)}, got {pooling!r}")
+    g = story_rows.groupby(["model", "persona", "item", *(["template"] if pooling == "rows" else [])],
+                           sort=True)["y"].mean().rename("p_yes").reset_index()
+    if pooling == "story":
+        return g, human
+    unit = g["item"].astype(str) + " | " + g["template"].astype(str)
+    hp = pd.Series(human.reindex(g["item"]).to_numpy(), index=unit.to_numpy())
+    return g.assign(item=unit).drop(columns="template"), hp[~hp.index.duplicated()]
+
+
 def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 10000, seed: int = 0,
-                 se_type: str = "CR2") -> dict[str, pd.DataFrame]:
+                 se_type: str = "CR2", pooling: str = "rows", missing_p: str = "half") -> dict[str, pd.DataFrame]:
     """Table 1 counts, per-story P(Yes), Table 3 agreement, AMCE (honest and paper convention).
 
     Keys: ``table1`` (human Yes/No/ambiguous per task), ``story_p`` (mean P(Yes) per source,
-    model, persona and story), ``agreement`` (per task, model and persona summary; models only),
-    ``amce`` (difference in means, OLS with `se_type` cluster-robust SEs, story bootstrap),
-    ``amce_paper`` (released-code convention; only when human rows are present). A model's
-    AMCE pools all its trials (templates, personas) story by story.
+    model, persona and story, over its templates), ``agreement`` (per task, model and persona
+    summary; models only; its units per `pooling`, see `agreement_units`: by default each story x
+    template row, as the released evaluator), ``amce`` (difference in means, OLS with `se_type`
+    cluster-robust SEs, story bootstrap), ``amce_paper`` (released-code convention; only when
+    human rows are present). A model's AMCE pools all its trials (templates, personas) story by
+    story. `missing_p`: a trial without P(Yes) counts as 0.5 ("half", the release) or is dropped.
     """
     from .agreement import agreement
 
-    data = outcomes(responses, items)
+    data = outcomes(responses, items, missing_p)
     if "persona" not in data:
         data["persona"] = ""
     story = (data.groupby(["source", "model", "persona", "task", "item"], sort=True)["y"]
@@ -525,9 +494,12 @@ def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 100
     table1["n"] = table1[["Yes", "No", "ambiguous"]].sum(axis=1)
     human = items.set_index("item")["human_p_yes"]
     parts = []
-    for task, g in story[story["source"] != "human"].groupby("task"):
+    if "template" not in data:
+        data["template"] = ""
+    for task, g in data[data["source"] != "human"].groupby("task"):
         hp = human[items.set_index("item")["task"] == task]
-        a = agreement(g[["model", "persona", "item", "p_yes"]], hp, n_boot=n_boot, seed=seed)
+        mp, hp = agreement_units(g, hp, pooling)
+        a = agreement(mp, hp, n_boot=n_boot, seed=seed)
         parts.append(a.assign(task=task))
     agree = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     from .multiplicity import add_adjusted
@@ -570,7 +542,7 @@ def side_by_side(a: pd.DataFrame) -> pd.DataFrame:
                 row[who] = by.at["difference-in-means", "estimate"]
             for method, label in (("ols-cluster", "OLS-cluster CI"), ("bootstrap-story", "bootstrap CI")):
                 if method in by.index:
-                    row[f"{who} {label}"] = _interval(by.at[method, "ci_low"], by.at[method, "ci_high"])
+                    row[f"{who} {label}"] = _interval(by.at[method, "conf.low"], by.at[method, "conf.high"])
         rows.append(row)
     return pd.DataFrame(rows)
 

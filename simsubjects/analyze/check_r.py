@@ -12,7 +12,8 @@ Tolerances: `tol` (1e-8) for estimates, standard errors, test statistics and int
 `tol_p` (1e-6) for p-values and the degrees of freedom they rest on. Two missing values (NaN/NA)
 or two equal infinities agree.
 
-Study pieces (`CHECKS`, keyed by study name):
+Study pieces (each study's declaration names its own in `check_r`; a study declared outside the
+package may also name an `r_source` file, sourced into the session first):
 
 * ultimatum — P(accept) per trial; mean and SE of P(accept) by model x offer (R:
   one_sample_test); the Welch tests "Mr-Ms minus Ms-Mr" of `pairing_tests` (R: welch_test); the
@@ -36,6 +37,9 @@ Study pieces (`CHECKS`, keyed by study name):
   at risk and the refusals at each shock level (R: milgram_survival, Kaplan-Meier through
   survival::survfit), and the log-rank test of each model against the humans (R:
   survival::survdiff), from the per-subject break-off levels of `analyze.milgram.breakoffs`.
+* conjoint_immigration — the AMCE (with the two restriction interactions) and MM of every level for
+  each model and HHY's respondents, estimate, standard error and z (R: conjoint_amce, conjoint_mm on
+  survey::svyglm; analyze/conjoint_study.py:check_conjoint).
 * every study — each Holm / Benjamini-Hochberg adjusted p-value column of its tables (R: adjust_p,
   i.e. p.adjust within the table's `family`), tolerance 1e-12 (analyze.multiplicity).
 """
@@ -46,7 +50,7 @@ import functools
 import os
 import math
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -58,9 +62,9 @@ TOL_P = 1e-6
 COLUMNS = ["statistic", "python", "r", "abs_diff", "tolerance", "ok"]
 
 # Python column -> R column of the tidy results
-FIELDS = {"estimate": "estimate", "se": "std.error", "statistic": "statistic", "df": "df", "p": "p.value",
-          "ci_low": "conf.low", "ci_high": "conf.high"}
-LOOSE = {"df", "p", "p.value"}  # compared with tol_p
+# Python and R tables share broom's names; a field maps a Python column to its R column
+FIELDS = {k: k for k in ("estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high")}
+LOOSE = {"df", "p.value"}  # compared with tol_p
 
 
 # ---------------------------------------------------------------- R session
@@ -144,6 +148,10 @@ class RSession:
             "r <- suppressWarnings(stats::cor(w, use = 'pairwise.complete.obs')); "
             "data.frame(offer_a = rep(as.numeric(rownames(r)), ncol(r)), "
             "offer_b = rep(as.numeric(colnames(r)), each = nrow(r)), r = as.vector(r)) }")
+
+    def source(self, path: str) -> None:
+        """Define the functions of an R file (a study's r_source) in the session's environment."""
+        self.ro.r["sys.source"](str(path), envir=self.env, **{"keep.source": False})
 
     def __call__(self, name: str, *args, **kwargs) -> pd.DataFrame:
         """Call the R function `name` of the package; data frames in and out."""
@@ -268,11 +276,11 @@ def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[d
     out = [compare_worst(f"ultimatum P(accept) of the trial that differs most, of {len(both)} trials", both,
                          "p_accept", tol)]
 
-    for row in by_offer.itertuples(index=False):
-        x = rp.loc[(rp["model"] == row.model) & (rp["offer"] == float(row.offer)), "p_accept"]
+    for row in by_offer.to_dict("records"):
+        x = rp.loc[(rp["model"] == row["model"]) & (rp["offer"] == float(row["offer"])), "p_accept"]
         rr = r("one_sample_test", x).iloc[0]
-        out += compare_fields(_tag("ultimatum", row.model, f"offer {row.offer}", "mean P(accept)"),
-                              {"estimate": row.mean, "se": row.se}, rr, tol, tol_p)
+        out += compare_fields(_tag("ultimatum", row["model"], f"offer {row['offer']}", "mean P(accept)"),
+                              {"estimate": row["mean"], "std.error": row["std.error"]}, rr, tol, tol_p)
 
     for row in tests.to_dict("records"):
         sub = rp[rp["model"] == row["model"]]
@@ -287,7 +295,7 @@ def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[d
             sub = sub[sub["pairing"].isin(PAIRINGS)]
             rr = r.to_py(r.kruskal(r.vector(sub["p_accept"].to_numpy(float)), r.vector(sub["pairing"].tolist()))).iloc[0]
             out += compare_fields(tag + " Kruskal-Wallis", row, rr, tol, tol_p,
-                                  {"statistic": "statistic", "df": "df", "p": "p.value"})
+                                  {"statistic": "statistic", "df": "df", "p.value": "p.value"})
 
     for model, g in corr.groupby("model", sort=False):
         sub = rp[rp["model"] == model]
@@ -415,9 +423,9 @@ def _check_representativeness(r: RSession, rep, responses, items, tol) -> list[d
         mr = prep.merge(rrep, on=["model", *(by or [])], how="outer", suffixes=("", "_r"))
         for row in mr.to_dict("records"):
             tag = _tag("survey_bias representativeness", row["model"], *[row[k] for k in (by or [])])
-            out += compare_fields(tag, {k: row.get(k) for k in ("estimate", "se", "ci_low", "ci_high")},
-                                  {"estimate": row.get("estimate_r"), "std.error": row.get("std.error"),
-                                   "conf.low": row.get("conf.low"), "conf.high": row.get("conf.high")}, tol, tol)
+            out += compare_fields(tag, {k: row.get(k) for k in ("estimate", "std.error", "conf.low", "conf.high")},
+                                  {k: row.get(f"{k}_r") for k in ("estimate", "std.error", "conf.low", "conf.high")},
+                                  tol, tol)
     return out
 
 
@@ -446,7 +454,7 @@ def check_milgram(r: RSession, responses, items, tables, tol, tol_p) -> list[dic
                                r.vector((g["model"] == row["model"]).map({True: "model", False: "human"}).tolist()),
                                r.vector(float(mg.LEVELS)))).iloc[0]
         out += compare_fields(_tag("milgram", row["comparison"], "log-rank"), row, rr, tol, tol_p,
-                              {"statistic": "statistic", "df": "df", "p": "p.value"})
+                              {"statistic": "statistic", "df": "df", "p.value": "p.value"})
     return out
 
 
@@ -474,7 +482,7 @@ def check_garden_path(r: RSession, responses, items, tables, tol, tol_p) -> list
     for row in by_type.to_dict("records"):
         rr = r("one_sample_test", subset(row["model"], row["set"], row["type"])[row["version"]]).iloc[0]
         out += compare_fields(_tag("garden_path", row["model"], row["set"], row["type"], row["version"], "mean"),
-                              {"estimate": row["mean_p_ungrammatical"], "se": row["sem"]}, rr, tol, tol_p)
+                              {"estimate": row["mean_p_ungrammatical"], "std.error": row["std.error"]}, rr, tol, tol_p)
     tests = tables.get("paired_tests")
     tests = gp.paired_tests(sent) if tests is None else tests
     for (model, set_, type_), g in tests.groupby(["model", "set", "type"], sort=False):
@@ -485,7 +493,7 @@ def check_garden_path(r: RSession, responses, items, tables, tol, tol_p) -> list
             tag = _tag("garden_path", model, set_, type_, row["test"])
             out.append(compare(f"{tag} sentences GP > control", row["n_gp_greater"], rt.loc[row["test"], "n_gp_greater"], tol))
             out += compare_fields(tag, row, rt.loc[row["test"]], tol, tol_p,
-                                  {"mean_difference": "estimate", "statistic": "statistic", "df": "df", "p": "p.value"})
+                                  {"mean_difference": "estimate", "statistic": "statistic", "df": "df", "p.value": "p.value"})
     return out
 
 
@@ -507,25 +515,6 @@ def check_wisdom(r: RSession, responses, items, tables, tol, tol_p) -> list[dict
     return out
 
 
-CHECKS: dict[str, Callable] = {
-    "ultimatum": check_ultimatum,
-    "garden_path": check_garden_path,
-    "wisdom": check_wisdom,
-    "moca": check_moca,
-    "survey_bias": check_survey_bias,
-    "milgram": check_milgram,
-    "milgram_novel": check_milgram,
-    "opinion_survey": lambda *a: _opinion_survey(*a),
-}
-
-
-def _opinion_survey(*args) -> list[dict]:
-    """opinion_survey: W1/span per question and Rep of each prompt to each human group (R: representativeness)."""
-    from .opinion import check_r_opinion_survey
-
-    return check_r_opinion_survey(*args)
-
-
 def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = None,
             tables: Mapping[str, pd.DataFrame] | None = None, tol: float = TOL, tol_p: float = TOL_P) -> pd.DataFrame:
     """Every statistic of `study` with an R twin, computed in Python and in R; one row per number.
@@ -534,10 +523,18 @@ def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = No
     pieces recompute what they need from `responses`/`items` when a table is absent.
     Columns: statistic, python, r, abs_diff, tolerance, ok.
     """
-    if study not in CHECKS:
-        raise UserError(f"--check-r: no R twins for study {study!r}; available: {', '.join(sorted(CHECKS))}")
-    rows = CHECKS[study](r_session(), responses, items, dict(tables or {}), tol, tol_p)
+    from ..collect.studies.registry import resolve, studies
+
+    declared = studies()
+    decl = declared.get(study)
+    if decl is None or not decl.check_r:
+        have = sorted(n for n, d in declared.items() if d.check_r)
+        raise UserError(f"--check-r: no R twins for study {study!r}; available: {', '.join(have)}")
+    session = r_session()
+    if decl.r_source:
+        session.source(decl.r_source)
+    rows = resolve(decl.check_r)(session, responses, items, dict(tables or {}), tol, tol_p)
     from .multiplicity import check_r_rows  # Holm/BH columns of any table against R's p.adjust
 
-    rows += check_r_rows(r_session(), dict(tables or {}))
+    rows += check_r_rows(session, dict(tables or {}))
     return pd.DataFrame(rows, columns=COLUMNS)

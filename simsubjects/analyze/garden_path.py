@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .stats import mean_se
+from .methods.tests import mean_se
 from .tidy import prob_of
 
 SET_TITLES = {"published": "Christianson et al. (2001) sentences\n(cf. Figure 10a)",
@@ -61,13 +61,13 @@ def per_sentence(p: pd.DataFrame) -> pd.DataFrame:
 def by_type(sent: pd.DataFrame) -> pd.DataFrame:
     """Figure 10a: mean and SEM across sentences of the per-sentence P(ungrammatical), by type and version."""
     long = sent.melt(id_vars=["model", "set", "type", "item"], value_vars=["garden_path", "control"],
-                     var_name="version", value_name="p").dropna(subset=["p"])
+                     var_name="version", value_name="value").dropna(subset=["value"])
     long = _with_all_sets(long)
     long = pd.concat([long, long.assign(type="all")], ignore_index=True)
-    rows = [{"model": m, "set": s, "type": t, "version": v, **mean_se(g["p"])}
+    rows = [{"model": m, "set": s, "type": t, "version": v, **mean_se(g["value"])}
             for (m, s, t, v), g in long.groupby(["model", "set", "type", "version"])]
-    out = pd.DataFrame(rows).rename(columns={"mean": "mean_p_ungrammatical", "se": "sem", "n": "n_sentences"})
-    return out[["model", "set", "type", "version", "mean_p_ungrammatical", "sem", "sd", "n_sentences"]]
+    out = pd.DataFrame(rows).rename(columns={"mean": "mean_p_ungrammatical",  "n": "n_sentences"})
+    return out[["model", "set", "type", "version", "mean_p_ungrammatical", "std.error", "sd", "n_sentences"]]
 
 
 def paired_tests(sent: pd.DataFrame) -> pd.DataFrame:
@@ -82,15 +82,15 @@ def paired_tests(sent: pd.DataFrame) -> pd.DataFrame:
         if len(d) >= 2 and np.any(d != 0):
             w = stats.wilcoxon(d)
             out.append({**base, "test": "Wilcoxon signed-rank test", "statistic": float(w.statistic),
-                        "df": np.nan, "p": float(w.pvalue)})
+                        "df": np.nan, "p.value": float(w.pvalue)})
             tt = stats.ttest_rel(g["garden_path"], g["control"])
             out.append({**base, "test": "Paired t-test", "statistic": float(tt.statistic),
-                        "df": float(len(d) - 1), "p": float(tt.pvalue)})
+                        "df": float(len(d) - 1), "p.value": float(tt.pvalue)})
         else:
             out.append({**base, "test": "none (fewer than 2 sentences or no differences)",
-                        "statistic": np.nan, "df": np.nan, "p": np.nan})
+                        "statistic": np.nan, "df": np.nan, "p.value": np.nan})
     cols = ["model", "set", "type", "n_sentences", "n_gp_greater", "n_gp_lower", "mean_difference",
-            "test", "statistic", "df", "p"]
+            "test", "statistic", "df", "p.value"]
     return pd.DataFrame(out, columns=cols)
 
 
@@ -126,7 +126,7 @@ def plot_garden_path(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, o
         for k, v in enumerate(("garden_path", "control")):
             gv = g[g["version"] == v].set_index(["model", "type"])
             y = [gv["mean_p_ungrammatical"].get(sl, np.nan) for sl in slots]
-            e = [gv["sem"].get(sl, np.nan) for sl in slots]
+            e = [gv["std.error"].get(sl, np.nan) for sl in slots]
             ax.bar(np.arange(len(slots)) + (k - 0.5) * width, y, width, yerr=np.nan_to_num(e), capsize=3,
                    color=colors[v], label=v.replace("_", " "))
         ax.set_xticks(range(len(slots)),
@@ -161,7 +161,7 @@ def plot_garden_path(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, o
 def summary(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     bt = tables["by_type"]
     wide = bt.pivot_table(index=["model", "set", "type"], columns="version",
-                          values=["mean_p_ungrammatical", "sem"]).reset_index()
+                          values=["mean_p_ungrammatical", "std.error"]).reset_index()
     wide.columns = [a if not b else f"{'P' if a.startswith('mean') else 'SEM'}({b})" for a, b in wide.columns]
     tests = tables["paired_tests"]
     return {

@@ -27,6 +27,9 @@ from scipy import stats
 
 from ..collect.human.milgram1963 import LEVELS, MODEL_NAME, load_milgram1963, paper_lm5
 from ..collect.studies.milgram import CAUSES, SCENARIOS, scenario
+from .methods.survival import kaplan_meier as km
+from .methods.survival import logrank_test as logrank
+from .tidy import n_trials, shares
 
 HUMAN = MODEL_NAME
 
@@ -74,18 +77,8 @@ def breakoff_table(b: pd.DataFrame, scen: dict) -> pd.DataFrame:
 
 
 def kaplan_meier(levels: np.ndarray, censored: np.ndarray) -> pd.DataFrame:
-    """Share still obeying at each level 0..30 (S(L) = P(administered level L))."""
-    levels, censored = np.asarray(levels, int), np.asarray(censored, bool)
-    event = ~censored & (levels < LEVELS)
-    t_event = levels + 1  # first level not administered
-    s, rows = 1.0, [{"level": 0, "at_risk": len(levels), "events": 0, "share_obeying": 1.0}]
-    for t in range(1, LEVELS + 1):
-        at_risk = int(np.sum(np.where(event, t_event >= t, levels >= t)))
-        d = int(np.sum(event & (t_event == t)))
-        if at_risk:
-            s *= 1 - d / at_risk
-        rows.append({"level": t, "at_risk": at_risk, "events": d, "share_obeying": s})
-    return pd.DataFrame(rows)
+    """Share still obeying at each level 0..30 (S(L) = P(administered level L)); methods.survival."""
+    return km(levels, censored, LEVELS)
 
 
 def survival(b: pd.DataFrame) -> pd.DataFrame:
@@ -98,29 +91,8 @@ def survival(b: pd.DataFrame) -> pd.DataFrame:
 
 
 def logrank_test(a_levels, a_censored, b_levels, b_censored) -> dict:
-    """Log-rank (Mantel-Cox) chi-square test, 1 df, of two survival curves over levels 1..30."""
-    groups = []
-    for lv, ce in ((a_levels, a_censored), (b_levels, b_censored)):
-        lv, ce = np.asarray(lv, int), np.asarray(ce, bool)
-        ev = ~ce & (lv < LEVELS)
-        groups.append((lv, ev, lv + 1))
-    o_minus_e, var, observed, expected = 0.0, 0.0, 0, 0.0
-    for t in range(1, LEVELS + 1):
-        n = [int(np.sum(np.where(ev, te >= t, lv >= t))) for lv, ev, te in groups]
-        d = [int(np.sum(ev & (te == t))) for lv, ev, te in groups]
-        nt, dt = sum(n), sum(d)
-        if nt == 0 or dt == 0:
-            continue
-        e1 = dt * n[0] / nt
-        observed += d[0]
-        expected += e1
-        o_minus_e += d[0] - e1
-        if nt > 1:
-            var += dt * (n[0] / nt) * (n[1] / nt) * (nt - dt) / (nt - 1)
-    chi2 = o_minus_e**2 / var if var > 0 else np.nan
-    return {"test": "Log-rank (Mantel-Cox) test", "statistic": chi2, "df": 1.0,
-            "p": float(stats.chi2.sf(chi2, 1)) if var > 0 else np.nan,
-            "estimate": observed - expected, "estimate_label": "observed - expected events (model)"}
+    """Log-rank (Mantel-Cox) chi-square test, 1 df, of two survival curves over levels 1..30; methods.survival."""
+    return logrank(a_levels, a_censored, b_levels, b_censored, LEVELS)
 
 
 def tests(b: pd.DataFrame) -> pd.DataFrame:
@@ -137,7 +109,7 @@ def tests(b: pd.DataFrame) -> pd.DataFrame:
         if len(unc) and len(h):
             u = stats.mannwhitneyu(unc["breakoff_level"], h["breakoff_level"], alternative="two-sided")
             rows.append({**base, "n_model": len(unc), "test": "Mann-Whitney U test (break-off level)",
-                         "statistic": float(u.statistic), "df": np.nan, "p": float(u.pvalue),
+                         "statistic": float(u.statistic), "df": np.nan, "p.value": float(u.pvalue),
                          "estimate": float(unc["breakoff_level"].median() - h["breakoff_level"].median()),
                          "estimate_label": "difference of medians (model - human)",
                          "note": "censored runs left out" if g["censored"].any() else ""})
@@ -145,11 +117,11 @@ def tests(b: pd.DataFrame) -> pd.DataFrame:
                      [int((h["breakoff_level"] == LEVELS).sum()), int((h["breakoff_level"] < LEVELS).sum())]]
             f = stats.fisher_exact(table)
             rows.append({**base, "n_model": len(unc), "test": "Fisher's exact test (share obedient)",
-                         "statistic": float(f.statistic), "df": np.nan, "p": float(f.pvalue),
+                         "statistic": float(f.statistic), "df": np.nan, "p.value": float(f.pvalue),
                          "estimate": table[0][0] / len(unc) - table[1][0] / len(h),
                          "estimate_label": "share obedient, model - human",
                          "note": "censored runs left out" if g["censored"].any() else ""})
-    cols = ["model", "comparison", "test", "statistic", "df", "p", "estimate", "estimate_label", "n_model",
+    cols = ["model", "comparison", "test", "statistic", "df", "p.value", "estimate", "estimate_label", "n_model",
             "n_human", "note"]
     return pd.DataFrame(rows, columns=cols)
 
@@ -174,12 +146,12 @@ def judgments_by_level(responses: pd.DataFrame) -> pd.DataFrame:
     j = responses[(responses["condition"] == "judgment") & (responses["source"] == "model")]
     if j.empty:
         return pd.DataFrame(columns=["model", "judgment", "level", "mean_p_positive", "mean_validity", "n_steps"])
-    total = j.groupby("trial")["weight"].transform("sum")
-    j = j.assign(share=j["weight"] / total)
+    j = shares(j)  # within (source, model, run, trial): runs stacked by `analyze DIR1 DIR2` share trial ids
     pos = j[~j["response"].str.startswith("not ")]
+    pos = pos.assign(n_steps=n_trials(pos, ["model", "judgment", "level"]))
     g = pos.groupby(["model", "judgment", "level"])
     out = g.agg(mean_p_positive=("share", "mean"), mean_validity=("validity", "mean"),
-                n_steps=("trial", "nunique")).reset_index()
+                n_steps=("n_steps", "first")).reset_index()
     return out
 
 
@@ -275,7 +247,7 @@ def summary(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return {
         "break-off points (Figure 21; counts, 30 = completed)": shown,
         "obedience": tables["obedience"],
-        "model vs Milgram (1963)": tables["tests"][["model", "test", "statistic", "df", "p", "estimate",
+        "model vs Milgram (1963)": tables["tests"][["model", "test", "statistic", "df", "p.value", "estimate",
                                                      "estimate_label", "n_model", "n_human"]],
         "validity": tables["validity"],
     }

@@ -34,7 +34,7 @@ from scipy import stats
 from ..errors import UserError
 from . import representativeness as rep
 from .order_effects import order_effects
-from .tidy import TRIAL_KEY
+from .tidy import n_trials, trial_total
 
 OVERALL = "Overall"
 BROOM = {"se": "std.error", "ci_low": "conf.low", "ci_high": "conf.high"}
@@ -60,9 +60,10 @@ def persona_attributes(model: pd.DataFrame, human: pd.DataFrame) -> list[str]:
 def subject_distributions(model: pd.DataFrame) -> pd.DataFrame:
     """One row per model x subject x key x response: mean share over the subject's trials (orderings)."""
     m = model.copy()
-    m["share"] = m["weight"].astype(float) / m.groupby(TRIAL_KEY, sort=False)["weight"].transform("sum")
+    m["weight"] = m["weight"].astype(float)
+    m["share"] = m["weight"] / trial_total(m)  # trials keyed by (source, model, run, trial): analyze/tidy.py
     m["subject"] = m["subject"].fillna("")
-    ntr = m.groupby(["model", "subject", "key"], sort=False)["trial"].transform("nunique")
+    ntr = n_trials(m, ["model", "subject", "key"])
     m["share"] = m["share"] / ntr
     keys = ["model", "subject", "key", "response"]
     first = m.drop_duplicates(keys).set_index(keys)[["position", "refusal"]]
@@ -301,9 +302,9 @@ def check_r_opinion_survey(r, responses, items, tables, tol, tol_p) -> list[dict
         rrep = r("representativeness", m, hd, **by)
         for row in prep.merge(rrep, on=["model", "attribute", "group"], how="outer", suffixes=("", "_r")).to_dict("records"):
             tag = _tag("opinion_survey representativeness", row["model"], row["attribute"], row["group"])
-            out += compare_fields(tag, {k: row.get(k) for k in ("estimate", "se", "ci_low", "ci_high")},
-                                  {"estimate": row.get("estimate_r"), "std.error": row.get("std.error"),
-                                   "conf.low": row.get("conf.low"), "conf.high": row.get("conf.high")}, tol, tol)
+            out += compare_fields(tag, {k: row.get(k) for k in ("estimate", "std.error", "conf.low", "conf.high")},
+                                  {k: row.get(f"{k}_r") for k in ("estimate", "std.error", "conf.low", "conf.high")},
+                                  tol, tol)
     return out
 
 
@@ -311,7 +312,7 @@ def check_r_opinion_survey(r, responses, items, tables, tol, tol_p) -> list[dict
 
 def report_section(run) -> list[str]:
     """The report's "beside people" blocks: heatmap reading, steerability, refusals, order effects."""
-    from ..report import block, table
+    from ..htmlkit import block, table
 
     t = run.analysis.tables
     out = []

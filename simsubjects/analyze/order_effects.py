@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .tidy import TRIAL_KEY
+from .tidy import trial_total
 
 ITEM_COLUMNS = ["model", "item", "response", "p_first", "p_last", "estimate", "std.error", "statistic", "df",
                 "p.value", "conf.low", "conf.high", "n_first", "n_last"]
@@ -31,8 +31,7 @@ def shown_shares(responses: pd.DataFrame) -> pd.DataFrame:
     r = r[r["shown_position"].notna()].copy()
     if r.empty:
         return r
-    total = r.groupby(TRIAL_KEY, sort=False)["weight"].transform("sum")
-    r["share"] = r["weight"].astype(float) / total
+    r["share"] = r["weight"].astype(float) / trial_total(r)
     last = r["n_ordered"] if "n_ordered" in r.columns else r["n_shown"]
     r["first"] = r["shown_position"] == 1
     r["last"] = r["shown_position"] == last.astype(float)

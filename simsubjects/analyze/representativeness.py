@@ -3,7 +3,8 @@
 Per question, D_M (model) and D_H (humans) are distributions over the ordinal answer options,
 refusals and "Don't know" excluded and the rest renormalized. Their distance is the
 Wasserstein-1 (earth mover's) distance on the options' ordinal positions divided by its largest
-possible value, the span of the positions (N - 1 for positions 1..N), so it lies in [0, 1].
+possible value, the span of the question's whole option list (N - 1 for positions 1..N; OpinionQA's
+get_max_wd), so it lies in [0, 1], whichever options the two distributions happen to hold.
 Representativeness = 1 - mean distance over questions; per demographic group when the human rows
 carry groups.
 
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 from scipy import stats
 
 from ..errors import UserError
+from .methods.distances import wasserstein_normalized
+from .tidy import n_trials, trial_total
 
 
 def _by(by) -> list[str]:
@@ -52,14 +54,6 @@ def ordinal_distribution(dist: pd.DataFrame, group: list[str], where: str) -> pd
     return d
 
 
-def wasserstein_normalized(pos_a, w_a, pos_b, w_b) -> float:
-    """W1 between two weighted ordinal distributions divided by the span of their positions."""
-    span = max(np.max(pos_a), np.max(pos_b)) - min(np.min(pos_a), np.min(pos_b))
-    if span <= 0:
-        return math.nan
-    return float(stats.wasserstein_distance(pos_a, pos_b, w_a, w_b) / span)
-
-
 def _human_side(human_dist: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     if not by and "attribute" in human_dist.columns:
         overall = human_dist[human_dist["attribute"] == "Overall"]
@@ -72,18 +66,42 @@ def _human_side(human_dist: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return human_dist
 
 
-def wasserstein_by_question(model_dist: pd.DataFrame, human_dist: pd.DataFrame, by=None) -> pd.DataFrame:
+def option_spans(options: pd.DataFrame | None, model: pd.DataFrame, human: pd.DataFrame) -> dict:
+    """{key: span of the question's ordinal option list}.
+
+    `options`: one row per question x option (key, position[, refusal]), e.g. the item table's
+    option lists; without it, every position listed for the question in either distribution
+    (the package's readers list every option, zero-weight ones included).
+    """
+    if options is None:
+        listed = pd.concat([model[["key", "position"]], human[["key", "position"]]], ignore_index=True)
+    else:
+        for col in ("key", "position"):
+            if col not in options.columns:
+                raise UserError(f"options: missing column {col!r}; expected key, position[, refusal]")
+        listed = options.assign(position=pd.to_numeric(options["position"], errors="coerce"))
+        if "refusal" in listed.columns:
+            listed = listed[~listed["refusal"].fillna(False).astype(bool)]
+        listed = listed[listed["position"].notna()]
+    g = listed.groupby("key")["position"]
+    return (g.max() - g.min()).to_dict()
+
+
+def wasserstein_by_question(model_dist: pd.DataFrame, human_dist: pd.DataFrame, by=None,
+                            options: pd.DataFrame | None = None) -> pd.DataFrame:
     """Normalized W1 between D_M and D_H per question (and model, and group of `by`).
 
     `by`: human columns that define groups (e.g. ["attribute", "group"]); if the model rows carry
     them too they are matched (steered models), otherwise every group is compared with the same D_M.
-    Columns: model, *by, key, distance, n_options_model, n_options_human.
+    `options`: the questions' option lists (key, position[, refusal]) whose span normalizes W1
+    (see option_spans). Columns: model, *by, key, distance, n_options_model, n_options_human.
     """
     by = _by(by)
     md = model_dist if "model" in model_dist.columns else model_dist.assign(model="")
     shared = [c for c in by if c in md.columns]
     m = ordinal_distribution(md, ["model", *shared], "model_dist")
     h = ordinal_distribution(_human_side(human_dist, by), by, "human_dist")
+    spans = option_spans(options, m, h)
     rows = []
     # human distributions by question: [(group values, rows), ...]
     hg: dict = {}
@@ -99,7 +117,8 @@ def wasserstein_by_question(model_dist: pd.DataFrame, human_dist: pd.DataFrame, 
                 continue
             rows.append({"model": model, **groups, "key": key,
                          "distance": wasserstein_normalized(mg["position"].to_numpy(float), mg["weight"].to_numpy(float),
-                                                            g["position"].to_numpy(float), g["weight"].to_numpy(float)),
+                                                            g["position"].to_numpy(float), g["weight"].to_numpy(float),
+                                                            spans.get(key)),
                          "n_options_model": len(mg), "n_options_human": len(g)})
     cols = ["model", *by, "key", "distance", "n_options_model", "n_options_human"]
     out = pd.DataFrame(rows, columns=cols)
@@ -108,14 +127,15 @@ def wasserstein_by_question(model_dist: pd.DataFrame, human_dist: pd.DataFrame, 
     return out
 
 
-def representativeness(model_dist: pd.DataFrame, human_dist: pd.DataFrame, by=None, conf: float = 0.95) -> pd.DataFrame:
+def representativeness(model_dist: pd.DataFrame, human_dist: pd.DataFrame, by=None, conf: float = 0.95,
+                       options: pd.DataFrame | None = None) -> pd.DataFrame:
     """Rep = 1 - mean normalized W1 over questions, per model (and group of `by`).
 
-    Columns: model, *by, test, estimate (Rep), mean_distance, se (of the mean distance),
-    ci_low, ci_high (t interval of Rep), n (questions).
+    Columns (broom names): model, *by, test, estimate (Rep), mean_distance, std.error (of the mean
+    distance), conf.low, conf.high (t interval of Rep), n (questions).
     """
     by = _by(by)
-    per_q = wasserstein_by_question(model_dist, human_dist, by).dropna(subset=["distance"])
+    per_q = wasserstein_by_question(model_dist, human_dist, by, options).dropna(subset=["distance"])
     rows = []
     for k, g in per_q.groupby(["model", *by], sort=False):
         k = k if isinstance(k, tuple) else (k,)
@@ -125,9 +145,9 @@ def representativeness(model_dist: pd.DataFrame, human_dist: pd.DataFrame, by=No
         se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
         q = stats.t.ppf(0.5 + conf / 2, n - 1) if n > 1 else math.nan
         rows.append({**dict(zip(["model", *by], k)), "test": "Representativeness (1 - mean W1/span)",
-                     "estimate": 1 - mean, "mean_distance": mean, "se": se,
-                     "ci_low": 1 - mean - q * se, "ci_high": 1 - mean + q * se, "n": n})
-    return pd.DataFrame(rows, columns=["model", *by, "test", "estimate", "mean_distance", "se", "ci_low", "ci_high", "n"])
+                     "estimate": 1 - mean, "mean_distance": mean, "std.error": se,
+                     "conf.low": 1 - mean - q * se, "conf.high": 1 - mean + q * se, "n": n})
+    return pd.DataFrame(rows, columns=["model", *by, "test", "estimate", "mean_distance", "std.error", "conf.low", "conf.high", "n"])
 
 
 def model_distribution(responses: pd.DataFrame, items: pd.DataFrame, biases=None, form: str = "original") -> pd.DataFrame:
@@ -156,15 +176,23 @@ def model_distribution(responses: pd.DataFrame, items: pd.DataFrame, biases=None
     if "model" not in r.columns:
         r["model"] = ""
     r["response"] = r["response"].astype(str).str.strip().str.upper()
-    r["share"] = r["weight"] / r.groupby("trial", sort=False)["weight"].transform("sum")
+    r["share"] = r["weight"] / trial_total(r)
     r = r.drop(columns=[c for c in ("key", "position", "refusal") if c in r.columns])
     r = r.merge(lab, on=["item", "response"], how="left")
     # answers outside the options shown (e.g. 'E' to a 4-option form) have no position
     r["refusal"] = r["refusal"].fillna(True).astype(bool)
     r["key"] = r["key"].fillna(r["item"].map(it.set_index("item")["key"]))
-    ntrials = r.groupby(["model", "key"], sort=False)["trial"].transform("nunique")
+    ntrials = n_trials(r, ["model", "key"])
     r["w"] = r["share"] / ntrials
     # pool on the ordinal position: the same option may carry different letters in different biases
     out = r.groupby(["model", "key", "position", "refusal"], as_index=False, sort=False, dropna=False).agg(
         response=("response", "first"), weight=("w", "sum"))
+    # every option of the question is listed, unanswered ones with weight 0, so the span that
+    # normalizes W1 is that of the whole option list (OpinionQA), not of the answers drawn
+    full = lab[~lab["refusal"]].drop_duplicates(["key", "position"])[["key", "position", "response", "refusal"]]
+    full = out[["model", "key"]].drop_duplicates().merge(full, on="key")
+    absent = full.merge(out[["model", "key", "position"]], on=["model", "key", "position"], how="left",
+                        indicator=True)
+    absent = absent[absent["_merge"] == "left_only"].drop(columns="_merge").assign(weight=0.0)
+    out = pd.concat([out, absent], ignore_index=True) if len(absent) else out
     return out[["model", "key", "response", "position", "refusal", "weight"]]

@@ -12,6 +12,7 @@ from ..collect.store import load_run
 from ..collect.studies.registry import get_study, resolve
 from ..errors import UserError
 from ..output import staged_folder
+from .tidy import stack_runs
 
 
 @dataclass
@@ -47,7 +48,7 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     spec = study_for_run(dirs[0], runs[0][0]) or get_study(study)
     if not spec.analyze:
         raise UserError(f"{dirs[0]}: no analysis registered for study {study!r}")
-    responses = pd.concat([r for _, r, _ in runs], ignore_index=True)
+    responses = stack_runs([r for _, r, _ in runs], _run_labels(dirs))
     items = runs[0][2]
     try:
         tables = resolve(spec.analyze)(responses, items)
@@ -71,3 +72,9 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
             (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
     shown = resolve(spec.summary)(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, outdir, figures)
+
+
+def _run_labels(dirs) -> list[str]:
+    """One label per run folder: its name, or its path where two folders share a name."""
+    names = [Path(d).name or str(d) for d in dirs]
+    return names if len(set(names)) == len(names) else [str(d) for d in dirs]

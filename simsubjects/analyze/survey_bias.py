@@ -49,10 +49,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..errors import UserError
-from .stats import one_sample_t, welch_t
+from .methods.tests import one_sample_t, pearson_r, welch_t  # noqa: F401 - pearson_r re-exported
 
 BIAS_ORDER = ("acquiescence", "allow_forbid", "response_order", "opinion_float", "odd_even")
 PERTURBATION_ORDER = ("key_typo", "middle_random", "letter_swap")
@@ -201,8 +200,8 @@ def _order(df: pd.DataFrame) -> pd.DataFrame:
 def delta_tests(deltas: pd.DataFrame) -> pd.DataFrame:
     """Per (model, bias, perturbation): one-sample t of mean Δ vs 0, and Welch of first vs second form.
 
-    Columns: model, bias, perturbation, setting, test, estimate, se, statistic, df, p, ci_low,
-    ci_high, n (questions), pairs_from. Questions with a missing form are left out.
+    Columns: model, bias, perturbation, setting, test, estimate, std.error, statistic, df, p.value,
+    conf.low, conf.high, n (questions), pairs_from. Questions with a missing form are left out.
     """
     rows = []
     for (model, bias, pert), d in deltas.groupby(GROUP, sort=False):
@@ -211,8 +210,8 @@ def delta_tests(deltas: pd.DataFrame) -> pd.DataFrame:
                     pairs_from=d["pairs_from"].iloc[0] if len(d) else bias)
         rows.append({**base, **one_sample_t(d["delta"])})
         rows.append({**base, **welch_t(d["pct_first"], d["pct_second"])})
-    cols = ["model", "bias", "perturbation", "setting", "test", "estimate", "se", "statistic", "df", "p",
-            "ci_low", "ci_high", "n", "pairs_from"]
+    cols = ["model", "bias", "perturbation", "setting", "test", "estimate", "std.error", "statistic", "df", "p.value",
+            "conf.low", "conf.high", "n", "pairs_from"]
     return _order(pd.DataFrame(rows, columns=cols))
 
 
@@ -246,21 +245,6 @@ def form_entropy(responses: pd.DataFrame, items: pd.DataFrame | None = None) -> 
     return _order(pd.DataFrame(rows))
 
 
-def pearson_r(x, y, conf: float = 0.95) -> dict:
-    """Pearson's r with its t-test p-value and Fisher-z confidence interval (scipy.stats.pearsonr)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    n = len(x)
-    if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return dict(test="Pearson correlation", estimate=math.nan, statistic=math.nan, df=float(n - 2),
-                    p=math.nan, ci_low=math.nan, ci_high=math.nan, n=n)
-    res = stats.pearsonr(x, y)
-    r = float(res.statistic)
-    ci = res.confidence_interval(conf) if n > 3 else None
-    t = r * math.sqrt((n - 2) / (1 - r**2)) if abs(r) < 1 else math.copysign(math.inf, r)
-    return dict(test="Pearson correlation", estimate=r, statistic=t, df=float(n - 2), p=float(res.pvalue),
-                ci_low=ci.low if ci else math.nan, ci_high=ci.high if ci else math.nan, n=n)
-
-
 def entropy_correlation(deltas: pd.DataFrame, entropy: pd.DataFrame) -> pd.DataFrame:
     """Pearson r between a form's normalized entropy and |Δb| across questions, per model and bias.
 
@@ -277,8 +261,8 @@ def entropy_correlation(deltas: pd.DataFrame, entropy: pd.DataFrame) -> pd.DataF
             rows.append(dict(model=model, bias=bias, entropy_form=form,
                              paper_convention=form == BIAS_RULES[bias].second_form,
                              **pearson_r(m["normalized_entropy"], m["delta"].abs())))
-    cols = ["model", "bias", "entropy_form", "paper_convention", "test", "estimate", "statistic", "df", "p",
-            "ci_low", "ci_high", "n"]
+    cols = ["model", "bias", "entropy_form", "paper_convention", "test", "estimate", "statistic", "df", "p.value",
+            "conf.low", "conf.high", "n"]
     out = pd.DataFrame(rows, columns=cols)
     out["perturbation"] = ""
     return _order(out).drop(columns="perturbation")
@@ -288,10 +272,10 @@ def figure2_grid(tests: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Figure 2 as a table: per model x bias x setting (bias, key typo, middle random, letter swap),
     mean Δ, its one-sample t-test p, and direction: "positive"/"negative" if p < alpha, else "ns"."""
     t = tests[tests["test"] == "One-sample t-test"].copy()
-    sig = t["p"] < alpha
+    sig = t["p.value"] < alpha
     t["significant"] = sig
     t["direction"] = np.where(~sig, "ns", np.where(t["estimate"] > 0, "positive", "negative"))
-    cols = ["model", "bias", "setting", "estimate", "p", "n", "significant", "direction", "pairs_from"]
+    cols = ["model", "bias", "setting", "estimate", "p.value", "n", "significant", "direction", "pairs_from"]
     return t[cols].reset_index(drop=True)
 
 
@@ -305,10 +289,10 @@ def table4(tests: pd.DataFrame, correlation: pd.DataFrame) -> pd.DataFrame:
             s = d[d["setting"] == setting]
             name = "delta_b" if setting == "bias" else f"delta_p_{setting}"
             rec[name] = s["estimate"].iloc[0] if len(s) else math.nan
-            rec[f"p_{setting}"] = s["p"].iloc[0] if len(s) else math.nan
+            rec[f"p_{setting}"] = s["p.value"].iloc[0] if len(s) else math.nan
         c = correlation[(correlation["model"] == model) & (correlation["bias"] == bias) & correlation["paper_convention"]]
         rec["pearson_r"] = c["estimate"].iloc[0] if len(c) else math.nan
-        rec["pearson_p"] = c["p"].iloc[0] if len(c) else math.nan
+        rec["pearson_p"] = c["p.value"].iloc[0] if len(c) else math.nan
         rows.append(rec)
     return pd.DataFrame(rows)
 
@@ -404,7 +388,7 @@ def plot_survey_bias(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, o
 
 def summary(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Terminal view: the per-bias tests (mean Δb, t, df, p, n), each perturbation's Δp and p, Pearson r."""
-    cols = ["model", "bias", "setting", "test", "estimate", "statistic", "df", "p", "n"]
+    cols = ["model", "bias", "setting", "test", "estimate", "statistic", "df", "p.value", "n"]
     bias = tables["bias_tests"]
     pert = tables["perturbation_tests"]
     return {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .stats import kruskal_test, mean_se, welch_test
+from .methods.tests import kruskal_test, mean_se, welch_test
 from .tidy import prob_of
 
 PAIRINGS = ["Mr-Mr", "Mr-Ms", "Ms-Mr", "Ms-Ms"]
@@ -48,9 +48,9 @@ def pairing_tests(p: pd.DataFrame) -> pd.DataFrame:
                 out.append(welch_test(groups["Mr-Ms"], groups["Ms-Mr"]).assign(
                     model=m, offer=offer, comparison="Mr-Ms minus Ms-Mr"))
     if not out:
-        return pd.DataFrame(columns=["model", "offer", "comparison", "test", "statistic", "df", "p"])
+        return pd.DataFrame(columns=["model", "offer", "comparison", "test", "statistic", "df", "p.value"])
     df = pd.concat(out, ignore_index=True)
-    first = ["model", "offer", "comparison", "test", "statistic", "df", "p"]
+    first = ["model", "offer", "comparison", "test", "statistic", "df", "p.value"]
     return df[first + [c for c in df.columns if c not in first]]
 
 
@@ -89,7 +89,7 @@ def plot_ultimatum(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, out
     by_offer = tables["acceptance_by_offer"]
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for m, g in by_offer.groupby("model"):
-        ax.errorbar(g["offer"], g["mean"], yerr=1.96 * g["se"].fillna(0), marker="o", capsize=3, label=m)
+        ax.errorbar(g["offer"], g["mean"], yerr=1.96 * g["std.error"].fillna(0), marker="o", capsize=3, label=m)
     ax.set(xlabel=r"Offer (\$ of \$10)", ylabel="Mean P(accept)", ylim=(-0.02, 1.02), xticks=range(11),
            title="Acceptance by offer (cf. Figure 4a)")
     ax.legend(fontsize=8)
@@ -121,7 +121,7 @@ def plot_ultimatum(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, out
     for m, g in pair.groupby("model"):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
         for k, gk in g.groupby("pairing"):
-            a1.errorbar(gk["offer"], gk["mean"], yerr=1.96 * gk["se"].fillna(0), marker="o", capsize=2, label=k)
+            a1.errorbar(gk["offer"], gk["mean"], yerr=1.96 * gk["std.error"].fillna(0), marker="o", capsize=2, label=k)
         a1.set(xlabel=r"Offer (\$)", ylabel="Mean P(accept)", ylim=(-0.02, 1.02), xticks=range(11),
                title="By gender pairing (proposer-responder)")
         a1.legend(fontsize=8)
@@ -145,7 +145,7 @@ def _slug(s: str) -> str:
 def summary(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Terminal-sized views: offers down, pairings across."""
     pair = tables["acceptance_by_pairing"].pivot_table(index=["model", "offer"], columns="pairing", values="mean")
-    by_offer = tables["acceptance_by_offer"].set_index(["model", "offer"])[["mean", "se", "n"]]
+    by_offer = tables["acceptance_by_offer"].set_index(["model", "offer"])[["mean", "std.error", "n"]]
     v = tables["validity"].query("offer != 'all'").set_index(["model", "offer"])["validity"]
     v.index = v.index.set_levels(v.index.levels[1].astype(int), level=1)
     wide = by_offer.rename(columns={"mean": "P(accept)"}).join(v).join(pair).reset_index()
@@ -155,7 +155,7 @@ def summary(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return {
         "acceptance by offer (mean P(accept), SE, validity, by gender pairing)": wide,
         "gender pairing tests": tests[tests["offer"].isin(["all", "2", "8"])][
-            ["model", "offer", "comparison", "test", "statistic", "df", "p"]],
+            ["model", "offer", "comparison", "test", "statistic", "df", "p.value"]],
         "validity": tables["validity"].query("offer == 'all'"),
         "name-pair consistency (Figure 4b)": off.groupby("model")["r"].agg(
             mean_r="mean", min_r="min", max_r="max").reset_index(),

@@ -114,7 +114,7 @@ def dry_collect(study, model: DryModel, params: dict, *, method: str, n: int, ba
     """Run `study`'s collection against the dry model, as pipeline.run_study does; its usage."""
     from .runner import collect_choices
 
-    trials, _items = study.build(**params)
+    trials, _items = study.make(**params)
     params = {**params, "method": method, "n": n if method != "exact" else None}
     before = model.usage()
     cache = MemoryCache()
@@ -176,7 +176,7 @@ def dry_run_study(study, spec: str, params: dict, *, method: str, n: int, batch_
         raise UserError(f"--method {method}: {study.name} supports {', '.join(study.methods)}")
     if method != "exact" and n < 1:
         raise UserError(f"--n {n}: must be at least 1")
-    study.build(**params)  # a bad study option fails before the tokenizer loads
+    study.make(**params)  # a bad study option fails before the tokenizer loads
     model = dry_model(spec, chat_template=chat_template, tokenizer=tokenizer)
     return [dry_collect(study, model, params, method=method, n=n, batch_size=batch_size)], model
 

@@ -80,7 +80,7 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
         raise UserError(f"--method {method}: {study.name} supports {', '.join(study.methods)}")
     if method != "exact" and n < 1:
         raise UserError(f"--n {n}: must be at least 1")
-    trials, items = study.build(**params)
+    trials, items = study.make(**params)
     if len(trials) == 0:
         raise UserError(f"{study.name}: these options select no trial; nothing to collect")
     params = {**params, "method": method, "n": n if method != "exact" else None}

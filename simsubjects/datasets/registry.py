@@ -19,6 +19,11 @@ TJUATJA = ("Tjuatja, L., Chen, V., Wu, T., Talwalkar, A., & Neubig, G. (2024). D
 SANTURKAR = ("Santurkar, S., Durmus, E., Ladhak, F., Lee, C., Liang, P., & Hashimoto, T. (2023). Whose Opinions "
              "Do Language Models Reflect? ICML 2023.")
 TRANSCRIBED = "transcribed from the paper for research use, with attribution"
+HHY = ("Hainmueller, J., Hopkins, D. J., & Yamamoto, T. (2014). Causal Inference in Conjoint Analysis: Understanding "
+       "Multidimensional Choices via Stated Preference Experiments. Political Analysis 22(1), 1-30.")
+BMS = ("Ballard-Rosa, C., Martin, L., & Scheve, K. (2017). The Structure of American Income Tax Policy Preferences. "
+       "The Journal of Politics 79(1), 1-16.")
+CREGG = "MIT (cregg, T. J. Leeper; datasets/conjoint/LICENSE-cregg.txt)"
 
 
 @dataclass(frozen=True)
@@ -83,8 +88,25 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "Nie et al. (2023), MoCa dataset", "CC BY 4.0", NIE),
     Dataset("personas", "Persona sentences of the Social Simulacra condition", "25 personas", ("personas.json",),
             "Nie et al. (2023), Table A3", TRANSCRIBED, NIE),
+    Dataset("aher2023_published", "Published numbers shown beside a run: Table 1 valid-answer rates, App. C counts",
+            "2 tables", ("aher2023/published.json",), "Aher et al. (2023), Table 1 and Appendix C", TRANSCRIBED, AHER),
+    Dataset("tjuatja2024_table4", "Published Table 4: Δb, Δp and entropy correlations of nine models",
+            "45 rows", ("tjuatja2024/table4.csv",), "Tjuatja et al. (2024), Table 4 (tjuatja2024/SOURCE.md)",
+            TRANSCRIBED, TJUATJA),
+    Dataset("nie2023_table1", "Published Table 1: stories and human label classes per task", "2 rows",
+            ("moca/table1.csv",), "Nie et al. (2023), Table 1", TRANSCRIBED, NIE),
     Dataset("survey_bias_questions", "Original attitude questions with every response-bias form, written for this package",
             "see SOURCE.md", ("survey_bias",), "simsubjects", "MIT", TJUATJA + " (question format)"),
+    Dataset("conjoint_immigration", "Immigration conjoint: which of two immigrant profiles to admit (ChosenImmigrant), "
+            "9 attributes, 2 restrictions, ethnocentrism", "13,960 profiles, 1,396 respondents x 5 tasks",
+            ("conjoint/immigration.parquet",), "cregg 0.3.7 `immigration` (github.com/leeper/cregg)", CREGG,
+            HHY + " Distributed by cregg (Leeper 2020)."),
+    Dataset("conjoint_taxes", "Tax-plan conjoint: 7 attributes (six bracket rates, revenue), survey weights, party id",
+            "32,000 profiles, 2,000 respondents", ("conjoint/taxes.parquet",),
+            "cregg 0.3.7 `taxes` (github.com/leeper/cregg)", CREGG, BMS + " Distributed by cregg (Leeper 2020)."),
+    Dataset("conjoint_immigration_design", "The HHY 2014 immigration design as data: attributes, levels with display "
+            "text, the two restrictions, the prompt", "9 attributes, 49 levels", ("conjoint/immigration_design.json",),
+            "HHY (2014) via cregg's documentation of `immigration`", TRANSCRIBED, HHY),
     Dataset("opinion_survey", "A synthetic 20-question ATP-style survey with answers of 336 synthetic respondents, in "
             "both OpinionQA formats (wave folder and <ATTRIBUTE>_data.json count files), and 60 synthetic "
             "respondents to draw personas from", "20 questions, 336 + 60 respondents", ("opinion_survey",),

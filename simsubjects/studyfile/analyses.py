@@ -184,9 +184,9 @@ def amce(trials: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
             f, _, level = term.partition("_")
             r = res.iloc[j]
             rows.append({**key, "test": "AMCE (OLS, CR2 clustered by subject)", "term": term,
-                         "contrast": f"{f}: {level} - {base[f]}", "estimate": r["estimate"], "std.error": r["se"],
-                         "statistic": r["statistic"], "df": r["df"], "p.value": r["p"], "conf.low": r["ci_low"],
-                         "conf.high": r["ci_high"], "n": len(g)})
+                         "contrast": f"{f}: {level} - {base[f]}", "estimate": r["estimate"], "std.error": r["std.error"],
+                         "statistic": r["statistic"], "df": r["df"], "p.value": r["p.value"], "conf.low": r["conf.low"],
+                         "conf.high": r["conf.high"], "n": len(g)})
     return pd.DataFrame(rows)
 
 

@@ -195,7 +195,11 @@ def read_opinionqa_wave(wave_dir, keys: Sequence[str] | None = None, by=None, ov
     missing = [c for c in _as_list(by) if c not in header]
     if missing:
         raise UserError(f"{resp_p}: no demographic column(s) {', '.join(missing)}")
-    data = _read_csv(resp_p, usecols=cols, dtype={c: str for c in cols if c != wcol}, keep_default_na=True)
+    # Answers are text: an option worded "None" (28 ATP questions of W26-W54, e.g. GUNFRIEND_W26) or
+    # "NA" must not turn into a missing value; an empty cell is a question not asked. Only the
+    # weight column reads blanks as missing (then rejected by _check_weights).
+    data = _read_csv(resp_p, usecols=cols, dtype={c: str for c in cols if c != wcol}, keep_default_na=False,
+                     na_values={wcol: [""]})
     _check_weights(data[wcol], wcol, resp_p)
     groups = None
     if meta_p.is_file() and by is not None:

@@ -14,7 +14,8 @@ import pandas as pd
 from ...datasets.registry import load_json
 from ...errors import UserError
 from .names import name_pool
-from .registry import Option, StudyDef, fill_template
+from ._papers import AHER2023
+from .registry import Option, Plan, StudyDef, fill_template, size
 
 SETS = ("published", "novel", "both")
 VERSIONS = ("garden_path", "control")
@@ -69,7 +70,7 @@ STUDY = StudyDef(
     aliases=("garden-path",),
     help="Garden Path sentences: P(ungrammatical) of garden-path vs control versions of 24 published and "
          "24 novel sentences, judged by simulated participants (Aher et al. 2023, §5, App. C).",
-    build=lambda names=5, set="both", seed=0, **_: build_trials(names=names, set_=set, seed=seed),
+    build=lambda names=5, set="both", seed=0: build_trials(names=names, set_=set, seed=seed),
     options=[
         Option(("--names",), {"default": 5, "show_default": True, "type": int,
                               "help": "Names per sentence (of the 1,000-name pool); each judges both versions."}),
@@ -82,4 +83,16 @@ STUDY = StudyDef(
     plot="simsubjects.analyze.garden_path:plot_garden_path",
     summary="simsubjects.analyze.garden_path:summary",
     methods=("exact", "sampled"),
+    title="Garden Path sentences (Aher et al. 2023, §5, App. C)",
+    columns={
+        "sentence": "Sentence judged", "version": "gp (garden path) or control (comma)",
+        "set": "published (Christianson et al. 2001) or novel (Aher et al. 2023)", "type": "OT or RAT verb",
+        "title": "Participant's title (Mr./Ms.)", "group": "Census group of the participant's surname",
+    },
+    papers=(Plan(AHER2023, lambda s: {"names": size(1_000, s), "set": "both"},
+                 "48 sentences x 2 versions x 1,000 names", order=2),),
+    report="simsubjects.sections.aher2023:garden_path",
+    validity_reference="simsubjects.sections.aher2023:table1_reference",
+    check_r="simsubjects.analyze.check_r:check_garden_path",
+    r_function="replicate_garden_path",
 )

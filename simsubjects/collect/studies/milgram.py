@@ -77,7 +77,8 @@ from ..models.base import ChoiceRequest, ChoiceResult, CompletionRequest
 from ..runner import cached_map, complete_many
 from ..store import stable_hash
 from .names import OBJECT, POSSESSIVE, TITLES, surnames
-from .registry import Option, StudyDef, fill_template
+from ._papers import AHER2023
+from .registry import Option, Plan, StudyDef, fill_template, size
 
 SCENARIOS = {"milgram": "aher2023/milgram_classic.json", "milgram_novel": "aher2023/milgram_novel.json"}
 RULES = ("normalized", "scored")
@@ -475,10 +476,23 @@ def _options(default_subjects: int = 4) -> list[Option]:
     ]
 
 
-def _def(study: str, help_: str, aliases: tuple[str, ...] = ()) -> StudyDef:
+COLUMNS = {
+    "breakoff_level": "Last level at which the subject obeyed (0 none, 30 completed)",
+    "cause": "terminated, prods exhausted, completed or max stages",
+    "completed": "1 if the subject completed all levels", "censored": "1 if cut by --max-stages",
+    "n_steps": "Steps simulated", "n_disobediences": "Disobedient steps",
+    "judgment_validity": "Mean validity of the experimenter judgments", "rule": "Judgment-probability rule",
+    "judgment": "termination or obedience", "level": "Shock level (1-30)", "step": "Step of the record",
+    "attempt": "Attempt within the stage", "kind": "Kind of step", "decision": "Decision taken",
+    "p_rule": "Probability used by the rule", "p_scored": "Unnormalized probability of the scored completion",
+    "outcome": "Outcome of the judgment",
+}
+
+
+def _def(study: str, help_: str, title: str, design: str, order: int, aliases: tuple[str, ...] = ()) -> StudyDef:
     return StudyDef(
         name=study, aliases=aliases, help=help_,
-        build=lambda subjects=4, max_stages=30, seed=0, **_: build_trials(study, subjects, max_stages, seed),
+        build=lambda subjects=4, max_stages=30, seed=0: build_trials(study, subjects, max_stages, seed),
         options=_options(),
         datasets=["milgram" if study == "milgram" else "milgram_novel", "names", "milgram1963"],
         templates=lambda: [scenario(study)["introduction"],
@@ -490,11 +504,20 @@ def _def(study: str, help_: str, aliases: tuple[str, ...] = ()) -> StudyDef:
         plot="simsubjects.analyze.milgram:plot_milgram",
         summary="simsubjects.analyze.milgram:summary",
         methods=("exact", "sampled"),
+        title=title,
+        columns=COLUMNS,
+        papers=(Plan(AHER2023, lambda s: {"subjects": size(100, s), "max_stages": 30}, design, order=order),),
+        report="simsubjects.sections.aher2023:milgram",
+        check_r="simsubjects.analyze.check_r:check_milgram",
+        r_function="replicate_milgram",
     )
 
 
 MILGRAM = _def("milgram", "Milgram obedience, classic shock scenario: break-off levels of simulated teachers "
-                          "beside Milgram (1963) Experiment 1 (Aher et al. 2023, §6, App. E.1).")
+                          "beside Milgram (1963) Experiment 1 (Aher et al. 2023, §6, App. E.1).",
+               "Milgram obedience, classic scenario (Aher et al. 2023, §6, App. E.1)",
+               "100 subjects, all 30 shock levels", 4)
 MILGRAM_NOVEL = _def("milgram_novel", "Milgram obedience, novel sleepy-driver scenario: the same simulator, break-off "
                                       "by number of submersions beside Milgram (1963) (Aher et al. 2023, App. E.2).",
-                     aliases=("milgram-novel",))
+                     "Milgram obedience, novel scenario (Aher et al. 2023, App. E.2)",
+                     "100 subjects, all 30 submersions", 5, aliases=("milgram-novel",))

@@ -27,7 +27,8 @@ import pandas as pd
 
 import click
 from ...errors import UserError
-from .registry import Option, StudyDef
+from ._papers import NIE2023
+from .registry import Option, Plan, StudyDef, size
 
 STUDY = "moca"
 
@@ -128,7 +129,9 @@ def p_yes(responses: pd.DataFrame) -> pd.DataFrame:
     need = {"trial", "item", "source", "model", "method", "response", "weight"}
     if not need <= set(responses.columns):
         raise UserError(f"responses: missing column(s) {', '.join(sorted(need - set(responses.columns)))}")
-    key = ["source", "model", "trial"]  # trial ids are unique within a run, not across models
+    from ...analyze.tidy import trial_key
+
+    key = trial_key(responses)  # trial ids are unique within a run, not across models or stacked runs
     df = responses.assign(_kind=_label_kind(responses["response"]), _w=responses["weight"].astype(float))
     df = df[df["_kind"].notna()]
     wide = df.pivot_table(index=key, columns="_kind", values="_w", aggfunc="sum", fill_value=0.0)
@@ -154,7 +157,7 @@ def p_yes(responses: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 
 def study_items(task: str = "causal", personas: str = "none", stories: int = 0, template: str = "yesno",
-                method: str = "exact", **_):
+                method: str = "exact"):
     from ..human.moca import load_moca
 
     if stories < 0:
@@ -187,6 +190,11 @@ def _with_human_votes(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
     return pd.concat([responses, human], ignore_index=True)
 
 
+def _replicate_params(s: float) -> dict:
+    n = size(144, s, floor=6)  # --stories caps each task; 0 = every story
+    return {"task": "all", "stories": 0 if n >= 144 else n, "template": "both", "personas": "none"}
+
+
 MOCA = StudyDef(
     name="moca",
     help="MoCa causal and moral judgments (Nie et al. 2023): P(Yes) per story beside 25 human votes, "
@@ -209,4 +217,12 @@ MOCA = StudyDef(
     plot="simsubjects.analyze.amce:plot_moca",
     summary="simsubjects.analyze.amce:summary",
     methods=("exact", "sampled"),
+    title="Causal and moral judgments, MoCa (Nie et al. 2023)",
+    columns={"task": "causal or moral", "persona": "Persona slug ('' for none)", "template": "Prompt template"},
+    papers=(Plan(NIE2023, _replicate_params,
+                 "all 206 stories (144 causal, 62 moral), both prompt templates pooled, beside 25 human votes "
+                 "per story", order=1),),
+    report="simsubjects.sections.nie2023:moca",
+    check_r="simsubjects.analyze.check_r:check_moca",
+    r_function="replicate_moca",
 )

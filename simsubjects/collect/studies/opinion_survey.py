@@ -32,7 +32,8 @@ import pandas as pd
 from ... import option_order, personas as P
 from ...errors import UserError
 from ..human.opinionqa import count_files, read_info, read_opinionqa
-from .registry import Option, StudyDef
+from ._papers import SANTURKAR2023
+from .registry import Option, Plan, StudyDef, size
 
 STUDY = "opinion_survey"
 BUNDLED = "opinion_survey/American_Trends_Panel_W99"
@@ -88,7 +89,7 @@ def _subjects(params: dict) -> tuple[pd.DataFrame, dict, list[str]]:
 def build(questions: str | None = None, first: int = 0, personas: str = "none", persona_format: str = "argyle",
           persona_attributes: str = "", persona_weight: str = "", steer: str = "POLPARTY", sample: str = "all",
           margins: str | None = None, no_default_prompt: bool = False, order: str = "fixed", seed: int = 0,
-          human: str | None = None, human_format: str = "auto", groups: str = "POLPARTY", **_):
+          human: str | None = None, human_format: str = "auto", groups: str = "POLPARTY"):
     """(trials, items) of the opinion survey; every argument is plain data."""
     default_prompt = not no_default_prompt
     params = dict(personas=personas, persona_format=persona_format, persona_attributes=persona_attributes,
@@ -221,4 +222,14 @@ OPINION_SURVEY = StudyDef(
     plot="simsubjects.analyze.opinion:plot_opinion_survey",
     summary="simsubjects.analyze.opinion:summary",
     methods=("exact", "sampled"),
+    title="Opinion survey beside people by group, personas and order effects (Santurkar et al. 2023)",
+    papers=(Plan(SANTURKAR2023,
+                 lambda s: {"personas": "bundled", "sample": str(size(20, s, floor=1)), "persona_format": "argyle",
+                            "steer": "POLPARTY", "order": "random", "groups": "POLPARTY"},
+                 "the bundled 20-question ATP-style survey beside its synthetic respondents by party (both OpinionQA "
+                 "formats), asked with the default prompt and with 20 Argyle-style personas per party drawn from the "
+                 "bundled respondents by weight, options in a random order per subject", order=1),),
+    report="simsubjects.analyze.opinion:report_section",
+    check_r="simsubjects.analyze.opinion:check_r_opinion_survey",
+    r_function="replicate_opinion_survey",
 )

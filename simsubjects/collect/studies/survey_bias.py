@@ -56,7 +56,8 @@ import pandas as pd
 import click
 
 from ...errors import UserError
-from .registry import Option, StudyDef
+from ._papers import TJUATJA2024
+from .registry import Option, Plan, StudyDef, size
 
 STUDY = "survey_bias"
 BIASES = ("acquiescence", "allow_forbid", "response_order", "opinion_float", "odd_even")
@@ -750,12 +751,17 @@ def _finalize(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
     return responses
 
 
+def _replicate_params(s: float) -> dict:
+    # exact distributions, each replaced by a seeded sample of 50 answers per form as the paper drew
+    return {"bias": "all", "perturbation": "all", "as_sample": size(50, s, floor=10)}
+
+
 SURVEY_BIAS = StudyDef(
     name="survey_bias",
     aliases=("survey-bias",),
     help="Survey response biases and non-bias perturbations (Tjuatja et al. 2024): original vs modified "
          "question forms, Δb/Δp with t-tests, entropy, Figure 2 grid.",
-    build=lambda bias="all", perturbation="all", questions=None, seed=0, **_: study_items(
+    build=lambda bias="all", perturbation="all", questions=None, seed=0: study_items(
         bias, perturbation, questions, seed),
     options=[
         Option(("--bias",), {"default": "all", "show_default": True,
@@ -774,4 +780,16 @@ SURVEY_BIAS = StudyDef(
     plot="simsubjects.analyze.survey_bias:plot_survey_bias",
     summary="simsubjects.analyze.survey_bias:summary",
     methods=("exact", "sampled"),
+    title="Survey response biases (Tjuatja et al. 2024)",
+    columns={
+        "key": "Question key", "bias": "Response bias", "perturbation": "Non-bias perturbation ('' for a bias pair)",
+        "form": "original or modified question form", "num_options": "Number of answer options",
+    },
+    papers=(Plan(TJUATJA2024, _replicate_params,
+                 "every bundled question form (5 biases, 3 perturbations), 50 answers per form "
+                 "(exact distributions sampled; at least 10)",
+                 samples=lambda s: size(50, s, floor=10), order=1),),
+    report="simsubjects.sections.tjuatja2024:survey_bias",
+    check_r="simsubjects.analyze.check_r:check_survey_bias",
+    r_function="replicate_survey_bias",
 )

@@ -7,7 +7,8 @@ import pandas as pd
 from ...datasets.registry import load_json
 from ...errors import UserError
 from .names import REFLEXIVE, ultimatum_pairs
-from .registry import Option, StudyDef, fill_template
+from ._papers import AHER2023
+from .registry import Option, Plan, StudyDef, fill_template, size
 
 MAX_PAIRS = 10_000
 
@@ -48,7 +49,7 @@ def build_trials(pairs: int = 200, offers=None, seed: int = 0) -> tuple[pd.DataF
 STUDY = StudyDef(
     name="ultimatum",
     help="Ultimatum Game responders (Aher et al. 2023, §4): accept or reject $0-$10 of $10.",
-    build=lambda pairs=200, seed=0, **_: build_trials(pairs=pairs, seed=seed),
+    build=lambda pairs=200, seed=0: build_trials(pairs=pairs, seed=seed),
     options=[Option(("--pairs",), {"default": 200, "show_default": True, "type": int,
                                    "help": "Name pairs (of the 10,000 balanced pairs) x 11 offers."})],
     datasets=["names", "prompts_aher2023"],
@@ -57,4 +58,19 @@ STUDY = StudyDef(
     plot="simsubjects.analyze.ultimatum:plot_ultimatum",
     summary="simsubjects.analyze.ultimatum:summary",
     methods=("exact", "sampled"),
+    title="Ultimatum Game (Aher et al. 2023, §4)",
+    columns={
+        "offer": "Offer to the responder in dollars (of $10)", "proposer": "Proposer's name",
+        "responder": "Responder's name", "proposer_title": "Proposer's title (Mr./Ms.)",
+        "responder_title": "Responder's title (Mr./Ms.)",
+        "proposer_group": "Census group of the proposer's surname", "responder_group": "Census group of the responder's surname",
+        "pairing": "Gender pairing proposer-responder (Mr-Ms = male proposer, female responder)",
+        "pair": "Name-pair identifier",
+    },
+    papers=(Plan(AHER2023, lambda s: {"pairs": size(10_000, s, floor=8)},
+                 "10,000 name pairs x 11 offers (at least 8 pairs: two per gender pairing)", order=1),),
+    report="simsubjects.sections.aher2023:ultimatum",
+    validity_reference="simsubjects.sections.aher2023:table1_reference",
+    check_r="simsubjects.analyze.check_r:check_ultimatum",
+    r_function="replicate_ultimatum",
 )

@@ -23,7 +23,8 @@ from ...errors import UserError
 from ..models.base import CompletionRequest
 from ..runner import complete_many, progress
 from .names import name_pool
-from .registry import Option, StudyDef, fill_template
+from ._papers import AHER2023
+from .registry import Option, Plan, StudyDef, fill_template, size
 
 STUDY_NAME = "wisdom"
 MAX_TOKENS = 12
@@ -154,7 +155,7 @@ STUDY = StudyDef(
     name=STUDY_NAME,
     help="Wisdom of Crowds: integer estimates to 10 general-knowledge questions, with medians, IQRs and "
          "hyper-accuracy; participants titled Mr., Ms. or Mx. (Aher et al. 2023, §7, App. D).",
-    build=lambda participants=5, questions="all", seed=0, **_: build_trials(participants_=participants,
+    build=lambda participants=5, questions="all", seed=0: build_trials(participants_=participants,
                                                                              questions_=questions, seed=seed),
     options=[
         Option(("--participants",), {"default": 5, "show_default": True, "type": int,
@@ -172,4 +173,16 @@ STUDY = StudyDef(
     plot="simsubjects.analyze.wisdom:plot_wisdom",
     summary="simsubjects.analyze.wisdom:summary",
     methods=("generated",),
+    title="Wisdom of Crowds (Aher et al. 2023, §7, App. D)",
+    columns={
+        "estimate": "Parsed integer estimate (missing when invalid)", "truth": "True answer",
+        "completion": "Raw model completion", "title": "Participant's title (Mr./Ms./Mx.)",
+        "group": "Census group of the participant's surname",
+    },
+    papers=(Plan(AHER2023, lambda s: {"participants": size(1_500, s, floor=2), "questions": "all"},
+                 "1,500 participants (Mr./Ms./Mx.) x 10 questions", order=3),),
+    report="simsubjects.sections.aher2023:wisdom",
+    validity_reference="simsubjects.sections.aher2023:table1_reference",
+    check_r="simsubjects.analyze.check_r:check_wisdom",
+    r_function="replicate_wisdom",
 )

@@ -1,0 +1,184 @@
+# The R side of `simsubjects replicate`: one exported function per study, called by the analysis.R
+# of a replication folder on that study's run folder. Each returns its result tables as a named
+# list; write_results() prints and writes them. Their Python twins are in simsubjects/analyze.
+
+.chr <- function(d) {
+  for (c in names(d)) if (is.factor(d[[c]])) d[[c]] <- as.character(d[[c]])
+  d
+}
+
+.rows <- function(lst) {
+  lst <- Filter(Negate(is.null), lst)
+  if (length(lst)) do.call(rbind, lst) else data.frame()
+}
+
+#' Write and print a replication's result tables
+#'
+#' Prints the first rows of each table and writes it to \code{<dir>/<name>.csv}.
+#'
+#' @param results A named list of data frames, as returned by the \code{replicate_*()} functions.
+#' @param dir Folder to write into (created if missing).
+#' @param show Rows printed per table.
+#' @return \code{results}, invisibly.
+#' @family replication
+#' @export
+write_results <- function(results, dir = "r_results", show = 40) {
+  dir.create(dir, showWarnings = FALSE, recursive = TRUE)
+  for (name in names(results)) {
+    df <- results[[name]]
+    cat(sprintf("\n== %s (%d rows) ==\n", name, nrow(df)))
+    print(utils::head(df, show), row.names = FALSE, digits = 4)
+    utils::write.csv(df, file.path(dir, paste0(name, ".csv")), row.names = FALSE)
+  }
+  invisible(results)
+}
+
+#' Ultimatum Game: acceptance by offer and the gender-pairing contrast
+#'
+#' P(accept) per trial (\code{\link{prob_of}}); per model and offer its mean with a one-sample t-test
+#' (\code{\link{one_sample_test}}); per model, over all offers and per offer, the Welch test of the pairing
+#' "Mr-Ms minus Ms-Mr" (\code{\link{welch_test}}). Aher et al. (2023), section 4.
+#'
+#' @template folder
+#' @export
+replicate_ultimatum <- function(folder) {
+  r <- .chr(read_run(folder)$responses)
+  p <- prob_of(r[r$source == "model", ], "accept", keep = c("model", "offer", "pairing", "pair"))
+  p$offer <- as.numeric(p$offer)
+  by_offer <- .rows(lapply(split(p, list(p$model, p$offer), drop = TRUE), function(g)
+    cbind(model = g$model[1], offer = g$offer[1], one_sample_test(g$p_accept))))
+  welch <- .rows(lapply(split(p, p$model), function(gm) .rows(lapply(c("all", sort(unique(gm$offer))), function(o) {
+    g <- if (o == "all") gm else gm[gm$offer == as.numeric(o), ]
+    x <- g$p_accept[g$pairing == "Mr-Ms"]
+    y <- g$p_accept[g$pairing == "Ms-Mr"]
+    if (length(x) < 2 || length(y) < 2) return(NULL)
+    cbind(model = gm$model[1], offer = o, comparison = "Mr-Ms minus Ms-Mr", welch_test(x, y))
+  }))))
+  list(ultimatum_acceptance_by_offer = by_offer, ultimatum_pairing_welch = welch)
+}
+
+#' Garden Path sentences: per-sentence means and the paired tests
+#'
+#' Mean P(ungrammatical) per sentence and version (\code{\link{garden_path_sentences}}), then garden path
+#' against control across sentences, over all sentences and per verb type (\code{\link{garden_path_tests}}).
+#' Aher et al. (2023), section 5 and Appendix C.
+#'
+#' @template folder
+#' @export
+replicate_garden_path <- function(folder) {
+  s <- garden_path_sentences(.chr(read_run(folder)$responses))
+  tests <- .rows(c(
+    lapply(split(s, s$model), function(g) cbind(model = g$model[1], type = "all", garden_path_tests(g))),
+    lapply(split(s, list(s$model, s$type), drop = TRUE), function(g)
+      cbind(model = g$model[1], type = g$type[1], garden_path_tests(g)))))
+  list(garden_path_sentences = s, garden_path_paired_tests = tests)
+}
+
+#' Wisdom of Crowds: median, quartiles and exact share per question
+#'
+#' \code{\link{wisdom_questions}} on the run's estimates and the items' true answers (quantile type 7, numpy's
+#' default). Aher et al. (2023), section 7.
+#'
+#' @template folder
+#' @export
+replicate_wisdom <- function(folder) {
+  run <- read_run(folder)
+  list(wisdom_questions = wisdom_questions(.chr(run$responses), .chr(run$items)[c("item", "truth")]))
+}
+
+#' Milgram obedience: share still obeying by level (Kaplan-Meier)
+#'
+#' From the per-subject break-off rows, the survival table of each model and of Milgram's (1963)
+#' participants (\code{\link{milgram_survival}}), levels with a refusal and the two ends. Aher et al. (2023),
+#' section 6 and Appendix E. The table is named after the folder (\code{<folder>_survival}).
+#'
+#' @template folder
+#' @export
+replicate_milgram <- function(folder) {
+  r <- .chr(read_run(folder)$responses)
+  b <- r[r$condition == "breakoff", ]
+  b <- data.frame(model = b$model, level = as.numeric(b$breakoff_level),
+                  censored = as.logical(b$censored) %in% TRUE)
+  s <- milgram_survival(b, max_level = 30, by = "model")
+  out <- list(s[s$n.event > 0 | s$level %in% c(0, 30), ])
+  names(out) <- paste0(basename(normalizePath(folder)), "_survival")
+  out
+}
+
+#' Survey response biases: delta per question and t-tests across questions
+#'
+#' \code{\link{delta_bias}} per question and \code{\link{delta_tests}} across questions (the one-sample tests of
+#' Tjuatja et al. 2024, Table 4).
+#'
+#' @template folder
+#' @export
+replicate_survey_bias <- function(folder) {
+  run <- read_run(folder)
+  d <- delta_bias(.chr(run$responses), if (is.null(run$items)) NULL else .chr(run$items))
+  t <- delta_tests(d)
+  list(survey_bias_deltas = d,
+       survey_bias_tests = t[t$method == "One Sample t-test",
+                             c("model", "bias", "setting", "estimate", "std.error", "statistic", "df", "p.value", "n")])
+}
+
+#' The factor contrasts of MoCa: for each task and factor, the attribute pair (A, B) of A - B
+#' @noRd
+.moca_contrasts <- list(
+  causal = list(causal_structure = c("Conjunctive", "Disjunctive"), agent_awareness = c("Aware", "Unaware"),
+                norm_type = c("Prescriptive", "Statistical"), event_normality = c("Abnormal", "Normal"),
+                action_omission = c("Action", "Omission"), time = c("Late", "Early")),
+  moral = list(causal_role = c("Side effect", "Means"), personal_force = c("Impersonal", "Personal"),
+               evitability = c("Inevitable", "Avoidable"), beneficence = c("Self-beneficial", "Other-beneficial"),
+               locus_of_intervention = c("Agent of harm", "Patient of harm")))
+
+#' MoCa: AMCE per factor for people and the model
+#'
+#' P(Yes) per trial (a 0/1 vote for people; "not sure" counts one half; a model trial without a
+#' valid answer counts 0.5, as the released evaluator), then per system, task and factor the AMCE by
+#' OLS with story-clustered CR2 errors (\code{\link{amce}}, estimatr). Nie et al. (2023).
+#'
+#' @template folder
+#' @export
+replicate_moca <- function(folder) {
+  run <- read_run(folder)
+  r <- .chr(run$responses)
+  it <- .chr(run$items)
+  lab <- tolower(trimws(r$response))
+  r$yes <- ifelse(lab == "yes", 1, ifelse(lab == "not sure", 0.5, 0))
+  r$w <- as.numeric(r$weight) * (lab %in% c("yes", "no", "not sure"))
+  id <- paste(r$source, r$model, r$trial, sep = "\r")
+  y <- tapply(r$w * r$yes, id, sum) / tapply(r$w, id, sum)
+  tr <- r[!duplicated(id), c("source", "model", "trial", "item")]
+  tr$y <- as.numeric(y[paste(tr$source, tr$model, tr$trial, sep = "\r")])
+  tr$y[is.na(tr$y) & tr$source != "human"] <- 0.5
+  tr <- merge(tr, it, by = "item", all.x = TRUE)
+  out <- list()
+  for (task in names(.moca_contrasts)) for (f in names(.moca_contrasts[[task]])) {
+    if (!f %in% names(tr)) next
+    for (sys in unique(paste(tr$source, tr$model, sep = "/"))) {
+      g <- tr[paste(tr$source, tr$model, sep = "/") == sys & tr$task == task & !is.na(tr$y), ]
+      lv <- .moca_contrasts[[task]][[f]]
+      if (sum(g[[f]] %in% lv) < 2) next
+      a <- amce(g, "y", f, "item", se_type = "CR2", levels = lv, baseline = lv[2])
+      out[[length(out) + 1]] <- cbind(system = sys, task = task, a)
+    }
+  }
+  res <- .rows(out)
+  if (!nrow(res)) {
+    cat("\nmoca: no factor has two annotated stories in this run; no AMCE\n")
+    return(list())
+  }
+  list(moca_amce = res[, c("system", "task", "attribute", "term", "estimate", "std.error", "df", "p.value",
+                           "conf.low", "conf.high", "n", "n_clusters")])
+}
+
+#' Opinion survey: representativeness of the default prompt and the personas by group
+#'
+#' \code{\link{opinion_representativeness}} of the run's responses: for each prompt (the default, the
+#' personas pooled), the representativeness to every human group and Overall (Santurkar et al. 2023).
+#'
+#' @template folder
+#' @export
+replicate_opinion_survey <- function(folder) {
+  list(opinion_survey_representativeness = opinion_representativeness(.chr(read_run(folder)$responses)))
+}

@@ -1,0 +1,243 @@
+"""Analysis of the immigration conjoint: the model's AMCEs and MMs beside HHY's respondents.
+
+Profile-level outcome: people's `ChosenImmigrant` (0/1) and the model's exact P(profile chosen)
+(mean over the orders asked) or expected rating. AMCEs come from one regression with the design's
+two restriction interactions (cregg's `cj(immigration, ChosenImmigrant ~ Gender + Education * Job
++ LanguageSkills + CountryOfOrigin * ReasonForApplication + JobExperience + JobPlans + PriorEntry,
+id = ~CaseID)`), errors clustered by respondent; MMs test 0.5 (no preference between two profiles).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..collect.studies.conjoint_design import choice_by_profile, first_position_share, rating_by_profile
+from ..errors import UserError
+from . import conjoint as cj
+
+HUMAN = "HHY 2014 respondents"
+
+
+def _design():
+    from ..collect.studies.conjoint import immigration_design
+
+    return immigration_design()
+
+
+def features() -> list[str]:
+    return [a.name for a in _design().attributes]
+
+
+def constraints() -> list[tuple[str, str]]:
+    """The design's restricted pairs, in the (a, b) order of cregg's documented formula."""
+    return [(r.b, r.a) if r.a == "Job" else (r.a, r.b) for r in _design().restrictions]
+
+
+def _formula_order() -> list[str]:
+    # R's column order of the cregg call above: the main effects in the formula's order
+    return ["Gender", "Education", "Job", "LanguageSkills", "CountryOfOrigin", "ReasonForApplication",
+            "JobExperience", "JobPlans", "PriorEntry"]
+
+
+def profile_table(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """One row per source x respondent x task x profile: the levels and the outcome `chosen`."""
+    from ..collect.studies.conjoint import load_human
+
+    feats = features()
+    model = responses[responses["source"] == "model"]
+    parts = []
+    if len(model):
+        rating = (model["condition"] == "rating").any()
+        y = rating_by_profile(model) if rating else choice_by_profile(model)
+        prof = items[["respondent", "task", "profile", *feats]].copy()
+        prof["task"] = prof["task"].astype(int)
+        prof["profile"] = prof["profile"].astype(int)
+        m = y.merge(prof, on=["respondent", "task", "profile"], how="left")
+        if m[feats].isna().any().any():
+            raise UserError("conjoint: some answered tasks have no profiles in the items table; runs analyzed "
+                            "together must share --seed, --respondents and --tasks (the same profiles)")
+        parts.append(pd.DataFrame({"source": m["model"], "id": m["model"] + ":" + m["respondent"].astype(str),
+                                   "outcome_kind": "rating" if rating else "choice", "chosen": m["p"],
+                                   **{f: m[f].astype(str) for f in feats}}))
+    h = load_human()
+    parts.append(pd.DataFrame({"source": HUMAN, "id": "human:" + h["CaseID"].astype(str), "outcome_kind": "choice",
+                               "chosen": h["ChosenImmigrant"], **{f: h[f].astype(str) for f in feats}}))
+    out = pd.concat(parts, ignore_index=True)
+    design = _design()
+    for a in design.attributes:
+        out[a.name] = pd.Categorical(out[a.name], categories=list(a.levels))
+    return out
+
+
+def _by_source(fn, table: pd.DataFrame, **kw) -> pd.DataFrame:
+    parts = []
+    for src, g in table.groupby("source", sort=False):
+        parts.append(fn(g, "chosen", _formula_order(), id="id", **kw).assign(source=src))
+    out = pd.concat(parts, ignore_index=True)
+    return out[["source", *[c for c in out.columns if c != "source"]]]
+
+
+def analyze_immigration(responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    table = profile_table(responses, items)
+    choice = table[table["outcome_kind"] == "choice"]
+    out = {
+        "amce": _by_source(cj.amce, table, constraints=constraints()),
+        "mm": pd.concat([_by_source(cj.mm, choice, h0=0.5)] +
+                        ([_by_source(cj.mm, table[table["outcome_kind"] == "rating"], h0=4.0)]
+                         if (table["outcome_kind"] == "rating").any() else []), ignore_index=True),
+    }
+    models = [s for s in choice["source"].unique() if s != HUMAN]
+    diffs, tests = [], []
+    for m in models:  # each model against the people: MM differences and cregg's omnibus F test
+        pair = choice[choice["source"].isin([HUMAN, m])].assign(
+            group=lambda d: pd.Categorical(np.where(d["source"] == HUMAN, "people", "model"), ["people", "model"]))
+        diffs.append(cj.mm_diffs(pair, "chosen", _formula_order(), "group", id="id").assign(model=m))
+        tests.append(cj.cj_anova(pair, "chosen", _formula_order(), "group", constraints=constraints()).assign(model=m))
+    if diffs:
+        out["mm_diff_model_minus_people"] = pd.concat(diffs, ignore_index=True)
+        out["anova_model_vs_people"] = pd.concat(tests, ignore_index=True)
+    model_rows = table[table["source"] != HUMAN]
+    if len(model_rows):
+        out["design_freqs"] = cj.freqs(model_rows, features())
+        out["design_restrictions"] = restriction_check(model_rows)
+    if (responses["source"] == "model").any() and not (responses["condition"] == "rating").any():
+        out["position"] = first_position_share(responses)
+    return out
+
+
+def restriction_check(profiles: pd.DataFrame) -> pd.DataFrame:
+    """Per restriction: forbidden combinations and how many shown profiles have one (must be 0)."""
+    rows = []
+    for r in _design().restrictions:
+        props = cj.props(profiles, [r.a, r.b])
+        forbidden = props[props[r.a].astype(str).isin(r.a_levels) & props[r.b].astype(str).isin(r.b_levels)]
+        shown = profiles[r.a].astype(str).isin(r.a_levels) & profiles[r.b].astype(str).isin(r.b_levels)
+        rows.append({"restriction": f"{r.a} in {sorted(r.a_levels)} -> {r.b} not in {sorted(r.b_levels)}",
+                     "forbidden_cells": len(forbidden), "profiles_breaking_it": int(shown.sum()),
+                     "max_forbidden_proportion": float(forbidden["Proportion"].max() if len(forbidden) else 0.0)})
+    return pd.DataFrame(rows)
+
+
+def plot_immigration(tables: dict, responses: pd.DataFrame, outdir: Path) -> list[Path]:
+    outdir = Path(outdir)
+    paths = [cj.plot_estimates(tables["amce"], outdir / "conjoint_amce.png",
+                               "AMCEs: people (HHY 2014) and the model", "change in P(chosen)", ref=0.0)]
+    mm = tables["mm"]
+    paths.append(cj.plot_estimates(mm[mm["estimate"].between(0, 1)], outdir / "conjoint_mm.png",
+                                   "Marginal means: people and the model", "P(chosen)", ref=0.5))
+    return paths
+
+
+def side_by_side(table: pd.DataFrame) -> pd.DataFrame:
+    """feature, level, then 'estimate [conf.low, conf.high]' per source."""
+    t = table.assign(cell=[f"{e:.3f}" + ("" if pd.isna(lo) else f" [{lo:.3f}, {hi:.3f}]")
+                           for e, lo, hi in zip(table["estimate"], table["conf.low"], table["conf.high"])])
+    wide = t.pivot_table(index=["feature", "level"], columns="source", values="cell", aggfunc="first", sort=False)
+    return wide.reset_index()
+
+
+def summary(tables: dict) -> dict[str, pd.DataFrame]:
+    out = {"AMCE (95% CI): people beside the model": side_by_side(tables["amce"])}
+    if "anova_model_vs_people" in tables:
+        out["no difference from people (cregg cj_anova F test)"] = tables["anova_model_vs_people"]
+    if "position" in tables:
+        out["P(first-shown profile chosen)"] = tables["position"]
+    if "design_restrictions" in tables:
+        out["design restrictions"] = tables["design_restrictions"]
+    return out
+
+
+def report_section(run) -> list[str]:
+    """The report's block (simsubjects.report calls it): AMCEs side by side, omnibus test, speed."""
+    from ..report import block, fmt, table
+
+    t = run.analysis.tables
+    m = run.manifest
+    c = m.get("counts", {})
+    out = [block("AMCE per level: HHY's respondents beside the model", table(side_by_side(t["amce"]), max_rows=60),
+                 "One regression on all nine attributes with the two restriction interactions, errors clustered "
+                 "by respondent (cregg's conventions); baseline levels are 0.")]
+    if "anova_model_vs_people" in t:
+        out.append(block("Does the model's choice differ from people's? (cregg cj_anova)",
+                         table(t["anova_model_vs_people"]),
+                         "F test of every attribute x (model vs people) interaction."))
+    speed = (f"{c.get('tasks', '–')} tasks ({c.get('task_orders', '–')} task orders) in "
+             f"{fmt(m.get('timings', {}).get('collection_seconds'))} s: {fmt(c.get('tasks_per_second'))} tasks per "
+             f"second; forward passes {c.get('forward_passes', '–')} (one per task order at most: both answers are "
+             "single tokens after the same prompt).")
+    out.append(f'<p class="note">{speed}</p>')
+    return out
+
+
+def check_conjoint(r, responses, items, tables, tol, tol_p) -> list[dict]:
+    """--check-r: AMCEs and MMs of every source from the R twins (conjoint_amce, conjoint_mm)."""
+    from .check_r import compare
+
+    if items is None:
+        raise UserError("--check-r: the run has no items table (profiles)")
+    prof = profile_table(responses, items)
+    ro = r.ro
+    factorize = ro.r("function(d, f, lv) { d[[f]] <- factor(d[[f]], levels = lv); d }")
+    rows = []
+    for src, g in prof.groupby("source", sort=False):
+        kind = g["outcome_kind"].iloc[0]
+        rd = r.to_r(g[["id", "chosen", *features()]].assign(**{f: g[f].astype(str) for f in features()}))
+        for a in _design().attributes:
+            rd = factorize(rd, a.name, ro.StrVector(list(a.levels)))
+        cons = ro.StrVector([f"{a}:{b}" for a, b in constraints()])
+        pairs = [("amce", cj.amce(g, "chosen", _formula_order(), id="id", constraints=constraints()),
+                  r.to_py(r.env.find("conjoint_amce")(rd, "chosen", ro.StrVector(_formula_order()), id="id",
+                                                      constraints=cons))),
+                 ("mm", cj.mm(g, "chosen", _formula_order(), id="id", h0=0.5 if kind == "choice" else 4.0),
+                  r.to_py(r.env.find("conjoint_mm")(rd, "chosen", ro.StrVector(_formula_order()), id="id",
+                                                    h0=0.5 if kind == "choice" else 4.0)))]
+        for what, py, rr in pairs:
+            both = py.merge(rr, on=["feature", "level"], suffixes=("", "_r"))
+            if len(both) != len(py):
+                rows.append(compare(f"{what} | {src} rows", len(py), len(both), 0))
+            for _, row in both.iterrows():
+                # z only where the error is not ~0: a saturated tiny run has errors of rounding size,
+                # whose ratio is noise in both languages
+                solid = np.isfinite(row["std.error"]) and row["std.error"] > 1e-6
+                for col in ("estimate", "std.error", "statistic") if solid else ("estimate", "std.error"):
+                    rows.append(compare(f"{what} | {src} | {row['feature']}={row['level']} {col}",
+                                        row[col], row[f"{col}_r"], tol))
+    return rows
+
+
+def r_block() -> str:
+    """The immigration conjoint's part of a replication's analysis.R (the R twins on the export)."""
+    levels = ",\n  ".join(f"{a.name} = c({', '.join(_r_str(v) for v in a.levels)})" for a in _design().attributes)
+    cons = ", ".join(_r_str(f"{a}:{b}") for a, b in constraints())
+    feats = ", ".join(_r_str(f) for f in _formula_order())
+    return f"""
+# ---- Immigration conjoint: P(profile chosen) per profile (mean over the orders asked), then AMCEs
+#      with the two restriction interactions and MMs (h0 = 0.5), errors clustered by respondent
+run <- read_run("conjoint_immigration")
+r <- chr(run$responses); it <- chr(run$items)
+r <- r[r$source == "model", ]
+r$w <- as.numeric(r$weight); r$p <- r$w / ave(r$w, r$trial, FUN = sum)
+r$profile <- mapply(function(s, k) as.integer(strsplit(s, "-")[[1]][k]), r$shown, as.integer(r$response))
+p <- aggregate(p ~ model + respondent + task + profile + trial, r, sum)
+p <- aggregate(p ~ model + respondent + task + profile, p, mean)
+d <- merge(p, it, by = c("respondent", "task", "profile"))
+design_levels <- list(
+  {levels})
+for (f in names(design_levels)) d[[f]] <- factor(d[[f]], levels = design_levels[[f]])  # baselines first
+feats <- c({feats})
+out_a <- list(); out_m <- list()
+for (m in unique(d$model)) {{
+  g <- d[d$model == m, ]
+  out_a[[m]] <- cbind(model = m, conjoint_amce(g, "p", feats, id = "respondent", constraints = c({cons})))
+  out_m[[m]] <- cbind(model = m, conjoint_mm(g, "p", feats, id = "respondent", h0 = 0.5))
+}}
+keep(rows(out_a), "conjoint_immigration_amce", show = 50)
+keep(rows(out_m), "conjoint_immigration_mm", show = 50)
+"""
+
+
+def _r_str(v: str) -> str:
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'

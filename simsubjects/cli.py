@@ -17,6 +17,9 @@ pd.set_option("display.max_columns", 20)
 pd.set_option("display.max_rows", 200)
 
 
+SEED = click.IntRange(0, 2**32 - 1)  # numpy's and pandas' seeds are unsigned 32-bit integers
+MAX_N = 100_000  # valid answers per trial with --method sampled; more is a typo, not a design
+
 DEVICE_OPTION = click.option("--device", default="auto", show_default=True,
                              help="Where a local model runs: auto (a CUDA GPU if there is one), cpu, cuda, cuda:N.")
 
@@ -79,7 +82,8 @@ def model_options(f):
         click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default)."),
         DEVICE_OPTION,
         click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run."),
-        click.option("--seed", default=0, show_default=True, type=int, help="Seed of the design (names, samples)."),
+        click.option("--seed", default=0, show_default=True, type=SEED,
+                     help="Seed of the design (names, samples): 0 to 4294967295."),
         click.option("--validate", is_flag=True,
                      help="Prompt validation: run a small sample and report validity rates only, never outcomes."),
         click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
@@ -183,10 +187,15 @@ def datasets_import(kind, prompts_dir, out):
         from .collect.store import atomic_write_bytes, atomic_write_parquet
         from .export import flatten
 
-        if str(out).endswith(".csv"):
-            atomic_write_bytes(Path(out), flatten(items).to_csv(index=False).encode("utf-8"))
-        else:
-            atomic_write_parquet(items, Path(out))
+        from .output import write_error
+
+        try:
+            if str(out).endswith(".csv"):
+                atomic_write_bytes(Path(out), flatten(items).to_csv(index=False).encode("utf-8"))
+            else:
+                atomic_write_parquet(items, Path(out))
+        except OSError as e:  # full disk, read-only folder: name --out, not the temporary file
+            raise write_error(e, "--out", Path(out)) from None
         click.echo(f"wrote {out}; collect with: simsubjects collect survey-bias --questions {prompts_dir}")
 
 
@@ -294,6 +303,9 @@ def _collect_command(study, name: str | None = None):
         _check_model(kw)
         params = {o.param: kw.pop(o.param) for o in study.options}
         params["seed"] = kw["seed"]
+        if params.get("as_sample") and kw["method"] != "exact":  # checked before the model loads
+            raise UserError(f"--as-sample {params['as_sample']}: turns exact distributions into samples, so it needs "
+                            f"--method exact; with --method {kw['method']} give the sample size as --n")
         if kw["dry_run"]:
             from .collect.dryrun import check_prices, dry_run_study
 
@@ -317,8 +329,8 @@ def _collect_command(study, name: str | None = None):
         _report_collection(kw["out"], manifest)
 
     f = model_options(run)
-    f = click.option("--n", default=50, show_default=True, type=int,
-                     help="Valid answers per trial when --method sampled.")(f)
+    f = click.option("--n", default=50, show_default=True, type=click.IntRange(1, MAX_N),
+                     help=f"Valid answers per trial when --method sampled (1 to {MAX_N:,}).")(f)
     f = click.option("--method", type=click.Choice(study.methods), default=study.methods[0], show_default=True,
                      help="exact: log-probabilities; sampled: draw at temperature 1 until --n valid answers.")(f)
     for o in reversed(study.options):
@@ -354,22 +366,28 @@ def _report_collection(out, manifest: dict) -> None:
 def analyze(dirs, out, no_plots, check_r, **ppi):
     """Analyze one run folder (or several of one study, to compare models)."""
     from .analyze.run import analyze_runs
-    from .cli_ppi import check_ppi_inputs, ppi_requested, ppi_table, write_ppi
+    from .cli_ppi import check_ppi_inputs, ppi_requested, ppi_table
 
     check_ppi_inputs(ppi)
     mixed = ppi_table(list(dirs), ppi) if ppi_requested(ppi) else None  # bad input fails before any output
-    a = analyze_runs(list(dirs), out, plots=not no_plots)
+    checked = {}
+
+    def extra_tables(study, responses, items, tables):  # written into the same set as the tables
+        more = {} if mixed is None else {"ppi": mixed}
+        if check_r:
+            from .analyze.check_r import check_r as run_check
+
+            checked["table"] = more["check_r"] = run_check(study, responses, items, tables)
+        return more
+
+    a = analyze_runs(list(dirs), out, plots=not no_plots, extra=extra_tables)
     for name, df in a.shown.items():
         echo_table(name, df)
-    if mixed is not None:
-        write_ppi(mixed, a.outdir)
+    if mixed is not None:  # ppi.csv is in the analysis set
         echo_table("mixed subjects: human-only, model-only and prediction-powered (PPI++), 95% intervals", mixed)
     click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables)} CSV, {len(a.figures)} PNG")
     if check_r:
-        from .analyze.check_r import check_r as run_check
-
-        table = run_check(a.study, a.responses, a.items, a.tables)
-        table.to_csv(a.outdir / "check_r.csv", index=False)
+        table = checked["table"]
         bad = table[~table["ok"]]
         echo_table(f"R cross-check: {len(table)} statistics, largest difference {table['abs_diff'].max():.3g}",
                    bad if len(bad) else table.sort_values("abs_diff", ascending=False).head(15), "{:.6g}")
@@ -402,7 +420,7 @@ def export(run_dir, to, out):
 @click.option("--only", default=None, help="Comma-separated studies of the paper(s) to run (default: every one).")
 @click.option("--method", type=click.Choice(["auto", "exact", "sampled"]), default="auto", show_default=True,
               help="auto: each study's default (exact log-probabilities); sampled: for servers without them.")
-@click.option("--n", default=None, type=click.IntRange(1),
+@click.option("--n", default=None, type=click.IntRange(1, MAX_N),
               help="Valid answers per trial with --method sampled (default: the paper's, scaled).")
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated.")
 @TIMEOUT_OPTION
@@ -411,7 +429,7 @@ def export(run_dir, to, out):
 @DEVICE_OPTION
 @run_options
 @click.option("--overwrite", is_flag=True, help="Replace run folders that hold different runs.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of every study's design.")
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of every study's design: 0 to 4294967295.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
               help="Trials per batch; each finished batch is saved before the next starts.")
@@ -465,26 +483,33 @@ register_ppi(cli)  # `simsubjects plan`
 
 
 def main(argv=None) -> int:
+    """Exit codes: 0 done; 1 a finding (--check-r differences, a failed study in replicate);
+    2 bad input or a refused write (one line naming what to fix); 70 an internal error (one line
+    with the path of a log holding the traceback; see simsubjects.crash); 130 interrupted."""
+    from .crash import INTERNAL_ERROR, one_line, os_error_line, redact, single_line, write_log
+
     try:
         cli.main(args=argv, prog_name="simsubjects", standalone_mode=False)
     except UserError as e:
-        from .redact import redact
-
-        click.echo(f"error: {redact(e)}", err=True)
+        click.echo(redact(single_line(f"error: {e}")), err=True)
         return 2
     except click.ClickException as e:
         ctx = getattr(e, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx else ""
-        click.echo(f"error: {e.format_message()}{hint}", err=True)
+        click.echo(redact(single_line(f"error: {e.format_message()}{hint}")), err=True)
         return 2
     except click.Abort:
         click.echo("aborted", err=True)
         return 130
     except click.exceptions.Exit as e:
         return e.exit_code
-    except OSError as e:  # the file system refused (disk full, permissions, ...): one line, not a traceback
-        click.echo(f"error: {e}", err=True)
-        return 1
+    except OSError as e:  # the file system refused (disk full, read-only, permissions): one line, not a traceback
+        click.echo(single_line(f"error: {os_error_line(e)}"), err=True)
+        return 2
+    except Exception as e:  # noqa: BLE001 - the top-level guard: one line and a log, never a traceback
+        log = write_log(e, sys.argv[1:] if argv is None else list(argv))
+        click.echo(f"error: {one_line(e, log)}", err=True)
+        return INTERNAL_ERROR
     return 0
 
 

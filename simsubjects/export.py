@@ -7,17 +7,15 @@ variable labels come from the study's declaration (schema.labels); a codebook (M
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .collect.store import atomic_write_bytes, load_run
+from .collect.store import load_run
 from .errors import UserError
+from .output import staged_folder
 from .schema import labels as study_labels
 
 FORMATS = ("csv", "parquet", "rds", "dta", "sav")
@@ -136,6 +134,9 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
                 pyreadstat.write_sav(out, str(tmp), column_labels=[var_labels[c] for c in out.columns],
                                      variable_value_labels=value_labels)
         tmp.replace(path)
+    except (ValueError, TypeError, OverflowError) as e:  # a value the format cannot hold (Stata: inf, ...)
+        raise UserError(f"--to {fmt}: the {path.stem} table cannot be written as .{fmt} "
+                        f"({' '.join(str(e).split())[:200]})") from None
     finally:
         tmp.unlink(missing_ok=True)
     return names
@@ -153,18 +154,11 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     # attributes of a respondents table) carry their labels in the manifest
     labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
     outdir = Path(out) if out else Path(run_dir) / "export"
-    for parent in (outdir, *outdir.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise UserError(f"--out {outdir}: {parent} is a file, not a folder")
-            break
-    created = not outdir.exists()
-    outdir.mkdir(parents=True, exist_ok=True)
-    # Everything is written into a staging folder first and moved in only when all succeeded,
-    # so a failed export leaves no partial file (and an earlier export stays as it was).
-    stage = Path(tempfile.mkdtemp(dir=outdir, prefix=".export-"))
+    # Everything is written into a staging folder beside outdir and swapped in whole
+    # (simsubjects.output): a failed or killed export leaves the earlier export as it was, and
+    # the files of formats not asked for this time are kept.
     names_out: list[str] = []
-    try:
+    with staged_folder(outdir) as stage:
         for name, df in (("responses", responses), ("items", items)):
             df = df.copy()
             df.attrs["labels"] = labels
@@ -173,20 +167,11 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
                 names.update(_write(df, stage / f"{name}.{fmt}", fmt))
                 names_out.append(f"{name}.{fmt}")
             book = codebook(flatten(df), names, labels)
-            atomic_write_bytes(stage / f"codebook_{name}.csv", book.to_csv(index=False).encode("utf-8"))
+            (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
             md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
             md += [f"| {r.column} | {r.exported_as} | {r.type} | {r.label} | {r.distinct} | {r.missing} | {r.values} |"
                    for r in book.itertuples()]
-            atomic_write_bytes(stage / f"codebook_{name}.md", ("\n".join(md) + "\n").encode())
+            (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
             names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
-        for n in names_out:
-            os.replace(stage / n, outdir / n)
-    except BaseException:
-        if created:
-            shutil.rmtree(outdir, ignore_errors=True)
-        raise
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-    written = [outdir / n for n in names_out]
-    return written
+    return [outdir / n for n in names_out]

@@ -95,7 +95,9 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     rows = plan_studies(papers, scale, only)
     out = Path(out)
     _check_folder(out, papers, overwrite)
-    out.mkdir(parents=True, exist_ok=True)
+    from .collect.store import check_writable
+
+    check_writable(out, f"--out {out}")  # before the model loads, like every check that needs no model
     command = canonical_command(papers, model=public, out=out, scale=scale, seed=seed, method=method, only=only,
                                 chat_template=bool((model_options or {}).get("chat_template")),
                                 base_url=redact((model_options or {}).get("base_url") or "") or None)
@@ -106,6 +108,7 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
         t0 = time.perf_counter()
         lm = load_model(model, **(model_options or {}))
         log(f"loaded {public} in {time.perf_counter() - t0:.0f}s")
+    out.mkdir(parents=True, exist_ok=True)
 
     entries, analyses = [], {}
     for paper, plan, study, params in rows:

@@ -21,6 +21,8 @@ import pandas as pd
 
 from . import __version__
 from .collect.store import atomic_write_bytes
+from .output import write_error
+from .runcheck import check_manifest
 from .errors import UserError
 from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, table  # noqa: F401 - re-exported
 from .papers import KIND, paper_of, papers, study_title, validity_reference
@@ -35,7 +37,8 @@ def section(run: Run) -> str:
         "folder": run.rel + "/", "model": m.get("model", {}).get("spec"), "method": m.get("parameters", {}).get("method"),
         "parameters": ", ".join(f"{k}={v}" for k, v in m.get("parameters", {}).items()
                                 if k not in ("method", "n", "chat_template") and v not in (None, "")),
-        "trials answered": f"{c.get('answered', '–')} of {c.get('trials', '–')}",
+        "trials answered": (f"{c.get('answered', '–')} of {c.get('trials', '–')}" if m.get("status") == "complete"
+                            else "– (the collection did not finish)"),
         "mean validity": fmt(c.get("mean_validity")),
         "collection time": f"{fmt(m.get('timings', {}).get('collection_seconds'))} s",
         "failures": len(m.get("failures", [])),
@@ -85,11 +88,20 @@ def find_runs(path: Path) -> tuple[dict | None, list[Run]]:
     """(replicate manifest or None, the complete study runs under `path`)."""
     mpath = path / "manifest.json"
     top = _read_json(mpath) if mpath.is_file() else None
+    if mpath.exists() and not isinstance(top, dict):
+        raise UserError(f"{mpath}: not a JSON object; is this a folder written by simsubjects?")
+    if top is not None:
+        check_manifest(top, mpath)
     if top is not None and top.get("kind") == KIND:
         runs = []
         for e in top.get("studies", []):
             folder = path / e.get("folder", e["study"])
             man = _read_json(folder / "manifest.json") if (folder / "manifest.json").is_file() else None
+            try:
+                man = check_manifest(man, folder / "manifest.json") if isinstance(man, dict) else None
+            except UserError as bad:  # shown in this study's section; the others still render
+                e = {**e, "error": str(bad)}
+                man = None
             if man is None or man.get("status") != "complete":
                 runs.append(Run(folder, e.get("folder", e["study"]), man or {"study": e["study"]}, e,
                                 error=e.get("error") or "the collection did not finish"))
@@ -97,11 +109,18 @@ def find_runs(path: Path) -> tuple[dict | None, list[Run]]:
                 runs.append(Run(folder, e.get("folder", e["study"]), man, e))
         return top, runs
     if top is not None and top.get("study"):
+        from .collect.store import load_run
+
+        load_run(path)  # a single run that is unfinished, damaged or mistyped is an error, not a page
         return None, [Run(path, ".", top)]
     runs = []
     for sub in sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []:
         man = _read_json(sub / "manifest.json") if (sub / "manifest.json").is_file() else None
-        if man and man.get("study") and man.get("status") == "complete":
+        try:
+            man = check_manifest(man, sub / "manifest.json") if isinstance(man, dict) else None
+        except UserError:
+            man = None  # not listed, like any folder that holds no finished run
+        if man and isinstance(man.get("study"), str) and man.get("status") == "complete":
             runs.append(Run(sub, sub.name, man))
     if not runs:
         raise UserError(f"{path}: no run folder here (no manifest.json of a finished `simsubjects collect` or "
@@ -181,6 +200,8 @@ def _analyze(run: Run, analyses: dict | None) -> None:
     try:
         run.analysis = analyze_runs([run.folder])
     except Exception as e:  # noqa: BLE001 - the report still shows the other studies
+        if run.rel == ".":  # a report of one run has no other studies: its failure is the command's
+            raise
         run.error = f"{type(e).__name__}: {e}"
 
 
@@ -192,13 +213,31 @@ def render_report(path, analyses: dict | None = None, out=None) -> Path:
     path = Path(path)
     if not path.is_dir():
         raise UserError(f"{path}: no such folder")
+    target = Path(out) if out else path / "report.html"
+    what = "--out" if out else "report"
+    check_target_file(target, what)
     top, runs = find_runs(path)
     for run in runs:
         _analyze(run, analyses)
     page = _page(path, top, runs)
-    target = Path(out) if out else path / "report.html"
-    atomic_write_bytes(target, page.encode("utf-8"))
+    for stale in target.parent.glob(f".{target.name}.*.tmp"):  # left by a report killed while writing
+        stale.unlink(missing_ok=True)
+    try:
+        atomic_write_bytes(target, page.encode("utf-8"))
+    except OSError as e:
+        raise write_error(e, what, target) from None
     return target
+
+
+def check_target_file(target: Path, what: str) -> None:
+    """The report's file: not a folder, and no file in the way of its folder."""
+    if target.is_dir():
+        raise UserError(f"{what} {target}: is a folder; give the HTML file's name")
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"{what} {target}: {parent} is a file, not a folder")
+            break
 
 
 def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
@@ -229,7 +268,7 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
     }
     vrows = []
     for r in runs:
-        c = r.manifest.get("counts", {})
+        c = r.manifest.get("counts", {}) if r.manifest.get("status") == "complete" else {}  # no stale counts
         study = r.manifest.get("study", r.entry.get("study"))
         ref = validity_reference(study)
         vrows.append({"study": study, "method": r.manifest.get("parameters", {}).get("method", "–"),

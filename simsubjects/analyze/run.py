@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
-from ..collect.store import atomic_write_bytes, load_run
+from ..collect.store import load_run
 from ..collect.studies.registry import get_study, resolve
 from ..errors import UserError
+from ..output import staged_folder
 from .tidy import stack_runs
 
 
@@ -24,8 +26,12 @@ class Analysis:
     figures: list[Path] = field(default_factory=list)
 
 
-def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: bool = True) -> Analysis:
-    """Analyze one run folder, or several of the same study side by side (one model each)."""
+def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: bool = True,
+                 extra: Callable[..., dict[str, pd.DataFrame]] | None = None) -> Analysis:
+    """Analyze one run folder, or several of the same study side by side (one model each).
+
+    `extra`: (study, responses, items, tables) -> more tables written into the same set (e.g. --check-r's check_r.csv).
+    """
     runs = [load_run(d) for d in dirs]
     outdir = Path(out) if out else Path(dirs[0]) / "analysis"
     for parent in (outdir, *outdir.parents):
@@ -44,16 +50,26 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         raise UserError(f"{dirs[0]}: no analysis registered for study {study!r}")
     responses = stack_runs([r for _, r, _ in runs], _run_labels(dirs))
     items = runs[0][2]
-    tables = resolve(spec.analyze)(responses, items)
+    try:
+        tables = resolve(spec.analyze)(responses, items)
+    except KeyError as e:  # a design column the study's analysis needs is not in the tables
+        raise UserError(f"{Path(dirs[0]) / 'responses.parquet'}: no column {e.args[0]!r}, which the {study} analysis "
+                        "needs; the tables do not come from `simsubjects collect " + study.replace("_", "-") + "`") from None
     if "shown_position" in responses.columns and "order_effects" not in tables:
         # any k-choice study whose trials record the option order shown (simsubjects.option_order)
         from .order_effects import order_effects
 
         tables["order_effects"], tables["order_effects_average"] = order_effects(responses)
-    outdir.mkdir(parents=True, exist_ok=True)
-    for name, df in tables.items():  # each table whole or not at all (a killed analyze leaves no half CSV)
-        atomic_write_bytes(outdir / f"{name}.csv", df.to_csv(index=False).encode("utf-8"))
-    figures = resolve(spec.plot)(tables, responses, outdir) if plots and spec.plot else []
+    # The set of tables and figures is written into a staging folder and swapped in whole: a killed
+    # or failed analyze leaves the previous complete set (simsubjects.output).
+    figures: list[Path] = []
+    with staged_folder(outdir) as stage:
+        for name, df in tables.items():
+            (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
+        if plots and spec.plot:
+            figures = [outdir / Path(p).name for p in resolve(spec.plot)(tables, responses, stage)]
+        for name, df in (extra(spec.name, responses, items, tables) if extra else {}).items():
+            (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
     shown = resolve(spec.summary)(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, outdir, figures)
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import platform
 import shutil
+import sqlite3
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -56,10 +59,33 @@ def numeric_identity(backend: str, batch_size: int) -> dict:
     return {} if BACKENDS[backend].server else {"numerics": {"batch_size": int(batch_size)}}
 
 
-def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact", n: int = 50,
-              overwrite: bool = False, model_options: dict | None = None, show_progress: bool = True,
-              model=None, batch_size: int = 64) -> tuple[pd.DataFrame, dict]:
+@contextmanager
+def refused_writes(out):
+    """sqlite3's and the file system's refusals (disk full, read-only) as a UserError naming --out."""
+    from ..output import write_error
+
+    try:
+        yield
+    except sqlite3.Error as e:
+        if not any(w in str(e) for w in ("full", "readonly", "read-only", "disk I/O", "unable to open")):
+            raise
+        raise UserError(f"--out {out}: cannot write ({e}); the answers cached so far are kept: run the same "
+                        "command again when the disk has space to resume") from None
+    except OSError as e:  # not EACCES: a model file that cannot be read is not about --out
+        if e.errno not in (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EFBIG):
+            raise
+        raise write_error(e, "--out", Path(out)) from None
+
+
+def run_study(study, model_spec: str, out, **kw) -> tuple[pd.DataFrame, dict]:
     """Collect `study` (a StudyDef) into the run folder `out`; returns (responses, manifest)."""
+    with refused_writes(out):  # a full disk or a read-only folder mid-run: one line, the cache kept
+        return _run_study(study, model_spec, out, **kw)
+
+
+def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exact", n: int = 50,
+               overwrite: bool = False, model_options: dict | None = None, show_progress: bool = True,
+               model=None, batch_size: int = 64) -> tuple[pd.DataFrame, dict]:
     started = time.perf_counter()
     mo = model_options or {}
     backend = check_model_options(model_spec, mo.get("base_url"), mo.get("timeout"))  # before anything is written
@@ -68,6 +94,8 @@ def run_study(study, model_spec: str, out, *, params: dict, method: str = "exact
     if method != "exact" and n < 1:
         raise UserError(f"--n {n}: must be at least 1")
     trials, items = study.make(**params)
+    if len(trials) == 0:
+        raise UserError(f"{study.name}: these options select no trial; nothing to collect")
     params = {**params, "method": method, "n": n if method != "exact" else None}
     numerics = numeric_identity(backend, batch_size)
     # --out is checked before the model loads: a file, or a folder holding another run, fails at once.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -118,6 +119,7 @@ class RunStore:
         identity, e.g. study and parameters without the model fingerprint)."""
         store = cls(Path(root))
         _check_folder_path(store.root, f"--out {root}")
+        check_writable(store.root, f"--out {root}")
         old = store.read_manifest(missing_ok=True)
         if old is None or overwrite:
             return
@@ -199,6 +201,9 @@ def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]
         raise UserError(f"{root}: the collection did not finish; run the same `simsubjects collect` command again to resume it")
     if not isinstance(manifest.get("study"), str):
         raise UserError(f"{store.root / MANIFEST}: names no study; re-run the collection")
+    from ..runcheck import check_manifest, check_tables
+
+    check_manifest(manifest, store.root / MANIFEST)
     tables = []
     for name in (RESPONSES, ITEMS):
         path = store.root / name
@@ -216,6 +221,7 @@ def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]
                         "not a responses table of docs/schema.md")
     if tables[0].empty:
         raise UserError(f"{store.root / RESPONSES}: no rows; re-run the collection")
+    check_tables(manifest, tables[0], tables[1], store.root)
     return manifest, tables[0], tables[1]
 
 
@@ -228,6 +234,31 @@ def _check_folder_path(path: Path, what: str) -> None:
             if not parent.is_dir():
                 raise UserError(f"{what}: {parent} is a file, not a folder")
             break
+
+
+MIN_FREE = 16 << 20  # bytes free on --out's file system before a collection starts (cache, tables)
+
+
+def check_writable(path: Path, what: str) -> None:
+    """The folder (or the nearest existing parent that will hold it) takes new files and has space.
+
+    Tried with an unnamed temporary file (O_TMPFILE where the system has it), so nothing is left
+    behind; os.access alone would say yes to root on a read-only mount.
+    """
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is None:
+        return
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+        free = shutil.disk_usage(existing).free
+    except OSError as e:
+        from ..output import write_error
+
+        raise write_error(e, what.split(" ")[0], path) from None
+    if free < MIN_FREE:
+        raise UserError(f"{what}: only {free:,} bytes free on its file system; a collection needs at least "
+                        f"{MIN_FREE >> 20} MiB")
 
 
 def _other_run_message(root, old: dict) -> str:

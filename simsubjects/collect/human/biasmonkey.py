@@ -160,10 +160,13 @@ def _read_one(path: Path, bias: str, pert: str, model: str) -> tuple[pd.DataFram
         i = int(bad.to_numpy().nonzero()[0][0])
         raise UserError(f"{path}:{i + 2}: response {df['response'].iloc[i]!r} is not a single letter")
     nopt = pd.to_numeric(df["num_options"], errors="coerce")
-    bad = nopt.isna() | (nopt < 2)
+    # a whole number of lettered options; one letter is kept in reserve for a relabelled odd/even
+    # form (its letters run one past its count) and the opinion-float form's added option
+    bad = nopt.isna() | (nopt < 2) | (nopt > len(LETTERS) - 1) | (nopt != nopt.round())
     if bad.any():
         i = int(bad.to_numpy().nonzero()[0][0])
-        raise UserError(f"{path}:{i + 2}: num_options {df['num_options'].iloc[i]!r} is not a number of options")
+        raise UserError(f"{path}:{i + 2}: num_options {df['num_options'].iloc[i]!r} is not a number of options "
+                        f"(a whole number from 2 to {len(LETTERS) - 1})")
     bad = df["key"].str.strip() == ""
     if bad.any():
         i = int(bad.to_numpy().nonzero()[0][0])

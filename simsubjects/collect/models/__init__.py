@@ -81,6 +81,10 @@ def _check_local(path: str, spec: str) -> str:
         raise UserError(f"model spec {spec!r}: model path {p} does not exist; give a transformers model folder or a .gguf file")
     if p.is_file() and p.suffix != ".gguf":
         raise UserError(f"model spec {spec!r}: model file {p} is not a .gguf file; give a model folder or a GGUF file")
+    if p.is_file():
+        from .gguf_check import check_gguf
+
+        check_gguf(p, spec)  # a cut-off file fails here, before the slow imports
     return path
 
 

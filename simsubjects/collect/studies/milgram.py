@@ -467,7 +467,7 @@ def _options(default_subjects: int = 4) -> list[Option]:
                                  "help": "Subjects (of the 100: top-10 surnames per group x Mr./Ms.)."}),
         Option(("--max-stages",), {"default": 30, "show_default": True, "type": int,
                                    "help": "Stop after this many of the 30 stages (quick runs; right-censored)."}),
-        Option(("--max-tokens",), {"default": MAX_TOKENS, "show_default": True, "type": click.IntRange(1),
+        Option(("--max-tokens",), {"default": MAX_TOKENS, "show_default": True, "type": click.IntRange(1, 32768),
                                    "help": "Tokens per free-text completion (the authors used 40)."}),
         Option(("--judge-rule",), {"default": DEFAULT_RULE, "show_default": True, "type": click.Choice(RULES),
                                    "help": "normalized: 2-choice P(positive) > 0.5 (paper, Section 2); scored: "

@@ -132,6 +132,8 @@ def study_items(task: str = "causal", personas: str = "none", stories: int = 0, 
     if personas not in ("", "none"):
         table = load_personas()
         chosen = table if personas == "all" else [p.strip() for p in personas.split(",") if p.strip()]
+        if isinstance(chosen, list) and not chosen:
+            raise UserError(f"--personas {personas!r}: names no persona; give none, all or comma-separated slugs")
         if not isinstance(chosen, pd.DataFrame):
             bad = sorted(set(chosen) - set(table["slug"]))
             if bad:

@@ -504,6 +504,17 @@ def _bool_cell(v, where) -> bool | None:
     raise UserError(f"{where}: 'orig middle option' must be True or False, got {v!r}")
 
 
+def _option_count(cell, where: str) -> int:
+    """A released 'num options' cell: a whole number of lettered options (3.5, inf or 1e30 are not)."""
+    try:
+        v = float(cell)
+    except (TypeError, ValueError):
+        raise UserError(f"{where} {cell!r} is not a number") from None
+    if not (2 <= v <= len(LETTERS) - 1) or v != int(v):
+        raise UserError(f"{where} {cell!r} is not a number of options (a whole number from 2 to {len(LETTERS) - 1})")
+    return int(v)
+
+
 def read_question_file(path: Path, align_odd_even: bool = True, orig_middle: dict | None = None) -> pd.DataFrame:
     """One released-format question file -> item rows."""
     parsed = _parse_name(path)
@@ -531,14 +542,11 @@ def read_question_file(path: Path, align_odd_even: bool = True, orig_middle: dic
         where1 = f"{path.name} record {rec_no} (key {rec['key']}), column {col1!r}"
         q0, o0 = split_question(rec[col0], where0)
         q1, o1 = split_question(rec[col1], where1)
-        try:
-            n0 = int(float(rec["num options"]))
-        except ValueError:
-            raise UserError(f"{path.name} record {rec_no}: 'num options' {rec['num options']!r} is not a number") from None
+        n0 = _option_count(rec["num options"], f"{path.name} record {rec_no}: 'num options'")
         if n0 != len(o0):
             raise UserError(f"{where0}: {len(o0)} lettered options but 'num options' says {n0}")
         if not pert and "num options new" in rec and str(rec["num options new"]).strip():
-            n1 = int(float(rec["num options new"]))
+            n1 = _option_count(rec["num options new"], f"{path.name} record {rec_no}: 'num options new'")
             if n1 != len(o1):
                 raise UserError(f"{where1}: {len(o1)} lettered options but 'num options new' says {n1}")
         om = None
@@ -762,7 +770,7 @@ SURVEY_BIAS = StudyDef(
                                      "help": f"Comma-separated perturbations ({', '.join(PERTURBATIONS)}), all or none."}),
         Option(("--questions",), {"default": None, "type": click.Path(exists=True, file_okay=False),
                                   "help": "Folder of question files in the released BiasMonkey format (default: bundled set)."}),
-        Option(("--as-sample",), {"default": 0, "type": click.IntRange(0), "show_default": True,
+        Option(("--as-sample",), {"default": 0, "type": click.IntRange(0, 1_000_000), "show_default": True,
                                   "help": "With --method exact: replace each distribution by a seeded sample of this size (e.g. 50)."}),
     ],
     datasets=["survey_bias_questions"],

@@ -75,7 +75,7 @@ def profile_table(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
 def _by_source(fn, table: pd.DataFrame, **kw) -> pd.DataFrame:
     parts = []
     for src, g in table.groupby("source", sort=False):
-        parts.append(fn(g, "chosen", _formula_order(), id="id", **kw).assign(source=src))
+        parts.append(fn(g, "chosen", _formula_order(), id="id", **kw).assign(source=src, model=src))
     out = pd.concat(parts, ignore_index=True)
     return out[["source", *[c for c in out.columns if c != "source"]]]
 
@@ -100,9 +100,12 @@ def analyze_immigration(responses: pd.DataFrame, items: pd.DataFrame) -> dict[st
         out["mm_diff_model_minus_people"] = pd.concat(diffs, ignore_index=True)
         out["anova_model_vs_people"] = pd.concat(tests, ignore_index=True)
     model_rows = table[table["source"] != HUMAN]
-    if len(model_rows):
-        out["design_freqs"] = cj.freqs(model_rows, features())
-        out["design_restrictions"] = restriction_check(model_rows)
+    if len(model_rows):  # per model: runs analyzed together each keep their own design check
+        out["design_freqs"] = pd.concat([cj.freqs(g, features()).assign(model=m)
+                                         for m, g in model_rows.groupby("source", sort=False)], ignore_index=True)
+        out["design_restrictions"] = pd.concat([restriction_check(g).assign(model=m)
+                                                for m, g in model_rows.groupby("source", sort=False)],
+                                               ignore_index=True)
     if (responses["source"] == "model").any() and not (responses["condition"] == "rating").any():
         out["position"] = first_position_share(responses)
     return out

@@ -63,15 +63,30 @@ def add_adjusted(df: pd.DataFrame, by: Sequence[str] = (), family: str | None = 
     return out
 
 
+WIDE_BY = ("model",)  # a wide table's family: one model's cells (a run keeps its numbers beside other runs)
+
+
+def _wide_families(df: pd.DataFrame, n_cols: int) -> list[str]:
+    """The family of every cell of a wide table, row by row: its row's WIDE_BY values."""
+    by = [c for c in WIDE_BY if c in df]
+    rows = df[by].astype(str).agg(" | ".join, axis=1) if by else pd.Series("all", index=df.index)
+    return np.repeat(rows.to_numpy(str), n_cols).tolist()
+
+
 def add_adjusted_wide(df: pd.DataFrame, p_columns: Sequence[str]) -> pd.DataFrame:
-    """Adjust every cell of `p_columns` as one family (a wide table such as Table 4)."""
+    """Adjust the cells of `p_columns` as one family per model (a wide table such as Table 4)."""
     out = df.copy()
     cols = [c for c in p_columns if c in out]
     if not cols or out.empty:
         return out
     flat = out[cols].to_numpy(float).ravel()
+    fam = np.asarray(_wide_families(out, len(cols)))
     for m in METHODS:
-        adj = adjust(flat, m).reshape(len(out), len(cols))
+        adj = np.full(flat.size, np.nan)
+        for f in dict.fromkeys(fam):
+            idx = np.flatnonzero(fam == f)
+            adj[idx] = adjust(flat[idx], m)
+        adj = adj.reshape(len(out), len(cols))
         for j, c in enumerate(cols):
             out[f"{c}.{m}"] = adj[:, j]
     return out
@@ -97,11 +112,11 @@ def check_r_rows(r, tables: dict[str, pd.DataFrame], tol: float = 1e-12) -> list
                 res = r("adjust_p", df[pcol].to_numpy(float), df["family"].astype(str).tolist(),
                         "holm" if m == "holm" else "BH")
                 rows.append(_worst(f"{name} {pcol}.{m} (p.adjust)", df[f"{pcol}.{m}"], res["p.adjusted"], tol, compare))
-        else:  # wide: all p columns one family
+        else:  # wide: one family per model (WIDE_BY)
             base = sorted({pc for pc, _ in pairs}, key=list(df.columns).index)
             flat = df[base].to_numpy(float).ravel()
             for m in METHODS:
-                res = r("adjust_p", flat, ["all"] * flat.size, "holm" if m == "holm" else "BH")
+                res = r("adjust_p", flat, _wide_families(df, len(base)), "holm" if m == "holm" else "BH")
                 py = df[[f"{c}.{m}" for c in base]].to_numpy(float).ravel()
                 rows.append(_worst(f"{name} p-values .{m} (p.adjust)", pd.Series(py), res["p.adjusted"], tol, compare))
     return rows

@@ -167,9 +167,28 @@ def paired_stories(story: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     s = story.assign(system=np.where(story["source"] == "human", "people",
                                      np.where(story["persona"].astype(str) == "", story["model"].astype(str),
                                               story["model"].astype(str) + " / " + story["persona"].astype(str))))
-    s = s.groupby(["task", "system", "item"], sort=False)["p_yes"].mean().reset_index()
+    s["owner"] = np.where(s["source"] == "human", "", s["model"].astype(str))
+    s = s.groupby(["task", "owner", "system", "item"], sort=False)["p_yes"].mean().reset_index()
     if s["system"].nunique() < 2:
         return pd.DataFrame()
     s["choice"] = (s["p_yes"] > 0.5).astype(float)
-    return paired_comparisons(s, unit="item", system="system", value="p_yes", binary="choice", by=["task"],
-                              seed=seed)
+    # One family per model (people and that model's systems): a run analyzed beside another run
+    # gets the same rows and adjusted p-values as alone; model-vs-model pairs form their own family.
+    parts = []
+    for model in dict.fromkeys(s.loc[s["owner"] != "", "owner"]):
+        t = paired_comparisons(s[s["owner"].isin(["", model])], unit="item", system="system", value="p_yes",
+                               binary="choice", by=["task"], seed=seed)
+        parts.append(t.assign(model=model, family=model + " | " + t["family"]) if len(t) else t)
+    if s.loc[s["owner"] != "", "owner"].nunique() > 1:
+        t = paired_comparisons(s[s["owner"] != ""], unit="item", system="system", value="p_yes", binary="choice",
+                               by=["task"], seed=seed)
+        owner = dict(zip(s["system"], s["owner"]))
+        t = t[[owner[a] != owner[b] for a, b in zip(t["system_a"], t["system_b"])]]
+        if len(t):
+            from .multiplicity import add_adjusted
+
+            t = t.drop(columns=["p.value.holm", "p.value.bh"], errors="ignore")
+            t = add_adjusted(t.reset_index(drop=True), by=["task", "test"])
+            parts.append(t.assign(model="between models", family="between models | " + t["family"]))
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

@@ -316,7 +316,7 @@ def analyze_survey_bias(responses: pd.DataFrame, items: pd.DataFrame | None = No
         "entropy": entropy,
         "entropy_correlation": corr,
         "grid": figure2_grid(tests, alpha),
-        # the Table 4 grid as one family (Tjuatja et al.: 225 tests for 45 model x bias cells)
+        # Table 4: each model's grid of tests one family (Tjuatja et al.: 5 tests x 9 biases per model)
         "table4": add_adjusted_wide(table4(tests, corr), ["p_bias", *(f"p_{s}" for s in PERTURBATION_ORDER),
                                                           "pearson_p"]),
     }

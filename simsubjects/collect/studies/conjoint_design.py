@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ...analyze.tidy import trial_total  # trial ids repeat across stacked runs
+
 from ...errors import UserError
 from .registry import fill_template
 
@@ -241,7 +243,7 @@ def choice_by_profile(responses: pd.DataFrame) -> pd.DataFrame:
     """
     r = responses[responses["source"] == "model"]
     w = r["weight"].astype(float)
-    total = w.groupby(r["trial"]).transform("sum")
+    total = trial_total(r)
     pos = r["response"].astype(int)
     shown = r["shown"].astype(str).str.split("-")
     profile = [int(s[p - 1]) for s, p in zip(shown, pos)]
@@ -255,7 +257,7 @@ def first_position_share(responses: pd.DataFrame) -> pd.DataFrame:
     """Mean P(the first-shown profile is chosen) per model: 1/k without position bias."""
     r = responses[responses["source"] == "model"]
     w = r["weight"].astype(float)
-    p = w / w.groupby(r["trial"]).transform("sum")
+    p = w / trial_total(r)
     first = p[r["response"].astype(str) == "1"]
     return first.groupby(r.loc[first.index, "model"]).agg(["mean", "size"]).reset_index().rename(
         columns={"mean": "p_first_position", "size": "trials"})
@@ -265,7 +267,7 @@ def rating_by_profile(responses: pd.DataFrame) -> pd.DataFrame:
     """Expected rating (and the exact distribution's mass) per model x respondent x task x profile."""
     r = responses[responses["source"] == "model"]
     w = r["weight"].astype(float)
-    p = w / w.groupby(r["trial"]).transform("sum")
+    p = w / trial_total(r)
     d = pd.DataFrame({"model": r["model"], "respondent": r["respondent"], "task": r["task"].astype(int),
                       "profile": r["profile"].astype(int), "v": p * r["response"].astype(float)})
     return d.groupby(["model", "respondent", "task", "profile"], as_index=False)["v"].sum().rename(

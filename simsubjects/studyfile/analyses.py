@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..analyze.tidy import TRIAL_KEY, shares
+from ..analyze.tidy import shares, trial_key
 from ..errors import UserError
 from .spec import Study
 
@@ -37,9 +37,10 @@ def trial_scores(study: Study, responses: pd.DataFrame) -> pd.DataFrame:
     df = df.assign(_pos=[pos.get(k) for k in keys], _ok=[not refusal.get(k, False) for k in keys])
     df["_pos"] = pd.to_numeric(df["_pos"], errors="coerce")
     ordinal = df[df["_ok"] & df["_pos"].notna()]
-    num = (ordinal["share"] * ordinal["_pos"]).groupby([ordinal[k] for k in TRIAL_KEY], sort=False).sum()
-    den = ordinal["share"].groupby([ordinal[k] for k in TRIAL_KEY], sort=False).sum()
-    first = df.drop_duplicates(TRIAL_KEY).set_index(TRIAL_KEY)
+    key = trial_key(df)  # (source, model, run, trial): `run` only when runs are stacked
+    num = (ordinal["share"] * ordinal["_pos"]).groupby([ordinal[k] for k in key], sort=False).sum()
+    den = ordinal["share"].groupby([ordinal[k] for k in key], sort=False).sum()
+    first = df.drop_duplicates(key).set_index(key)
     first["score"] = (num / den.where(den > 0)).reindex(first.index)
     if "estimate" in first.columns:
         est = pd.to_numeric(first["estimate"], errors="coerce")
@@ -52,8 +53,9 @@ def distribution(study: Study, responses: pd.DataFrame, trials: pd.DataFrame) ->
     """Response shares by item x condition (trial-weighted means of the per-trial shares) with validity;
     for estimates, their mean, median and spread over valid answers."""
     df = shares(responses)
-    tw = trials.set_index(TRIAL_KEY)["tw"]
-    df = df.join(tw, on=TRIAL_KEY)
+    key = trial_key(df)
+    tw = trials.set_index(key)["tw"]
+    df = df.join(tw, on=key)
     keys = [*SYSTEM, "item", "condition"]
     choice = df[df.get("response_type", pd.Series("choice", index=df.index)) != "estimate"]
     out = {}

@@ -118,13 +118,9 @@ def _locked(parent: Path) -> Iterator[None]:
 
 def check_target(target: Path, what: str) -> None:
     """Before any work: the target is a folder or can become one (no file in the way)."""
-    if target.exists() and not target.is_dir():
-        raise UserError(f"{what} {target}: exists and is not a folder")
-    for parent in target.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UserError(f"{what} {target}: {parent} is a file, not a folder")
-            break
+    from .collect.store import _check_folder_path  # the run store's own check, same messages
+
+    _check_folder_path(target, f"{what} {target}")
 
 
 def write_error(e: OSError, what: str, target: Path) -> UserError:

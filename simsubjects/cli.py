@@ -10,6 +10,7 @@ import pandas as pd
 
 from . import __version__
 from .cli_ppi import ppi_options, register as register_ppi
+from .cli_preload import preload_group
 from .errors import UserError
 
 pd.set_option("display.width", 160)
@@ -480,6 +481,7 @@ def report(run_dir, out):
 
 
 register_ppi(cli)  # `simsubjects plan`
+cli.add_command(preload_group)  # `simsubjects preload start|stop|status` (simsubjects/preload.py)
 
 
 def main(argv=None) -> int:

@@ -491,7 +491,9 @@ def main(argv=None) -> int:
     from .crash import INTERNAL_ERROR, one_line, os_error_line, redact, single_line, write_log
 
     try:
-        cli.main(args=argv, prog_name="simsubjects", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="simsubjects", standalone_mode=False)
+        if type(code) is int:  # click returns an explicit Exit's code (analyze --check-r, preload status)
+            return code
     except UserError as e:
         click.echo(redact(single_line(f"error: {e}")), err=True)
         return 2

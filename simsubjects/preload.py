@@ -86,7 +86,8 @@ def send_msg(sock: socket.socket, obj: dict, fds=()) -> None:
     data = json.dumps(obj).encode()
     data = struct.pack("!I", len(data)) + data
     sent = socket.send_fds(sock, [data], list(fds)) if fds else sock.send(data)
-    sock.sendall(data[sent:])
+    if sent < len(data):  # (an empty sendall after the server's answer and close would fail)
+        sock.sendall(data[sent:])
 
 
 def recv_msg(sock: socket.socket, maxfds: int = 0) -> tuple[dict, list]:

@@ -1,0 +1,235 @@
+"""The preload (fork) server: commands run through it behave exactly as in their own process.
+
+One server per module (its start pays the torch + transformers import once), in a private cache
+folder whose weights/ links to the real weight cache. Each comparison runs the same command through
+the server (`python -m simsubjects`, the `simsubjects` entry point) and in-process
+(`python -m simsubjects.cli`, never through a server) and compares exit codes, stdout, stderr and files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simsubjects import preload
+
+THROUGH = [sys.executable, "-m", "simsubjects"]
+PLAIN = [sys.executable, "-m", "simsubjects.cli"]
+SECRET = "sk-preload-test-0123456789abcdef"
+START_TIMEOUT = 300  # a busy 2-core machine imports torch + transformers slowly
+
+
+def _run(cmd, env, **kw):
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=START_TIMEOUT, **kw)
+
+
+def _status(env) -> dict | None:
+    r = _run(PLAIN + ["preload", "status"], env)
+    if r.returncode:
+        return None
+    assert re.search(r"pid (\d+)", r.stdout), (r.stdout, r.stderr)
+    pid = int(re.search(r"pid (\d+)", r.stdout)[1])
+    runs = int(re.search(r"(\d+) runs", r.stdout)[1])
+    return {"pid": pid, "runs": runs}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat")
+    return not (state.exists() and state.read_text().split(") ")[-1].startswith("Z"))  # a zombie is gone
+
+
+def _wait_gone(pid: int, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """(environment, status) of a running server; stopped at the end of the module."""
+    from simsubjects.collect.models import weight_cache
+
+    cache = tmp_path_factory.mktemp("pl")
+    (cache / "weights").symlink_to(weight_cache.root() / "weights", target_is_directory=True)
+    env = {**os.environ, "SIMSUBJECTS_CACHE": str(cache), "OPENAI_API_KEY": SECRET}
+    env.pop("SIMSUBJECTS_PRELOAD", None)
+    r = _run(PLAIN + ["preload", "start"], env)
+    assert r.returncode == 0, r.stderr
+    assert "preload server started" in r.stdout
+    status = _status(env)
+    yield env, status
+    _run(PLAIN + ["preload", "stop"], env)
+    _wait_gone(status["pid"])
+
+
+def _mask(text: str) -> str:
+    """Timings and rates differ between any two runs."""
+    return re.sub(r"\d+(\.\d+)?(s|trial/s|s/trial)\b|\d\d:\d\d", "T", text)
+
+
+def _same(cmd_tail, env, cwd=None):
+    before = _status(env)["runs"]
+    through = _run(THROUGH + cmd_tail, env, cwd=cwd)
+    assert _status(env)["runs"] == before + 1, "the command did not run through the server"
+    plain = _run(PLAIN + cmd_tail, env, cwd=cwd)
+    assert (through.returncode, _mask(through.stdout), _mask(through.stderr)) == \
+        (plain.returncode, _mask(plain.stdout), _mask(plain.stderr))
+    return through
+
+
+def test_entry_point_imports_nothing_heavy():
+    code = ("import sys, simsubjects.launch, simsubjects.preload; "
+            "print(sorted(m for m in ('click', 'pandas', 'numpy', 'torch', 'transformers') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("argv", [
+    ["--help"], ["collect", "--help"],
+    ["study", "check", "examples/vignette_2x2/study.yaml"],
+    ["collect", "ultimatum", "--pairs", "1", "--out", "unused", "--dry-run"],
+])
+def test_cli_paths_without_a_model_never_import_torch(argv):
+    code = ("import sys, contextlib, io; from simsubjects.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()): rc = main(sys.argv[1:])\n"
+            "print(rc, 'torch' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                       cwd=Path(__file__).parents[1], timeout=START_TIMEOUT)
+    assert r.stdout.split() == ["0", "False"], r.stderr
+
+
+def test_server_is_fork_safe_and_holds_no_secret(server):
+    env, status = server
+    r = _run([sys.executable, "-c", "import json; from simsubjects.preload import request; "
+              "print(json.dumps(request('ping')))"], env)
+    info = json.loads(r.stdout)
+    assert info["python_threads"] == 1  # no Python thread before any fork
+    assert info["pid"] == status["pid"]
+    run_dir = Path(env["SIMSUBJECTS_CACHE"]) / "run"
+    assert run_dir.stat().st_mode & 0o777 == 0o700
+    # started with only the import-time environment: the test run's secrets are not in it
+    environ = Path(f"/proc/{status['pid']}/environ").read_bytes()
+    assert SECRET.encode() not in environ and b"OPENAI_API_KEY" not in environ
+    assert b"SIMSUBJECTS_LOG_DIR" not in environ  # a run-time variable: it reaches only the children
+    assert SECRET not in (run_dir / "preload.log").read_text()
+
+
+def test_commands_behave_as_in_their_own_process(server, tmp_path):
+    env, _ = server
+    root = Path(__file__).parents[1]
+    assert _same(["--version"], env).stdout.startswith("simsubjects")
+    assert _same(["datasets", "list"], env).returncode == 0
+    bad = _same(["collect", "ultimatum", "--pairs", "0", "--out", str(tmp_path / "x")], env)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and not (tmp_path / "x").exists()
+    assert _same(["nosuchcommand"], env).returncode == 2
+    assert _same(["study", "check", "examples/vignette_2x2/study.yaml"], env, cwd=root).returncode == 0
+
+
+def test_environment_reaches_the_child(server, tmp_path):
+    """A run-time variable of the client (SIMSUBJECTS_STUDIES) is the child's, not the server's."""
+    env, _ = server
+    bad = _same(["collect", "--help"], {**env, "SIMSUBJECTS_STUDIES": str(tmp_path / "nowhere")})
+    assert bad.returncode == 2 and "SIMSUBJECTS_STUDIES" in bad.stderr
+
+
+def test_collection_same_rows_files_and_progress(server, tmp_path):
+    env, _ = server
+    cmd = ["collect", "ultimatum", "--pairs", "1"]
+    before = _status(env)["runs"]
+    through = _run(THROUGH + cmd + ["--out", str(tmp_path / "a")], env, cwd=tmp_path)
+    assert _status(env)["runs"] == before + 1
+    plain = _run(PLAIN + cmd + ["--out", str(tmp_path / "b")], env, cwd=tmp_path)
+    assert through.returncode == plain.returncode == 0, through.stderr
+    assert _mask(through.stdout).replace("/a:", "/b:") == _mask(plain.stdout)
+    assert "ultimatum (smollm2): 100%|" in through.stderr  # the progress bar reaches the client's stderr
+    bars = [_mask(r.stderr).split("\r") for r in (through, plain)]
+    assert (bars[0][0], bars[0][-1]) == (bars[1][0], bars[1][-1])  # the first and the last state of the bar
+    a, b = (pd.read_parquet(tmp_path / d / "responses.parquet") for d in "ab")
+    pd.testing.assert_frame_equal(a, b)  # identical log-probabilities
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted(p.name for p in (tmp_path / "b").iterdir())
+    mode = (tmp_path / "a" / "responses.parquet").stat().st_mode & 0o777
+    assert mode == (tmp_path / "b" / "responses.parquet").stat().st_mode & 0o777  # the client's umask
+
+
+def _start_long_run(env, out: Path) -> subprocess.Popen:
+    proc = subprocess.Popen(THROUGH + ["collect", "ultimatum", "--pairs", "100", "--batch-size", "4", "--out", str(out)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = b""
+    deadline = time.monotonic() + START_TIMEOUT
+    while b"trial/s]" not in seen and b"s/trial]" not in seen:  # the model has loaded, trials are being answered
+        assert time.monotonic() < deadline and proc.poll() is None, seen[-500:]
+        seen += os.read(proc.stderr.fileno(), 4096)
+    return proc
+
+
+def test_ctrl_c_and_sigterm_reach_the_child(server, tmp_path):
+    env, _ = server
+    proc = _start_long_run(env, tmp_path / "int")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and b"aborted" in err  # click's Abort, as in the plain process
+    proc = _start_long_run(env, tmp_path / "term")
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM  # the client dies of the child's signal, as the plain process would
+    r = _run([sys.executable, "-c", "from simsubjects.preload import request; print(request('ping')['running'])"], env)
+    assert r.stdout.strip() == "0"  # no child left behind
+
+
+def test_a_different_import_environment_runs_in_process(server, tmp_path):
+    env, _ = server
+    before = _status(env)["runs"]
+    r = _run(THROUGH + ["--version"], {**env, "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0 and r.stdout.startswith("simsubjects")
+    assert _status(env)["runs"] == before
+    r = _run(THROUGH + ["--version"], {**env, "SIMSUBJECTS_PRELOAD": "off"})
+    assert r.returncode == 0 and _status(env)["runs"] == before
+
+
+def test_idle_timeout_and_removed_socket_stop_the_loop(tmp_path):
+    """The server's checks on an object without its imports: idle and socket removal both stop it."""
+    srv = object.__new__(preload.Server)
+    srv.path = str(tmp_path / "s.sock")
+    Path(srv.path).write_text("")
+    srv.inode, srv.children, srv.stopping, srv.idle = os.stat(srv.path).st_ino, {}, False, 60
+    srv.listener, srv.last = type("L", (), {"close": lambda self: None})(), time.monotonic()
+    srv._check_alive()
+    assert not srv.stopping
+    srv.last -= 61
+    srv.children = {123: None}  # a run in progress is never cut off
+    srv._check_alive()
+    assert not srv.stopping
+    srv.children = {}
+    srv._check_alive()
+    assert srv.stopping and not Path(srv.path).exists()
+    srv.stopping, srv.last = False, time.monotonic()
+    srv._check_alive()  # the socket is gone now
+    assert srv.stopping
+
+
+def test_stop(server):
+    """Last in the module: `preload stop` ends the server (socket removed); then commands run in-process."""
+    env, status = server
+    r = _run(PLAIN + ["preload", "stop"], env)
+    assert r.returncode == 0 and f"preload server {status['pid']} stopped" in r.stdout
+    assert _wait_gone(status["pid"])
+    assert not (Path(env["SIMSUBJECTS_CACHE"]) / "run" / "preload.sock").exists()
+    assert _run(PLAIN + ["preload", "status"], env).returncode == 1
+    r = _run(THROUGH + ["--version"], env)
+    assert r.returncode == 0 and r.stdout.startswith("simsubjects")

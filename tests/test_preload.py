@@ -8,7 +8,6 @@ the server (`python -m simsubjects`, the `simsubjects` entry point) and in-proce
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -33,13 +32,13 @@ def _run(cmd, env, **kw):
 
 
 def _status(env) -> dict | None:
-    r = _run(PLAIN + ["preload", "status"], env)
-    if r.returncode:
-        return None
-    assert re.search(r"pid (\d+)", r.stdout), (r.stdout, r.stderr)
-    pid = int(re.search(r"pid (\d+)", r.stdout)[1])
-    runs = int(re.search(r"(\d+) runs", r.stdout)[1])
-    return {"pid": pid, "runs": runs}
+    """The server's answer to a ping (in this process: no CLI start per call)."""
+    old = os.environ.get("SIMSUBJECTS_CACHE")
+    os.environ["SIMSUBJECTS_CACHE"] = env["SIMSUBJECTS_CACHE"]
+    try:
+        return preload.request("ping")
+    finally:
+        os.environ.pop("SIMSUBJECTS_CACHE") if old is None else os.environ.__setitem__("SIMSUBJECTS_CACHE", old)
 
 
 def _alive(pid: int) -> bool:
@@ -72,7 +71,9 @@ def server(tmp_path_factory):
     r = _run(PLAIN + ["preload", "start"], env)
     assert r.returncode == 0, r.stderr
     assert "preload server started" in r.stdout
+    r = _run(PLAIN + ["preload", "status"], env)
     status = _status(env)
+    assert r.returncode == 0 and f"preload server pid {status['pid']}: up" in r.stdout
     yield env, status
     _run(PLAIN + ["preload", "stop"], env)
     _wait_gone(status["pid"])
@@ -116,9 +117,7 @@ def test_cli_paths_without_a_model_never_import_torch(argv):
 
 def test_server_is_fork_safe_and_holds_no_secret(server):
     env, status = server
-    r = _run([sys.executable, "-c", "import json; from simsubjects.preload import request; "
-              "print(json.dumps(request('ping')))"], env)
-    info = json.loads(r.stdout)
+    info = _status(env)
     assert info["python_threads"] == 1  # no Python thread before any fork
     assert info["pid"] == status["pid"]
     run_dir = Path(env["SIMSUBJECTS_CACHE"]) / "run"
@@ -188,8 +187,7 @@ def test_ctrl_c_and_sigterm_reach_the_child(server, tmp_path):
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGTERM  # the client dies of the child's signal, as the plain process would
-    r = _run([sys.executable, "-c", "from simsubjects.preload import request; print(request('ping')['running'])"], env)
-    assert r.stdout.strip() == "0"  # no child left behind
+    assert _status(env)["running"] == 0  # no child left behind
 
 
 def test_a_different_import_environment_runs_in_process(server, tmp_path):
@@ -230,6 +228,7 @@ def test_stop(server):
     assert r.returncode == 0 and f"preload server {status['pid']} stopped" in r.stdout
     assert _wait_gone(status["pid"])
     assert not (Path(env["SIMSUBJECTS_CACHE"]) / "run" / "preload.sock").exists()
-    assert _run(PLAIN + ["preload", "status"], env).returncode == 1
+    r = _run(PLAIN + ["preload", "status"], env)
+    assert (r.returncode, r.stdout) == (1, "no preload server\n") and _status(env) is None
     r = _run(THROUGH + ["--version"], env)
     assert r.returncode == 0 and r.stdout.startswith("simsubjects")

@@ -6,16 +6,23 @@ import sys
 from pathlib import Path
 
 import click
-import pandas as pd
 
 from . import __version__
 from .cli_ppi import ppi_options, register as register_ppi
 from .cli_preload import preload_group
 from .errors import UserError
 
-pd.set_option("display.width", 160)
-pd.set_option("display.max_columns", 20)
-pd.set_option("display.max_rows", 200)
+
+
+def _pandas():
+    """pandas with the CLI's display options, imported on first use: `--help`, `--version` and
+    `preload` never pay its ~0.8 s import."""
+    import pandas as pd
+
+    pd.set_option("display.width", 160)
+    pd.set_option("display.max_columns", 20)
+    pd.set_option("display.max_rows", 200)
+    return pd
 
 
 SEED = click.IntRange(0, 2**32 - 1)  # numpy's and pandas' seeds are unsigned 32-bit integers
@@ -120,6 +127,7 @@ def _check_model(kw: dict) -> None:
 
 
 def echo_table(title: str, df: pd.DataFrame, floatfmt: str = "{:.4g}") -> None:
+    _pandas()
     click.echo(f"\n== {title} ==")
     if df.empty:
         click.echo("(empty)")
@@ -151,7 +159,7 @@ def datasets_list():
     """List the bundled datasets with size, source and license."""
     from .datasets import DATASETS
 
-    df = pd.DataFrame([{"name": d.name, "n": d.n, "license": d.license, "description": d.description}
+    df = _pandas().DataFrame([{"name": d.name, "n": d.n, "license": d.license, "description": d.description}
                        for d in DATASETS.values()])
     click.echo(df.to_string(index=False, max_colwidth=70))
 
@@ -463,7 +471,7 @@ def replicate(papers, **kw):
              "validity": e.get("counts", {}).get("mean_validity"),
              "seconds": sum(e.get("timings", {}).values()) if e.get("timings") else None}
             for e in man["studies"]]
-    echo_table(f"{', '.join(man['papers'])} at scale {man['scale']:g} on {man['model']['spec']}", pd.DataFrame(rows))
+    echo_table(f"{', '.join(man['papers'])} at scale {man['scale']:g} on {man['model']['spec']}", _pandas().DataFrame(rows))
     out = Path(kw["out"])
     click.echo(f"\nR side: cd {out} && Rscript analysis.R\nreport: {out / 'report.html'}")
     if any(e.get("status") == "failed" for e in man["studies"]):

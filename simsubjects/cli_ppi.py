@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import numpy as np
-import pandas as pd
 
 from .errors import UserError
+
+# numpy and pandas are imported where used: `simsubjects --help` and the preload client stay light
 
 ESTIMAND_HELP = ("mean: the human mean; difference: between the two levels of one --ppi-x column (an AMCE); "
                  "ols / logistic: coefficients on the --ppi-x columns (text columns become dummies)")
@@ -40,6 +40,8 @@ def ppi_options(f):
 
 
 def read_table(path, what: str) -> pd.DataFrame:
+    import pandas as pd
+
     p = Path(path)
     if not p.is_file():
         raise UserError(f"{what} {path}: no such file")
@@ -51,6 +53,8 @@ def read_table(path, what: str) -> pd.DataFrame:
 
 def model_predictions(responses: pd.DataFrame, unit: str, response: str | None) -> pd.DataFrame:
     """One row per unit: the model's mean prediction over its trials (probability of `response`)."""
+    import pandas as pd
+
     from .analyze.tidy import prob_of, shares
 
     rows = responses[responses["source"] == "model"]
@@ -79,6 +83,8 @@ def model_predictions(responses: pd.DataFrame, unit: str, response: str | None) 
 
 def ppi_table(dirs, kw: dict) -> pd.DataFrame:
     """`analyze --ppi-human`: the side-by-side table of the run(s), computed before anything is written."""
+    import pandas as pd
+
     from .analyze.ppi import mixed_subjects
     from .collect.store import load_run
 
@@ -198,6 +204,8 @@ def plan_command(pilot, outcome, prediction, unit, estimand, x, term, where, wid
 
 
 def _n(v) -> str:
+    import numpy as np
+
     return "more than available" if not np.isfinite(v) else f"{int(v)}"
 
 

@@ -115,6 +115,15 @@ def test_cli_paths_without_a_model_never_import_torch(argv):
     assert r.stdout.split() == ["0", "False"], r.stderr
 
 
+def test_help_and_version_import_no_pandas():
+    code = ("import sys, contextlib, io; from simsubjects.cli import main\n"
+            "for argv in (['--help'], ['--version'], ['preload', '--help']):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()): assert main(argv) == 0\n"
+            "print(sorted(m for m in ('pandas', 'numpy', 'yaml', 'torch') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=START_TIMEOUT)
+    assert r.stdout.strip() == "[]", r.stderr
+
+
 def test_server_is_fork_safe_and_holds_no_secret(server):
     env, status = server
     info = _status(env)

@@ -10,4 +10,11 @@ adapter.py   a `Study` as the package's study declaration (StudyDef); the one pl
 cli.py       `collect STUDY.yaml`, `study check`, `study new`
 """
 
-from .spec import Study, load_study  # noqa: F401
+
+
+def __getattr__(name):  # Study and load_study on first use: `simsubjects --help` imports no pandas
+    if name in ("Study", "load_study"):
+        from . import spec
+
+        return getattr(spec, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,6 +33,7 @@ import sys
 import time
 
 IDLE_MINUTES = 30
+ANSWER_SECONDS = 60  # a server forks within milliseconds; even a swamped machine answers in far less
 # variables read while torch / transformers / numpy / huggingface_hub are imported (thread counts,
 # cache folders, offline mode, locale): a client whose values differ runs in its own process
 IMPORT_ENV_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH", "PYTORCH_", "CUDA_", "OMP_", "MKL_",
@@ -149,6 +150,7 @@ def run_via_server(argv: list[str]) -> int | None:
     try:
         for fd in (0, 1, 2):
             os.fstat(fd)  # a closed stdin/stdout/stderr cannot be passed on
+        cwd = os.getcwd()  # (a removed working folder: the in-process run reports it)
     except OSError:
         return None
     s = connect()
@@ -158,7 +160,7 @@ def run_via_server(argv: list[str]) -> int | None:
     os.umask(umask)
     streams = [[f.encoding, f.errors, f.line_buffering, f.write_through] if f is not None else None
                for f in (sys.stdin, sys.stdout, sys.stderr)]
-    req = {"op": "run", "argv": argv, "argv0": sys.argv[0], "cwd": os.getcwd(), "env": dict(os.environ),
+    req = {"op": "run", "argv": argv, "argv0": sys.argv[0], "cwd": cwd, "env": dict(os.environ),
            "umask": umask, "streams": streams, "sys_path": sys.path, "fingerprint": fingerprint()}
     pending: list[int] = []
     child = {"pid": None}
@@ -175,8 +177,13 @@ def run_via_server(argv: list[str]) -> int | None:
             try:
                 send_msg(s, req, fds=(0, 1, 2))
                 f = s.makefile("rb")
+                s.settimeout(ANSWER_SECONDS)
                 first = read_reply(f)
-            except (OSError, ValueError):
+            except TimeoutError:  # it may have started the run: never run it a second time here
+                print(f"error: the preload server did not answer within {ANSWER_SECONDS} s; stop it with "
+                      "`simsubjects preload stop` or set SIMSUBJECTS_PRELOAD=off", file=sys.stderr)
+                return 70
+            except (OSError, ValueError):  # refused before reading: nothing started
                 first = None
             if first and "pid" in first:
                 s.settimeout(None)

@@ -6,7 +6,8 @@ user cache ($SIMSUBJECTS_CACHE, else ~/.cache/simsubjects; see weight_cache.root
 command (simsubjects.launch) connects when a server answers, passes its argv, working folder,
 environment, umask and its stdin/stdout/stderr file descriptors (SCM_RIGHTS, as Python's
 multiprocessing.forkserver does), and the server forks a child that takes them over and runs
-cli.main(). The client forwards SIGINT/SIGTERM/SIGHUP to the child and exits with its exit status.
+cli.main(). The client forwards SIGINT/SIGTERM/SIGHUP (and Ctrl-Z) to the child and exits with its
+exit status.
 No server, or one that does not fit the caller (another Python, package or import-time environment,
 or package files changed since it started) -> the ordinary in-process run, unchanged.
 
@@ -39,7 +40,7 @@ ANSWER_SECONDS = 60  # a server forks within milliseconds; even a swamped machin
 IMPORT_ENV_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH", "PYTORCH_", "CUDA_", "OMP_", "MKL_",
                        "OPENBLAS_", "KMP_", "GOTO", "TOKENIZERS_", "PYTHON", "LD_", "LC_", "ARROW_", "USE_")
 IMPORT_ENV_NAMES = ("LANG", "HOME", "XDG_CACHE_HOME", "SIMSUBJECTS_CACHE", "PATH", "NVIDIA_VISIBLE_DEVICES")
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP)
 PRELOAD_MODULES = (  # what a local-model collection imports; the bundled studies are added in _preload()
     "torch", "transformers", "transformers.models.llama.modeling_llama", "transformers.models.auto.modeling_auto",
     "transformers.models.auto.tokenization_auto", "transformers.modeling_gguf_pytorch_utils", "safetensors.torch",
@@ -168,6 +169,12 @@ def run_via_server(argv: list[str]) -> int | None:
     def forward(signum, _frame):
         if child["pid"] is None:
             pending.append(signum)
+        elif signum == signal.SIGTSTP:  # Ctrl-Z: the child stops, then this process; both go on together
+            _signal_child(child["pid"], signum)
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)  # returns once the shell continues this process (fg, bg)
+            signal.signal(signum, forward)
+            _signal_child(child["pid"], signal.SIGCONT)
         else:
             _signal_child(child["pid"], signum)
 
@@ -189,7 +196,7 @@ def run_via_server(argv: list[str]) -> int | None:
                 s.settimeout(None)
                 child["pid"] = first["pid"]
                 for sig in pending:
-                    _signal_child(child["pid"], sig)
+                    forward(sig, None)
                 last = _read_final(f)
     finally:
         for sig, handler in old.items():
@@ -219,10 +226,13 @@ def _read_final(f) -> dict | None:
 
 
 def _signal_child(pid: int, signum: int) -> None:
-    """SIGINT goes to the child's process group, as a terminal's Ctrl-C reaches a command and its
-    subprocesses (Rscript); SIGTERM/SIGHUP to the child itself, as `kill PID` would."""
+    """SIGINT/SIGTSTP/SIGCONT go to the child's process group, as a terminal's Ctrl-C and Ctrl-Z reach a
+    command and its subprocesses (Rscript); SIGTERM/SIGHUP to the child itself, as `kill PID` would."""
     try:
-        os.killpg(pid, signum) if signum == signal.SIGINT else os.kill(pid, signum)
+        if signum in (signal.SIGINT, signal.SIGTSTP, signal.SIGCONT):
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
     except ProcessLookupError:
         pass
 
@@ -502,7 +512,7 @@ def run_child(msg: dict, fds: list[int], import_set: dict) -> int:
     """In the forked child: become the client's process (folder, environment, umask, stdio), run the CLI."""
     import atexit
 
-    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.setpgid(0, 0)  # its own process group: the client's Ctrl-C reaches it and its subprocesses

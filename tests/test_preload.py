@@ -186,9 +186,28 @@ def _start_long_run(env, out: Path) -> subprocess.Popen:
     return proc
 
 
-def test_ctrl_c_and_sigterm_reach_the_child(server, tmp_path):
-    env, _ = server
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0]
+
+
+def _wait_state(pid: int, stopped: bool) -> None:
+    deadline = time.monotonic() + 30
+    while (_state(pid) == "T") != stopped:
+        assert time.monotonic() < deadline, f"{pid} is {_state(pid)}"
+        time.sleep(0.05)
+
+
+def test_ctrl_z_ctrl_c_and_sigterm_reach_the_child(server, tmp_path):
+    env, status = server
     proc = _start_long_run(env, tmp_path / "int")
+    children = Path(f"/proc/{status['pid']}/task/{status['pid']}/children").read_text().split()
+    assert len(children) == 1
+    child = int(children[0])
+    proc.send_signal(signal.SIGTSTP)  # Ctrl-Z stops the client and the child; SIGCONT (fg) resumes both
+    _wait_state(child, stopped=True)
+    _wait_state(proc.pid, stopped=True)
+    proc.send_signal(signal.SIGCONT)
+    _wait_state(child, stopped=False)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and b"aborted" in err  # click's Abort, as in the plain process

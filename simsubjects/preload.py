@@ -39,7 +39,8 @@ ANSWER_SECONDS = 60  # a server forks within milliseconds; even a swamped machin
 # cache folders, offline mode, locale): a client whose values differ runs in its own process
 IMPORT_ENV_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH", "PYTORCH_", "CUDA_", "OMP_", "MKL_",
                        "OPENBLAS_", "KMP_", "GOTO", "TOKENIZERS_", "PYTHON", "LD_", "LC_", "ARROW_", "USE_")
-IMPORT_ENV_NAMES = ("LANG", "HOME", "XDG_CACHE_HOME", "SIMSUBJECTS_CACHE", "PATH", "NVIDIA_VISIBLE_DEVICES")
+IMPORT_ENV_NAMES = ("LANG", "HOME", "XDG_CACHE_HOME", "SIMSUBJECTS_CACHE", "PATH", "NVIDIA_VISIBLE_DEVICES",
+                    "TMPDIR", "TEMP", "TMP")  # tempfile caches its folder on first use (torch's imports use it)
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP)
 PRELOAD_MODULES = (  # what a local-model collection imports; the bundled studies are added in _preload()
     "torch", "transformers", "transformers.models.llama.modeling_llama", "transformers.models.auto.modeling_auto",
@@ -69,8 +70,12 @@ def fingerprint() -> dict:
     """What the server's imports depend on; a client runs through it only when all of it is equal."""
     from . import __version__
 
+    # interpreter options too (-X importtime, -W error, -O): such a run wants its own imports; -P
+    # (safe_path) is the server's own and only decides sys.path[0], which the child takes from the client
+    flags = {f: getattr(sys.flags, f) for f in sys.flags.__match_args__ if f != "safe_path"}
     return {"python": sys.executable, "package": os.path.dirname(os.path.abspath(__file__)),
-            "version": __version__, "env": import_env()}
+            "version": __version__, "env": import_env(),
+            "interpreter": [flags, sys.warnoptions, {k: str(v) for k, v in sys._xoptions.items()}]}
 
 
 def package_signature(package: str) -> list:
@@ -447,7 +452,7 @@ class Server:
         import threading
 
         theirs = msg.get("fingerprint", {})
-        for key in ("python", "package", "version", "env"):
+        for key in ("python", "package", "version", "env", "interpreter"):
             if theirs.get(key) != self.fingerprint[key]:
                 return f"different {key}"
         if package_signature(self.fingerprint["package"]) != self.signature:

@@ -226,6 +226,10 @@ def test_a_different_import_environment_runs_in_process(server, tmp_path):
     assert _status(env)["runs"] == before
     r = _run(THROUGH + ["--version"], {**env, "SIMSUBJECTS_PRELOAD": "off"})
     assert r.returncode == 0 and _status(env)["runs"] == before
+    r = _run([sys.executable, "-X", "importtime", "-m", "simsubjects", "--version"], env)  # profiling: own imports
+    assert r.returncode == 0 and "import time:" in r.stderr and _status(env)["runs"] == before
+    r = _run(THROUGH + ["--version"], env)
+    assert r.returncode == 0 and _status(env)["runs"] == before + 1  # and the same client fits again
 
 
 def test_idle_timeout_and_removed_socket_stop_the_loop(tmp_path):

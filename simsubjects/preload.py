@@ -345,7 +345,8 @@ class Server:
         os.set_blocking(self.wake_w, False)
         signal.set_wakeup_fd(self.wake_w)  # SIGCHLD wakes select() up
         signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.signal(signal.SIGTERM, lambda *_: self.stop("SIGTERM"))
+        self.asked = None  # set by SIGTERM; acted on in the loop (a handler closing the listener would
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "asked", "SIGTERM"))  # break select's retry)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         _log(f"serving {self.path}: imports took {self.import_seconds} s; idle timeout {idle_minutes:g} min")
@@ -375,9 +376,13 @@ class Server:
     def loop(self) -> None:
         import select
 
-        while not (self.stopping and not self.children):
+        while True:
+            if self.asked:
+                self.stop(self.asked)
             if not self.stopping:
                 self._check_alive()
+            if self.stopping and not self.children:
+                break
             conns = [c for c in self.children.values() if c is not None]
             ready = select.select([self.wake_r, *conns, *([] if self.stopping else [self.listener])], [], [], 1.0)[0]
             for r in ready:

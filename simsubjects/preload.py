@@ -385,6 +385,7 @@ class Server:
                 break
             conns = [c for c in self.children.values() if c is not None]
             ready = select.select([self.wake_r, *conns, *([] if self.stopping else [self.listener])], [], [], 1.0)[0]
+            self._reap()  # first: a status asked for after a run ended counts it as ended
             for r in ready:
                 if r is self.wake_r:
                     os.read(self.wake_r, 512)

@@ -215,7 +215,15 @@ def test_ctrl_z_ctrl_c_and_sigterm_reach_the_child(server, tmp_path):
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGTERM  # the client dies of the child's signal, as the plain process would
-    assert _status(env)["running"] == 0  # no child left behind
+    proc = _start_long_run(env, tmp_path / "kill")
+    child = int(Path(f"/proc/{status['pid']}/task/{status['pid']}/children").read_text().split()[0])
+    proc.kill()  # a client killed outright: its run ends too, as the plain process's would
+    proc.communicate(timeout=60)
+    assert _wait_gone(child)
+    deadline = time.monotonic() + 15
+    while _status(env)["running"]:  # no child left behind (the server reaps within a moment)
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
 
 
 def test_a_different_import_environment_runs_in_process(server, tmp_path):

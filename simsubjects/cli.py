@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:  # annotations only: pandas is imported on first use
+    import pandas as pd
 
 from . import __version__
 from .cli_ppi import ppi_options, register as register_ppi
 from .cli_preload import preload_group
 from .errors import UserError
-
 
 
 def _pandas():

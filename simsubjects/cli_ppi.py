@@ -6,8 +6,12 @@ Kept apart from cli.py so the main command file only registers them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:  # annotations only: pandas is imported on first use
+    import pandas as pd
 
 from .errors import UserError
 

@@ -272,9 +272,9 @@ def start(idle_minutes: float = IDLE_MINUTES, wait: float = 300.0) -> tuple[dict
         os.unlink(path)  # left by a killed server (connect failed above)
     fd = os.open(os.path.join(d, "preload.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     # only the import-time environment: API keys and other secrets never enter the long-lived server
-    proc = subprocess.Popen([sys.executable, "-P", "-c", f"from simsubjects.preload import serve; serve({idle_minutes!r})"],
-                            env=import_env(), cwd=d, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
-                            start_new_session=True)
+    code = f"from simsubjects.preload import serve; serve({idle_minutes!r})"
+    proc = subprocess.Popen([sys.executable, "-P", "-c", code], env=import_env(), cwd=d, stdin=subprocess.DEVNULL,
+                            stdout=fd, stderr=fd, start_new_session=True)
     os.close(fd)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:

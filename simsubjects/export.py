@@ -1,13 +1,16 @@
 """`simsubjects export`: a run's tables as .csv, .parquet, .rds (R factors), .dta/.sav (value labels).
 
 Text columns with few distinct values become R factors and labelled integers in Stata/SPSS;
-variable labels come from the study's declaration (schema.labels); a codebook (Markdown and CSV) is written beside the data.
+variable labels come from the study's declaration (schema.labels) and the run's manifest (persona
+attributes) and are set in .dta/.sav and, through R (export_rds), in .rds; a codebook (Markdown and
+CSV) is written beside the data.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +18,7 @@ import pandas as pd
 
 from .collect.store import load_run
 from .errors import UserError
+from .export_rds import no_r_note, rscript, write_rds
 from .output import staged_folder
 from .schema import labels as study_labels
 
@@ -86,7 +90,7 @@ def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | N
     return pd.DataFrame(rows)
 
 
-def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
+def _write(df: pd.DataFrame, path: Path, fmt: str, use_r: bool = True) -> dict[str, str]:
     """Write one table; returns {original column: exported name}. Variable labels (.dta/.sav) come from
     df.attrs["labels"] (the study's, set by export_run), else the core columns' labels."""
     labels = df.attrs.get("labels") or study_labels()
@@ -100,12 +104,10 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
         elif fmt == "parquet":
             df.to_parquet(tmp, index=False)
         elif fmt == "rds":
-            import pyreadr
-
             out = df.copy()
             for c in cats:
                 out[c] = pd.Categorical(out[c].astype(object))
-            pyreadr.write_rds(str(tmp), out)
+            write_rds(out, tmp, labels, use_r)  # variable labels set by R where Rscript is installed
         elif fmt in ("dta", "sav"):
             taken: set[str] = set()
             names = {c: stata_name(c, taken) for c in df.columns}
@@ -154,6 +156,9 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     # attributes of a respondents table) carry their labels in the manifest
     labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
     outdir = Path(out) if out else Path(run_dir) / "export"
+    use_r = "rds" in formats and rscript() is not None
+    if "rds" in formats and not use_r:
+        print(no_r_note(), file=sys.stderr)
     # Everything is written into a staging folder beside outdir and swapped in whole
     # (simsubjects.output): a failed or killed export leaves the earlier export as it was, and
     # the files of formats not asked for this time are kept.
@@ -164,7 +169,7 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
             df.attrs["labels"] = labels
             names = {}
             for fmt in formats:
-                names.update(_write(df, stage / f"{name}.{fmt}", fmt))
+                names.update(_write(df, stage / f"{name}.{fmt}", fmt, use_r))
                 names_out.append(f"{name}.{fmt}")
             book = codebook(flatten(df), names, labels)
             (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))

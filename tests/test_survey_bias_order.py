@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects import option_order
 from simsubjects.analyze.order_effects import order_effects
 from simsubjects.analyze.survey_bias import analyze_survey_bias
 from simsubjects.collect.studies.survey_bias import SURVEY_BIAS, build_trials, format_prompt

@@ -29,11 +29,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..errors import UserError
 from . import representativeness as rep
-from .order_effects import order_effects
+from .methods.tests import one_sample_t
+from .order_effects import broom_fields, order_effects
 from .tidy import n_trials, trial_total
 
 OVERALL = "Overall"
@@ -150,18 +150,9 @@ def steerability(md: pd.DataFrame, hd: pd.DataFrame) -> pd.DataFrame:
         both = d_s.merge(d_0, on=["model", "key"], suffixes=("_steered", "_default")).dropna()
         for model, g in both.groupby("model", sort=False):
             diff = (g["distance_default"] - g["distance_steered"]).to_numpy(float)
-            row = {"model": model, "attribute": s.attribute, "group": s.group,
-                   "rep_default": 1 - float(g["distance_default"].mean()),
-                   "rep_steered": 1 - float(g["distance_steered"].mean()), "estimate": float(diff.mean()),
-                   "std.error": math.nan, "statistic": math.nan, "df": math.nan, "p.value": math.nan,
-                   "conf.low": math.nan, "conf.high": math.nan, "n": len(diff)}
-            if len(diff) > 1 and diff.std(ddof=1) > 0:
-                t = stats.ttest_1samp(diff, 0.0)
-                ci = t.confidence_interval(0.95)
-                row.update({"std.error": float(diff.std(ddof=1) / math.sqrt(len(diff))), "statistic": float(t.statistic),
-                            "df": float(t.df), "p.value": float(t.pvalue), "conf.low": float(ci[0]),
-                            "conf.high": float(ci[1])})
-            rows.append(row)
+            rows.append({"model": model, "attribute": s.attribute, "group": s.group,
+                         "rep_default": 1 - float(g["distance_default"].mean()),
+                         "rep_steered": 1 - float(g["distance_steered"].mean()), **broom_fields(one_sample_t(diff))})
     return pd.DataFrame(rows, columns=["model", "attribute", "group", "rep_default", "rep_steered", "estimate",
                                        "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n"])
 

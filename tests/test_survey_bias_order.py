@@ -91,18 +91,31 @@ def test_bad_order_fails_before_anything_is_read(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_collect_with_random_order_on_the_embedded_model(smollm2, tmp_path):
+def test_collect_with_cyclic_order_on_the_embedded_model(smollm2, tmp_path):
+    """Two response-order questions, each form in its k rotations: recorded, analyzed, in the report."""
+    from simsubjects.cli import main
     from simsubjects.collect.pipeline import run_study
+    from simsubjects.collect.studies.survey_bias import write_biasmonkey_questions
     from simsubjects.export import export_run
+    from simsubjects.report import render_report
 
+    _, items = SURVEY_BIAS.build(bias="response_order", perturbation="none")
+    write_biasmonkey_questions(items[items["key"].isin(items["key"].unique()[:2])], tmp_path / "questions")
     out = tmp_path / "run"
     resp, man = run_study(SURVEY_BIAS, "smollm2", out, params=dict(bias="response_order", perturbation="none",
-                                                                   order="random", seed=1),
+                                                                   questions=str(tmp_path / "questions"),
+                                                                   order="cyclic", seed=1),
                           model=smollm2, show_progress=False)
     assert resp["order_shown"].notna().all() and (resp["shown_position"] >= 1).all() \
         and (resp["shown_position"] <= resp["n_shown"]).all()
     assert resp.groupby("trial")["weight"].sum().round(9).eq(1).all()
+    assert resp.groupby("item")["order_shown"].nunique().eq(resp.groupby("item")["n_shown"].first()).all()
     assert man["column_labels"]["order_shown"].startswith("Options in the order shown")
     export_run(out, ["csv"])
     book = pd.read_csv(out / "export" / "codebook_responses.csv").set_index("column")
     assert book.loc["shown_position", "label"].startswith("Position at which")
+    assert main(["analyze", str(out)]) == 0
+    per_item = pd.read_csv(out / "analysis" / "order_effects.csv")
+    assert len(per_item) == resp.groupby("item")["response"].nunique().sum()  # every option first once, last once
+    html = render_report(out).read_text()
+    assert "Order effect: P(option) shown first vs last" in html and "Table 4 layout" in html

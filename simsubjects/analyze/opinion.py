@@ -33,7 +33,7 @@ import pandas as pd
 from ..errors import UserError
 from . import representativeness as rep
 from .methods.tests import one_sample_t
-from .order_effects import broom_fields, order_effects
+from .order_effects import broom_fields, order_effects, report_block
 from .tidy import n_trials, trial_total
 
 OVERALL = "Overall"
@@ -333,15 +333,10 @@ def report_section(run) -> list[str]:
         out.append(block("Refusal rates: people and the model", table(rs),
                          "Mean over questions of the share of answers (people) or of probability (model) on refusal "
                          "options such as 'Refused' (OpinionQA's R_H and R_M)."))
-    oa = t.get("order_effects_average")
-    if oa is not None and len(oa):
-        oe = t["order_effects"]
-        out.append(block("Order effect: P(option) shown first vs last", table(oa) + table(
-            oe.reindex(oe["estimate"].abs().sort_values(ascending=False).index), max_rows=20,
-            csv=f"{run.rel}/analysis/order_effects.csv"),
-                         "Per question and option, the mean probability when the option was shown first minus when it "
-                         "was shown last (Welch t); on average a one-sample t across question x option cells. Positive = "
-                         "primacy. The survey-bias study's response-order results (Tjuatja et al. 2024) are separate."))
+    oe = report_block(t, f"{run.rel}/analysis/order_effects.csv",
+                      "The survey-bias study's response-order results (Tjuatja et al. 2024) are separate.")
+    if oe:
+        out.append(oe)
     else:
         out.append('<p class="note">Options were shown in a fixed order (--order fixed): no order-effect table.</p>')
     return out

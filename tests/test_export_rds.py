@@ -19,6 +19,7 @@ from tests.test_ultimatum import fixture_responses
 pytestmark = pytest.mark.r
 R_DIR = Path(__file__).resolve().parents[1] / "R"
 PARTY = "Persona attribute POLPARTY (from respondents.csv)"
+REGION = "Région de résidence « métropole »"  # a .sav file's label in French: UTF-8 through R
 
 
 @pytest.fixture
@@ -27,9 +28,10 @@ def run_dir(tmp_path):
         pytest.skip("Rscript is not installed")
     df = fixture_responses()
     df["POLPARTY"] = ["Democrat", "Républicain"] * (len(df) // 2) + ["Democrat"] * (len(df) % 2)
+    df["REGION"] = "Nord"
     store = RunStore.open(tmp_path / "run", {"x": 1})
     store.finish(df, pd.DataFrame({"item": ["offer-01"], "offer": [1]}),
-                 {"study": "ultimatum", "column_labels": {"POLPARTY": PARTY}})
+                 {"study": "ultimatum", "column_labels": {"POLPARTY": PARTY, "REGION": REGION}})
     return tmp_path / "run"
 
 
@@ -41,7 +43,8 @@ def r_labels(run: Path, how: str) -> dict[str, str]:
     x <- {read}
     stopifnot("R\\u00e9publicain" %in% as.character(x$POLPARTY))
     {"stopifnot(is.factor(x$POLPARTY))" if how == "readRDS" else ""}
-    for (c in names(x)) {{ l <- attr(x[[c]], "label"); if (!is.null(l)) cat(c, "\\t", l, "\\n", sep = "") }}
+    # useBytes: the UTF-8 bytes as stored, whatever the locale (C would print <U+00E9>)
+    for (c in names(x)) {{ l <- attr(x[[c]], "label"); if (!is.null(l)) writeLines(paste0(c, "\\t", enc2utf8(l)), useBytes = TRUE) }}
     """
     r = subprocess.run(["Rscript", "--vanilla", "-e", script], capture_output=True, text=True, encoding="utf-8")
     assert r.returncode == 0, r.stderr[-2000:]
@@ -54,7 +57,7 @@ def test_rds_labels_equal_the_codebook(run_dir):
     labels = r_labels(run_dir, "readRDS")
     assert labels["POLPARTY"] == book.loc["POLPARTY", "label"] == PARTY
     want = {c: lab for c, lab in book["label"].items() if lab}
-    assert labels == want and labels["validity"].startswith("Validity rate")
+    assert labels == want and labels["validity"].startswith("Validity rate") and labels["REGION"] == REGION
     # the values are those pyreadr wrote (the labelling step changes nothing else)
     rds = pyreadr.read_r(str(run_dir / "export" / "responses.rds"))[None]
     assert rds["POLPARTY"].astype(str).tolist() == pd.read_parquet(run_dir / "responses.parquet")["POLPARTY"].tolist()

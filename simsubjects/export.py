@@ -18,7 +18,7 @@ import pandas as pd
 
 from .collect.store import load_run
 from .errors import UserError
-from .export_rds import no_r_note, rscript, write_rds
+from .export_rds import add_labels, no_r_note, rscript, write_plain
 from .output import staged_folder
 from .schema import labels as study_labels
 
@@ -90,7 +90,7 @@ def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | N
     return pd.DataFrame(rows)
 
 
-def _write(df: pd.DataFrame, path: Path, fmt: str, use_r: bool = True) -> dict[str, str]:
+def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
     """Write one table; returns {original column: exported name}. Variable labels (.dta/.sav) come from
     df.attrs["labels"] (the study's, set by export_run), else the core columns' labels."""
     labels = df.attrs.get("labels") or study_labels()
@@ -107,7 +107,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str, use_r: bool = True) -> dict[s
             out = df.copy()
             for c in cats:
                 out[c] = pd.Categorical(out[c].astype(object))
-            write_rds(out, tmp, labels, use_r)  # variable labels set by R where Rscript is installed
+            write_plain(out, tmp)  # variable labels: export_rds.add_labels, once the export's tables are written
         elif fmt in ("dta", "sav"):
             taken: set[str] = set()
             names = {c: stata_name(c, taken) for c in df.columns}
@@ -156,20 +156,20 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     # attributes of a respondents table) carry their labels in the manifest
     labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
     outdir = Path(out) if out else Path(run_dir) / "export"
-    use_r = "rds" in formats and rscript() is not None
-    if "rds" in formats and not use_r:
+    if "rds" in formats and rscript() is None:
         print(no_r_note(), file=sys.stderr)
     # Everything is written into a staging folder beside outdir and swapped in whole
     # (simsubjects.output): a failed or killed export leaves the earlier export as it was, and
     # the files of formats not asked for this time are kept.
     names_out: list[str] = []
+    rds_jobs = []  # (file, labels): labelled by one R process once every table is written
     with staged_folder(outdir) as stage:
         for name, df in (("responses", responses), ("items", items)):
             df = df.copy()
             df.attrs["labels"] = labels
             names = {}
             for fmt in formats:
-                names.update(_write(df, stage / f"{name}.{fmt}", fmt, use_r))
+                names.update(_write(df, stage / f"{name}.{fmt}", fmt))
                 names_out.append(f"{name}.{fmt}")
             book = codebook(flatten(df), names, labels)
             (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
@@ -179,4 +179,7 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
                    for r in book.itertuples()]
             (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
             names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
+            if "rds" in formats:
+                rds_jobs.append((stage / f"{name}.rds", labels))
+        add_labels(rds_jobs)
     return [outdir / n for n in names_out]

@@ -2,10 +2,11 @@
 
 pyreadr (librdata) cannot write attributes, so on its own an .rds file loses the variable labels
 that .dta/.sav carry (persona attributes: "Persona attribute POLPARTY (from respondents.csv)",
-issue 15). When Rscript is on PATH, R reads pyreadr's file, sets attr(x, "label") on every labelled
-column (the attribute haven, labelled and RStudio's viewer show) and saves it with saveRDS; without R
-the unlabelled file is kept and `note` says so once. Either way the file at `path` is whole or absent:
-both steps write temporary files beside it and the last one is renamed into place.
+issue 15). When Rscript is on PATH, R reads pyreadr's files, sets attr(x, "label") on every labelled
+column (the attribute haven, labelled and RStudio's viewer show) and saves them with saveRDS, all
+files of one export in one R process (R's start costs about half a second); without R the unlabelled
+files are kept and the caller notes it once. Every file is whole or absent: each step writes a
+temporary file beside the target and renames it into place.
 """
 
 from __future__ import annotations
@@ -17,18 +18,20 @@ from pathlib import Path
 
 import pandas as pd
 
-R_TIMEOUT = 300  # seconds; saveRDS of a large run takes a few seconds, R's start about half of one
+R_TIMEOUT = 600  # seconds; saveRDS of a large run takes a few seconds
 
-# args: pyreadr's file, the labels (CSV column,label), the labelled file to write
+# args: triples (pyreadr's file, its labels as CSV column,label, the labelled file to write)
 _LABEL_SCRIPT = r"""
 a <- commandArgs(trailingOnly = TRUE)
-x <- readRDS(a[[1]])
-lab <- utils::read.csv(a[[2]], colClasses = "character", na.strings = character(0), encoding = "UTF-8")
-for (i in seq_len(nrow(lab))) {
-  col <- lab$column[[i]]
-  if (col %in% names(x)) attr(x[[col]], "label") <- enc2utf8(lab$label[[i]])
+for (k in seq(1, length(a), by = 3)) {
+  x <- readRDS(a[[k]])
+  lab <- utils::read.csv(a[[k + 1]], colClasses = "character", na.strings = character(0), encoding = "UTF-8")
+  for (i in seq_len(nrow(lab))) {
+    col <- lab$column[[i]]
+    if (col %in% names(x)) attr(x[[col]], "label") <- enc2utf8(lab$label[[i]])
+  }
+  saveRDS(x, a[[k + 2]])
 }
-saveRDS(x, a[[3]])
 """
 
 
@@ -41,34 +44,49 @@ def no_r_note() -> str:
             "(they are in codebook_*.csv; R's read_run() attaches them)")
 
 
-def write_rds(df: pd.DataFrame, path: Path, labels: dict[str, str], use_r: bool = True) -> None:
-    """Write `df` (flat cells; pandas Categoricals become R factors) to `path` as .rds, labelled via R."""
+def write_plain(df: pd.DataFrame, path: Path) -> None:
+    """`df` (flat cells; pandas Categoricals become R factors) as .rds at `path`, without labels."""
     import pyreadr
 
-    plain = path.with_name(f".{path.name}.plain.tmp")
-    labelled = path.with_name(f".{path.name}.labelled.tmp")
-    book = path.with_name(f".{path.name}.labels.csv")
+    tmp = path.with_name(f".{path.name}.plain.tmp")
     try:
-        pyreadr.write_rds(str(plain), df)
-        keep = {c: labels[c] for c in df.columns if labels.get(c)}
-        exe = rscript() if use_r and keep else None
-        if exe is None:
-            plain.replace(path)
-            return
-        pd.DataFrame({"column": list(keep), "label": list(keep.values())}).to_csv(book, index=False,
-                                                                                   encoding="utf-8")
+        pyreadr.write_rds(str(tmp), df)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def add_labels(jobs: list[tuple[Path, dict[str, str]]]) -> None:
+    """Set attr(x, "label") in each written .rds file (path, {column: label}) through one R process.
+
+    If R fails (a broken library, a full disk) the files stay as pyreadr wrote them and one note says why.
+    """
+    jobs = [(p, {c: lab for c, lab in labels.items() if lab}) for p, labels in jobs]
+    jobs = [(p, labels) for p, labels in jobs if labels]
+    exe = rscript()
+    if not jobs or exe is None:
+        return
+    args, temps = [], []
+    try:
+        for path, labels in jobs:
+            book = path.with_name(f".{path.name}.labels.csv")
+            labelled = path.with_name(f".{path.name}.labelled.tmp")
+            temps += [book, labelled]
+            pd.DataFrame({"column": list(labels), "label": list(labels.values())}).to_csv(book, index=False,
+                                                                                       encoding="utf-8")
+            args += [str(path), str(book), str(labelled)]
         try:
-            r = subprocess.run([exe, "--vanilla", "-e", _LABEL_SCRIPT, str(plain), str(book), str(labelled)],
-                               capture_output=True, text=True, timeout=R_TIMEOUT)
+            r = subprocess.run([exe, "--vanilla", "-e", _LABEL_SCRIPT, *args], capture_output=True, text=True,
+                               timeout=R_TIMEOUT)
             err = "" if r.returncode == 0 else " ".join((r.stderr or "").split())[-200:] or f"exit {r.returncode}"
         except (OSError, subprocess.SubprocessError) as e:
             err = " ".join(str(e).split())[-200:]
-        if err or not labelled.is_file():
-            # R is there but failed (a broken library, a full disk): keep the data, say what happened
-            print(f"note: {path.name} written without variable labels: Rscript failed ({err})", file=sys.stderr)
-            plain.replace(path)
+        if err:
+            print(f"note: the .rds files are written without variable labels: Rscript failed ({err})",
+                  file=sys.stderr)
             return
-        labelled.replace(path)
+        for path, _ in jobs:
+            path.with_name(f".{path.name}.labelled.tmp").replace(path)
     finally:
-        for tmp in (plain, labelled, book):
+        for tmp in temps:
             tmp.unlink(missing_ok=True)

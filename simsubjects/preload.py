@@ -265,9 +265,10 @@ def start(idle_minutes: float = IDLE_MINUTES, wait: float = 300.0) -> tuple[dict
     status = request("ping")
     if status:
         return status, False
-    d, path = private_dir(), socket_path()
-    if len(path.encode()) > 107:  # sockaddr_un's limit
+    path = socket_path()
+    if len(path.encode()) > 107:  # sockaddr_un's limit; checked before anything is created
         raise UserError(f"{path}: too long for a unix socket (107 bytes); set SIMSUBJECTS_CACHE to a shorter folder")
+    d = private_dir()
     if os.path.exists(path):
         os.unlink(path)  # left by a killed server (connect failed above)
     fd = os.open(os.path.join(d, "preload.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

@@ -273,3 +273,13 @@ def test_stop(server):
     assert (r.returncode, r.stdout) == (1, "no preload server\n") and _status(env) is None
     r = _run(THROUGH + ["--version"], env)
     assert r.returncode == 0 and r.stdout.startswith("simsubjects")
+
+
+def test_start_refuses_a_socket_path_too_long(tmp_path):
+    """Checked before anything starts: one line, exit 2, no server, no socket."""
+    cache = tmp_path / ("c" * 120)
+    env = {**os.environ, "SIMSUBJECTS_CACHE": str(cache)}
+    r = _run(PLAIN + ["preload", "start"], env)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
+    assert "too long for a unix socket" in r.stderr and "SIMSUBJECTS_CACHE" in r.stderr
+    assert not cache.exists()

@@ -16,6 +16,7 @@ def preload_group():
     runs as a fork of that process; output, progress bars, exit codes and Ctrl-C behave as before.
     It stops after --idle-minutes without a run, on `simsubjects preload stop`, or when its socket
     (in the user cache's run/ folder) is removed. SIMSUBJECTS_PRELOAD=off runs one command without it.
+    Details, and when a command runs in its own process instead: docs/scaling.md.
     """
 
 

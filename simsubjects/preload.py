@@ -262,6 +262,8 @@ def start(idle_minutes: float = IDLE_MINUTES, wait: float = 300.0) -> tuple[dict
 
     from .errors import UserError
 
+    if not hasattr(socket, "SO_PEERCRED"):  # the server checks each caller's user id this way
+        raise UserError("simsubjects preload needs Linux (unix sockets with SO_PEERCRED)")
     status = request("ping")
     if status:
         return status, False

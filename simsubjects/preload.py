@@ -51,7 +51,7 @@ PRELOAD_MODULES = (  # what a local-model collection imports; the bundled studie
 
 # --- where, and who -------------------------------------------------------------------------------
 def runtime_dir() -> str:
-    """<cache>/run: the socket, the pid file and the server's log (same rule as weight_cache.root)."""
+    """<cache>/run: the socket and the server's log (the cache folder as weight_cache.root finds it)."""
     cache = os.environ.get("SIMSUBJECTS_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "simsubjects")
     return os.path.join(cache, "run")
@@ -451,8 +451,13 @@ class Server:
                 self._child(conn, msg, fds)  # never returns
             self.children[pid] = conn
             self.runs += 1
-            conn.settimeout(None)
-            reply(conn, {"pid": pid})
+            try:
+                conn.settimeout(None)
+                reply(conn, {"pid": pid})
+            except OSError:  # the client is gone already: so is its run
+                _signal_child(pid, signal.SIGTERM)
+                conn.close()
+                self.children[pid] = None
         else:
             conn.close()
 

@@ -26,9 +26,10 @@ def _seed_of(obj) -> int:
 
 
 # Work counters (benchmarks) and usage (manifests): forward passes, real and padded tokens, LM-head
-# positions; requests, their prompt tokens, generated rows and tokens.
-STATS = ("forwards", "tokens", "padded_tokens", "head_positions", "requests", "prompt_tokens", "generations",
-         "completion_tokens")
+# positions, (query, key) pairs the attention computes (masked ones included); requests, their
+# prompt tokens, generated rows and tokens.
+STATS = ("forwards", "tokens", "padded_tokens", "head_positions", "attention_pairs", "requests", "prompt_tokens",
+         "generations", "completion_tokens")
 
 # Short packed rows share a line of up to this many tokens (attention over a line stays cheap).
 LINE_TOKENS = 512
@@ -353,6 +354,7 @@ class HFModel:
                 self.stats["forwards"] += 1
                 self.stats["tokens"] += sum(_line_len(line) for line in batch)
                 self.stats["padded_tokens"] += ids.numel()
+                self.stats["attention_pairs"] += mask.numel()
                 at_h = hidden.device  # with --device-map the last layer may sit on another GPU
                 logits = head(hidden[torch.tensor(rr, device=at_h), torch.tensor(cc, device=at_h)])
                 self.stats["head_positions"] += len(toks)

@@ -66,18 +66,19 @@ def smollm2_f64(smollm2):
 
     m = copy.copy(smollm2)
     m.model = copy.deepcopy(smollm2.model).double()
-    m.stats = dict.fromkeys(smollm2.stats, 0)
     return m
 
 
-@pytest.mark.parametrize("k", [3, 4])
+@pytest.mark.parametrize("k", [4])
 def test_orderings_scored_together_equal_each_alone(smollm2_f64, smollm2, k):
     """All k! orderings in one trie-packed pass give the log-probabilities each ordering gets alone:
     to 1e-6 in float64, and to float32 rounding with the model as loaded."""
     reqs = _orderings(["Always", "Most of the time", "Some of the time", "Never"], k)
+    smollm2_f64.stats = dict.fromkeys(smollm2_f64.stats, 0)
     together = smollm2_f64.score(reqs)
     assert smollm2_f64.stats["forwards"] == 1  # one pass for all orderings
     alone = [smollm2_f64.score([r])[0] for r in reqs]
-    assert np.max(np.abs(np.array(together) - np.array(alone))) < 1e-6
-    f32 = np.array(smollm2.score(reqs))
-    assert np.max(np.abs(f32 - np.array(alone))) < 1e-4
+    d64 = np.max(np.abs(np.array(together) - np.array(alone)))
+    assert d64 < 1e-6, d64
+    d32 = np.max(np.abs(np.array(smollm2.score(reqs)) - np.array(alone)))
+    assert d32 < 1e-4, d32

@@ -311,7 +311,8 @@ class HFModel:
     def _forward_logprobs(self, seqs: list[tuple], targets: list[list[tuple[int, int]]]) -> list[list[float]]:
         """Log-probabilities of the target tokens at the target positions of each sequence.
 
-        Sequences sharing a prefix are packed into one row, and short rows share a line of up to
+        Sequences sharing prefixes are packed into one row as their token trie (each token sees
+        its own prefix only), and short rows share a line of up to
         LINE_TOKENS tokens (packing.py); lines are sorted by length and batched under a token
         budget, and a batch closes before padding would exceed a fifth of it (tiny batches
         aside); the LM head runs only at the positions whose log-probabilities are needed.

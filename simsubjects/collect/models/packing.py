@@ -44,6 +44,8 @@ class Packed:
 
     def ancestors(self) -> np.ndarray:
         """[i, j]: token i attends to token j (j is i or an ancestor of i in the trie)."""
+        if self._anc is None and len(self.members) == 1:  # one sequence: plain causal attention
+            self._anc = np.tri(len(self.tokens), dtype=bool)
         if self._anc is None:
             n = len(self.tokens)
             anc = np.zeros((n, n), dtype=bool)

@@ -332,7 +332,8 @@ def _generated(c: Checker, d: dict, path, kind: str, named) -> Response:
 
 # ----------------------------------------------------------------------------------------- the study
 
-def load_study(file) -> Study:
+def load_study(file, seed: int | None = None) -> Study:
+    """The study of `file`; `seed` (collect --seed) replaces design.seed before any seeded table is drawn."""
     src = read_source(file)
     c = Checker(src)
     data = src.data
@@ -353,7 +354,7 @@ def load_study(file) -> Study:
             raise c.err(("response_types", k), "a response type name is letters, digits and _")
         named[k] = parse_response(c, v, ("response_types", k), named)
     default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
-    _design(c, d, s)
+    _design(c, d, s, seed)
     _items(c, d, s, named, default)
     _order(c, d, s)
     _human(c, d, s)
@@ -394,7 +395,7 @@ def _table(c: Checker, s: Study, name, path) -> pd.DataFrame:
     return read_table(p, lambda msg: c.err(path, msg))
 
 
-def _design(c: Checker, d: dict, s: Study) -> None:
+def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
     g = c.mapping(d.get("design") or {}, ("design",), DESIGN)
     for fname, fv in c.typed(g.get("factors") or {}, ("design", "factors"), dict, "a mapping").items():
         path = ("design", "factors", fname)
@@ -420,6 +421,8 @@ def _design(c: Checker, d: dict, s: Study) -> None:
         raise c.err(("design", "crossing"), "crossing: sampled needs sample: N (conditions per subject)")
     s.repetitions = c.number(g, "repetitions", ("design",), 1, integer=True, low=1)
     s.seed = c.number(g, "seed", ("design",), 0, integer=True)
+    if seed is not None:
+        s.seed = seed
     s.trial_id = c.text(g, "trial_id", ("design",), "")
     s.condition = c.text(g, "condition", ("design",), "")
     s.subjects = _subjects(c, g.get("subjects"), s)

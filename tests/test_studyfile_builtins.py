@@ -104,6 +104,7 @@ def test_survey_bias_study_file_gives_the_commands_trials():
         want = their_items.set_index("item")["positions"].map(tuple)
         assert all(np.allclose(pos[i], want[i], equal_nan=True) for i in want.index)
         assert items.set_index("item")["refusal"].map(tuple).equals(their_items.set_index("item")["refusal"])
+        assert items.set_index("item")["texts"].map(tuple).equals(their_items.set_index("item")["options"])
 
 
 def test_survey_bias_study_file_gives_the_commands_responses(smollm2, tmp_path):

@@ -183,10 +183,13 @@ def _tidy_types(df: pd.DataFrame) -> pd.DataFrame:
 def items_table(study: Study) -> pd.DataFrame:
     """One row per item: text, response type, options with positions and refusal flags, attributes."""
     rows = []
+    texts = any(o.text is not None for it in study.items for o in it.response.options)
     for it in study.items:
         r = it.response if it.response.kind != "free_text" else it.response.judge
         rows.append({"item": it.id, "text": it.text, "response_type": it.response.kind,
                      "labels": [o.label for o in r.options] if r else [],
+                     # the texts shown where they differ from the labels recorded (e.g. letters mapped back)
+                     **({"texts": [o.label if o.text is None else o.text for o in r.options]} if texts else {}),
                      "positions": [o.position if o.position is not None else float("nan") for o in r.options] if r else [],
                      "refusal": [o.refusal for o in r.options] if r else [],
                      "min": it.response.min, "max": it.response.max,

@@ -195,3 +195,33 @@ def test_replicate_analyze_export_report_a_study_file(smollm2, tmp_path, monkeyp
     assert main(["replicate", str(path), "--out", str(out), "-q", "--seed", "3"]) == 0
     assert main(["replicate", "nie2023", str(path), "--out", str(tmp_path / "both"), "-q"]) == 2
     assert "already in this replication" in capsys.readouterr().err and not (tmp_path / "both").exists()
+
+
+# ------------------------------------------------------------------------------------ MoCa personas, both templates
+
+def test_moca_personas_study_file_gives_the_commands_trials(tmp_path):
+    from simsubjects.collect.studies.moca import load_personas, study_items
+
+    path = _file("moca_personas", tmp_path, ("    n: 25\n", "    n: 3\n"))
+    study = load_study(path)
+    study.items = study.items[:4]  # --stories 4
+    mine, _ = build_trials(study)
+    slugs = ",".join(load_personas()["slug"][:3])
+    theirs, _ = study_items(task="causal", personas=slugs, stories=4, template="both")
+    assert len(theirs) == 4 * 2 * 3 and set(theirs["template"]) == {"yesno", "ab"}
+    pd.testing.assert_frame_equal(mine[theirs.columns], theirs)
+
+
+def test_moca_personas_study_file_gives_the_commands_responses(smollm2, tmp_path):
+    from simsubjects.collect.studies.moca import load_personas
+
+    slugs = ",".join(load_personas()["slug"][:2])
+    theirs = _command(smollm2, "moca", tmp_path / "cmd", task="causal", personas=slugs, stories=1, template="both",
+                      seed=0)
+    study = load_study(_file("moca_personas", tmp_path, ("    n: 25\n", "    n: 2\n")))
+    study.items = study.items[:1]
+    study.human = study.human[study.human["item"] == study.items[0].id]
+    mine = _collect(smollm2, study, tmp_path / "file")
+    _same_table(mine, theirs)
+    ab = mine[(mine["template"] == "ab") & (mine["source"] == "model")]
+    assert set(ab["response"]) == {"Yes", "No"}  # " A" / " B" recorded as Yes / No

@@ -96,11 +96,14 @@ def build_trials(study: Study) -> tuple[pd.DataFrame, pd.DataFrame]:
         for rep in range(study.repetitions):
             rows.extend(_trials_of(study, it, s, records[s], cond, condition, rep))
 
-    if study.per_item:
-        # item -> condition -> the item's own subjects (as Aher et al.'s Garden Path draws names per sentence)
+    if study.per_item or study.trial_order == "item":
+        # item -> condition -> subject (per_item: the item's own subjects, as Aher et al. draw names per
+        # Garden Path sentence; trial_order: item, as MoCa lists a story's templates and personas together)
         between, within = conditions(study)
         every = [{**b, **w} for b in between for w in within]
-        for it, drawn in zip(study.items, per_item_subjects(study)):
+        everyone = study.subjects["subject"].tolist()
+        drawn_lists = per_item_subjects(study) if study.per_item else [everyone] * len(study.items)
+        for it, drawn in zip(study.items, drawn_lists):
             for cond in every:
                 for s in drawn:
                     if cond in cells[s] and _applies(it, cond):
@@ -127,7 +130,7 @@ def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, con
     values = {**{k: _text(v) for k, v in srec.items()}, **{k: _text(v) for k, v in it.attributes.items()},
               **{f: study.factor(f).levels[lv] for f, lv in cond.items()}}
     question = Template(it.text_in(cond)).substitute(values)
-    r = it.response
+    r = it.response_in(cond)
     ask = r if r.kind == "choice" else None
     key = (subject, it.id, condition, rep)
     out = []
@@ -143,7 +146,8 @@ def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, con
             prompt = Template(study.system).substitute(fill) + "\n\n" + prompt
         parts = [subject, it.id] + ([condition] if condition else []) + \
             ([f"r{rep + 1}"] if study.repetitions > 1 else []) + ([f"o{j + 1}"] if len(orders) > 1 else [])
-        ids = {**values, "subject": subject, "item": it.id, "repetition": rep + 1, "ordering": j + 1}
+        # identifiers take a factor's level (as in its column), not the level's text
+        ids = {**values, **cond, "subject": subject, "item": it.id, "repetition": rep + 1, "ordering": j + 1}
         extra = {name: Template(t).substitute(ids, question=question) for name, t in study.columns.items()}
         out.append({
             "trial": Template(study.trial_id).substitute(ids) if study.trial_id else " | ".join(parts), "item": it.id,

@@ -67,7 +67,14 @@ def survey_bias_items(seed: int) -> pd.DataFrame:
                   "refusal", "num_options"]]
 
 
+def personas(seed: int) -> pd.DataFrame:
+    """The 25 personas of MoCa's Table A3 (Nie et al. 2023): slug, category, text (one sentence, no final period)."""
+    from ..collect.studies.moca import load_personas
+
+    return load_personas()[["slug", "category", "persona"]].rename(columns={"persona": "text"})
+
+
 NAMED = {"ultimatum_pairs": ultimatum_pairs, "names": names, "garden_path_sentences": garden_path_sentences,
          "moca_causal": moca_items("causal"), "moca_moral": moca_items("moral"),
          "moca_causal_votes": moca_votes("causal"), "moca_moral_votes": moca_votes("moral"),
-         "survey_bias_items": survey_bias_items}
+         "survey_bias_items": survey_bias_items, "personas": personas}

@@ -33,7 +33,8 @@ OPTION = {"label", "text", "completion", "position", "refusal"}
 ITEM = {"id", "text", "response", "attributes"}
 ITEM_TABLE = {"table", "id", "text", "response", "attributes", "placeholders", "options", "option_labels",
               "option_positions", "option_refusal"}
-DESIGN = {"factors", "crossing", "sample", "subjects", "repetitions", "seed", "trial_id", "condition", "columns"}
+DESIGN = {"factors", "crossing", "sample", "subjects", "repetitions", "seed", "trial_id", "condition", "columns",
+          "trial_order"}
 FACTOR = {"levels", "assignment"}
 SUBJECTS = {"table", "id", "template", "n", "sample", "label", "per_item"}
 ORDER = {"mode", "max_orderings"}
@@ -93,8 +94,14 @@ class Item:
     text_by: str = ""  # a factor whose level picks the text: `texts` maps level -> text (text: the first)
     texts: dict = field(default_factory=dict)
 
+    response_by: str = ""  # a factor whose level picks the response: `responses` maps level -> Response
+    responses: dict = field(default_factory=dict)
+
     def text_in(self, cond: dict) -> str:
         return self.texts[cond[self.text_by]] if self.text_by else self.text
+
+    def response_in(self, cond: dict) -> "Response":
+        return self.responses[cond[self.response_by]] if self.response_by else self.response
 
 
 @dataclass
@@ -126,6 +133,7 @@ class Study:
     seed: int = 0
     subject_label: str | None = None  # template of the `subject` column (None: the subject's id)
     per_item: int | None = None  # subjects drawn afresh for each item (design.subjects.per_item)
+    trial_order: str = "subject"  # subject: subject -> cell -> item; item: item -> cell -> subject
     columns: dict = field(default_factory=dict)  # extra trial columns: name -> template (design.columns)
     trial_id: str = ""  # template of the trial id (default: subject | item | condition ...)
     condition: str = ""  # template of the condition label (default: factor=level,...)
@@ -423,6 +431,7 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
     s.seed = c.number(g, "seed", ("design",), 0, integer=True)
     if seed is not None:
         s.seed = seed
+    s.trial_order = c.choice(g, "trial_order", ("design",), ("subject", "item"), "subject")
     s.trial_id = c.text(g, "trial_id", ("design",), "")
     s.condition = c.text(g, "condition", ("design",), "")
     s.subjects = _subjects(c, g.get("subjects"), s)
@@ -510,7 +519,10 @@ def _items(c: Checker, d: dict, s: Study, named, default) -> None:
         if iid in seen:
             raise c.err((*path, "id"), f"duplicate item id {iid!r} (first at line {seen[iid]})")
         seen[iid] = c.src.line((*path, "id")) or i + 2
-        if "response" in it and it["response"] is not None:
+        by, responses = _responses_by_level(c, it.get("response"), (*path, "response"), s, named)
+        if by:
+            resp = next(iter(responses.values()))
+        elif "response" in it and it["response"] is not None:
             resp = parse_response(c, it["response"], (*path, "response"), named)
         elif default is not None:
             resp = default
@@ -527,7 +539,7 @@ def _items(c: Checker, d: dict, s: Study, named, default) -> None:
         text_by, texts = _texts_by_level(c, it.get("text"), (*path, "text"), s)
         text = next(iter(texts.values())) if text_by else c.text(it, "text", path, required=True)
         s.items.append(Item(iid, text, resp, {k: _plain(v) if s.factor(k) else v for k, v in attrs.items()}, path,
-                            text_by, texts))
+                            text_by, texts, by, responses))
     for f in s.factors:
         if f.assignment == "item" and not any(f.name in it.attributes for it in s.items):
             raise c.err(("design", "factors", f.name), "an item factor is read from items' attributes; no item has it")
@@ -557,6 +569,33 @@ def _texts_by_level(c: Checker, v, path, s: Study, row: dict | None = None) -> t
         if col not in row:
             raise c.err((*path, fname, lv), f"column {col!r} is not in the items table{did_you_mean(col, row)}")
         out[lv] = _plain(row[col])
+    return f.name, out
+
+
+def _responses_by_level(c: Checker, v, path, s: Study, named) -> tuple[str, dict]:
+    """`response: {FACTOR: {level: response}}`: the k-choice response (its completions, its format) by level.
+
+    As MoCa's two prompt templates score " Yes"/" No" or " A"/" B" for the same answers. The levels
+    record the same labels with the same positions, so the analyses read one scale.
+    """
+    if not isinstance(v, dict) or len(v) != 1 or next(iter(v)) in RESPONSE or s.factor(str(next(iter(v)))) is None:
+        return "", {}
+    (fname, by), = v.items()
+    f = s.factor(str(fname))
+    if f.assignment == "item":
+        raise c.err((*path, fname), f"{fname!r} is an item factor; a response by level needs a within- or "
+                                    "between-subject factor")
+    by = c.mapping(by, (*path, fname), set(f.levels), required=tuple(f.levels))
+    out = {lv: parse_response(c, by[lv], (*path, fname, lv), named) for lv in f.levels}
+    scale = None
+    for lv, r in out.items():
+        if r.kind != "choice":
+            raise c.err((*path, fname, lv), "a response by level is a k-choice response")
+        this = [(o.label, o.position, o.refusal) for o in r.options]
+        if scale is not None and sorted(this, key=str) != sorted(scale, key=str):
+            raise c.err((*path, fname, lv), "every level's response records the same labels with the same "
+                                            "positions and refusals")
+        scale = this
     return f.name, out
 
 

@@ -77,14 +77,14 @@ def test_garden_path_study_file_gives_the_commands_trials(tmp_path):
 def test_garden_path_study_file_gives_the_commands_responses(smollm2, tmp_path, monkeypatch):
     from simsubjects.collect.studies import garden_path
 
-    # the first 3 sentences only, in both (keeps the test short): names are drawn sentence after sentence,
-    # so the first sentences get the same names in the command and in the file
+    # the first 2 sentences only (keeps the test short): names are drawn sentence after sentence, so the
+    # first sentences get the same names in the command and in the file (the trials test compares 5 per sentence)
     whole = garden_path.sentences
-    monkeypatch.setattr(garden_path, "sentences", lambda set_="both": whole(set_).head(3))
-    theirs = _command(smollm2, "garden_path", tmp_path / "cmd", names=2, set="both", seed=0)
-    assert len(theirs) == 3 * 2 * 2 * 2  # sentences x versions x names x 2 options
-    study = load_study(_file("garden_path", tmp_path, ("per_item: 5 ", "per_item: 2 ")))
-    study.items = study.items[:3]
+    monkeypatch.setattr(garden_path, "sentences", lambda set_="both": whole(set_).head(2))
+    theirs = _command(smollm2, "garden_path", tmp_path / "cmd", names=1, set="both", seed=3)
+    assert len(theirs) == 2 * 2 * 1 * 2  # sentences x versions x names x 2 options
+    study = load_study(_file("garden_path", tmp_path, ("per_item: 5 ", "per_item: 1 ")), seed=3)
+    study.items = study.items[:2]
     _same_table(_collect(smollm2, study, tmp_path / "file"), theirs)
 
 
@@ -107,11 +107,24 @@ def test_survey_bias_study_file_gives_the_commands_trials():
         assert items.set_index("item")["texts"].map(tuple).equals(their_items.set_index("item")["options"])
 
 
-def test_survey_bias_study_file_gives_the_commands_responses(smollm2, tmp_path):
-    theirs = _command(smollm2, "survey_bias", tmp_path / "cmd", bias="response_order", perturbation="none", seed=0)
-    study = load_study(BUILTIN / "survey_bias" / "study.yaml")
-    study.items = [it for it in study.items if it.attributes["bias"] == "response_order"
-                   and it.attributes["perturbation"] == ""]
+def test_survey_bias_study_file_gives_the_commands_responses(smollm2, tmp_path, monkeypatch):
+    from simsubjects.collect.studies import survey_bias
+
+    # two response-order questions (original and reversed forms) and their letter-swap forms: short, and
+    # both the mapped-back labels and the seeded perturbations are compared
+    whole = survey_bias.load_bundled_items
+
+    def few(*a, **k):
+        items = whole(*a, **k)
+        keys = items.loc[items["bias"] == "response_order", "key"].unique()[:2]
+        return items[(items["bias"] == "response_order") & items["key"].isin(keys)
+                     & items["perturbation"].isin(["", "letter_swap"])].reset_index(drop=True)
+
+    monkeypatch.setattr(survey_bias, "load_bundled_items", few)
+    theirs = _command(smollm2, "survey_bias", tmp_path / "cmd", bias="response_order",
+                      perturbation="letter_swap", seed=0)
+    assert set(theirs["perturbation"]) == {"", "letter_swap"} and theirs["trial"].nunique() == 8
+    study = load_study(BUILTIN / "survey_bias" / "study.yaml")  # its built-in table reads the same function
     mine = _collect(smollm2, study, tmp_path / "file")
     _same_table(mine, theirs)
     # reversed forms record the letter of the same option in the original order
@@ -215,10 +228,10 @@ def test_moca_personas_study_file_gives_the_commands_trials(tmp_path):
 def test_moca_personas_study_file_gives_the_commands_responses(smollm2, tmp_path):
     from simsubjects.collect.studies.moca import load_personas
 
-    slugs = ",".join(load_personas()["slug"][:2])
+    slugs = ",".join(load_personas()["slug"][:1])
     theirs = _command(smollm2, "moca", tmp_path / "cmd", task="causal", personas=slugs, stories=1, template="both",
                       seed=0)
-    study = load_study(_file("moca_personas", tmp_path, ("    n: 25\n", "    n: 2\n")))
+    study = load_study(_file("moca_personas", tmp_path, ("    n: 25\n", "    n: 1\n")))
     study.items = study.items[:1]
     study.human = study.human[study.human["item"] == study.items[0].id]
     mine = _collect(smollm2, study, tmp_path / "file")

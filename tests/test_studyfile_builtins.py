@@ -238,3 +238,42 @@ def test_moca_personas_study_file_gives_the_commands_responses(smollm2, tmp_path
     _same_table(mine, theirs)
     ab = mine[(mine["template"] == "ab") & (mine["source"] == "model")]
     assert set(ab["response"]) == {"Yes", "No"}  # " A" / " B" recorded as Yes / No
+
+
+# ------------------------------------------------------------------------------------ format pieces, no model
+
+def test_options_per_row_from_csv_and_parquet(tmp_path):
+    """Options per row in CSV (JSON list or `a | b`) and parquet (lists): shown texts, recorded labels, positions."""
+    rows = pd.DataFrame({"item": ["q1", "q2"], "question": ["Happy?", "Reversed?"],
+                         "options": ['["Very", "Somewhat", "Don\'t know"]', "Not at all | Very"],
+                         "labels": ['["A", "B", "C"]', "B | A"], "positions": ["[1, 2, null]", "2 | 1"],
+                         "refusal": ["[false, false, true]", "false | false"]})
+    yaml = ("study: forms\ntitle: Forms\nitems:\n  table: forms.{ext}\n  id: item\n  text: question\n"
+            "  options: options\n  option_labels: labels\n  option_positions: positions\n  option_refusal: refusal\n"
+            "  response: {type: choice}\nprompt: \"${question}\\n${options}\\nAnswer:\"\n")
+    rows.to_csv(tmp_path / "forms.csv", index=False)
+    as_lists = rows.assign(options=[["Very", "Somewhat", "Don't know"], ["Not at all", "Very"]],
+                           labels=[["A", "B", "C"], ["B", "A"]], positions=[[1.0, 2.0, None], [2.0, 1.0]],
+                           refusal=[[False, False, True], [False, False]])
+    as_lists.to_parquet(tmp_path / "forms.parquet")
+    for ext in ("csv", "parquet"):
+        (tmp_path / f"{ext}.yaml").write_text(yaml.replace("{ext}", ext))
+        trials, items = build_trials(load_study(tmp_path / f"{ext}.yaml"))
+        assert trials["prompt"].tolist() == ["Happy?\nA. Very\nB. Somewhat\nC. Don't know\nAnswer:",
+                                             "Reversed?\nA. Not at all\nB. Very\nAnswer:"]
+        assert trials["labels"].tolist() == [("A", "B", "C"), ("B", "A")]
+        assert trials["options"].tolist() == [(" A", " B", " C"), (" A", " B")]
+        q1, q2 = items.set_index("item").loc["q1"], items.set_index("item").loc["q2"]
+        assert list(q1["positions"][:2]) == [1.0, 2.0] and np.isnan(q1["positions"][2]) and list(q1["refusal"]) == [False, False, True]
+        assert list(q2["texts"]) == ["Not at all", "Very"] and list(q2["positions"]) == [2.0, 1.0]
+
+
+def test_factor_levels_in_identifiers_and_texts_in_prompts(tmp_path):
+    (tmp_path / "s.yaml").write_text(
+        "study: ids\ntitle: Ids\ndesign:\n  factors: {frame: {levels: {gain: 'saved', loss: 'lost'}}}\n"
+        "  trial_id: '${item}-${frame}'\n  condition: '${frame}'\n  columns: {shown: '${question}'}\n"
+        "items:\n  - {id: q, text: 'People were ${frame}. Agree?', response: yesno}\nprompt: '${question}'\n")
+    trials, _ = build_trials(load_study(tmp_path / "s.yaml"))
+    assert trials["trial"].tolist() == ["q-gain", "q-loss"] and trials["condition"].tolist() == ["gain", "loss"]
+    assert trials["prompt"].tolist() == ["People were saved. Agree?", "People were lost. Agree?"]
+    assert trials["shown"].tolist() == trials["prompt"].tolist()

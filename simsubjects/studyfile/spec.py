@@ -603,8 +603,10 @@ def _cells(value) -> list:
     """A table cell that holds a list: a list (parquet, a built-in table), JSON text "[...]", or "a | b"."""
     import json
 
-    if isinstance(value, (list, tuple)) or hasattr(value, "tolist") and not isinstance(value, str):
-        return list(value.tolist() if hasattr(value, "tolist") else value)
+    import numpy as np
+
+    if isinstance(value, (list, tuple, np.ndarray)):  # parquet gives arrays
+        return list(value.tolist() if isinstance(value, np.ndarray) else value)
     text = _plain(value)
     if text.startswith("["):
         try:

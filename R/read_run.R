@@ -24,12 +24,29 @@
 
 .read_table <- function(dirs, name) {
   for (d in dirs) {
+    book <- file.path(d, paste0("codebook_", name, ".csv"))
     rds <- file.path(d, paste0(name, ".rds"))
-    if (file.exists(rds)) return(readRDS(rds))
+    if (file.exists(rds)) return(.attach_labels(readRDS(rds), book))
     csv <- file.path(d, paste0(name, ".csv"))
-    if (file.exists(csv)) return(.read_csv(csv, file.path(d, paste0("codebook_", name, ".csv"))))
+    if (file.exists(csv)) return(.attach_labels(.read_csv(csv, book), book))
   }
   NULL
+}
+
+# The codebook's variable labels as attr(x, "label") (what haven and RStudio show), for the .csv
+# files and for .rds files written without R (pyreadr cannot write attributes); a label the file
+# already carries is kept.
+.attach_labels <- function(data, codebook) {
+  if (!file.exists(codebook)) return(data)
+  book <- utils::read.csv(codebook, colClasses = "character", na.strings = character(0),
+                          check.names = FALSE, encoding = "UTF-8")
+  if (!all(c("column", "label") %in% names(book))) return(data)
+  book <- book[book$label != "" & book$column %in% names(data), , drop = FALSE]
+  for (i in seq_len(nrow(book))) {
+    col <- book$column[[i]]
+    if (is.null(attr(data[[col]], "label"))) attr(data[[col]], "label") <- book$label[[i]]
+  }
+  data
 }
 
 #' Read an Exported simsubjects Run
@@ -43,6 +60,8 @@
 #' in \file{DIR} itself; likewise for \file{items}. Text columns with few distinct values are factors
 #' in the \file{.rds} files. In the \file{.csv} files empty text stays \code{""} (an empty
 #' \code{condition} means the study has none); blank numeric fields are \code{NA}.
+#' Variable labels (the codebook's \code{label} column: the study's design columns, persona
+#' attributes) are attached to the columns as \code{attr(x, "label")}.
 #' An error says to run \samp{simsubjects export DIR --to rds} when no responses file is found: R does
 #' not read the run's own \file{responses.parquet}.
 #' @return

@@ -30,6 +30,13 @@ def non_embedding_params(model) -> int:
     return sum(p.numel() for p in model.parameters()) - emb
 
 
+def attention_pair_flops(config) -> int:
+    """FLOPs of one (query, key) pair over all layers: q.k and the weighted sum of v, per head."""
+    heads, layers = config.num_attention_heads, config.num_hidden_layers
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    return 2 * 2 * heads * head_dim * layers
+
+
 def markdown(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
     cols = list(df.columns)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]

@@ -2,6 +2,8 @@
 
     python bench/run_all.py [--quick]
 
+The full sizes are chosen so that the whole run takes about 15 minutes on a quiet 2-core machine.
+
 Not part of the test suite: timings belong in a table with ratios measured in the same run.
 """
 
@@ -23,12 +25,13 @@ HERE = Path(__file__).resolve().parent
 
 BENCHES = [
     ("First result: cold and warm weight cache", "startup.py", [], ["--repeat", "1"]),
-    ("k-choice scoring vs lm-evaluation-harness", "kchoice.py", ["--ultimatum", "1000", "--survey", "500"],
+    ("k-choice scoring vs lm-evaluation-harness", "kchoice.py", ["--ultimatum", "220", "--survey", "300"],
      ["--ultimatum", "110", "--survey", "50"]),
     ("Exact distribution vs sampling until 50 valid answers", "sampling.py", ["--forms", "4"], ["--forms", "2"]),
-    ("Milgram: seconds per subject, re-encoding the record vs simsubjects' generation", "milgram_cache.py", [],
-     ["--subjects", "4"]),
-    ("Option-order averaging: every ordering vs one", "option_order.py", [], ["--questions", "1", "--repeat", "2"]),
+    ("Milgram: seconds per subject, re-encoding the record vs simsubjects' generation", "milgram_cache.py",
+     ["--subjects", "4", "--baseline-stages", "10"], ["--subjects", "2", "--stages", "5,10", "--baseline-stages", "5"]),
+    ("Option-order averaging: every ordering vs one", "option_order.py", ["--questions", "2", "--repeat", "3"],
+     ["--questions", "1", "--repeat", "2"]),
     ("AMCE bootstrap (10,000 draws, all MoCa factors)", "bootstrap.py", ["--draws", "10000"], ["--draws", "2000"]),
 ]
 

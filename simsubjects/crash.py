@@ -4,7 +4,7 @@ Bad input is a `UserError` (exit 2). Anything else is a bug of simsubjects or of
 it: the user gets one line with the path of a log file that holds the traceback, and exit code
 `INTERNAL_ERROR` (70, EX_SOFTWARE of BSD's sysexits.h), so scripts can tell "fix your input" (2)
 from "report this" (70). The log never holds a secret: API keys from the environment, URL
-passwords and credential-like query parameters are replaced by "***" before anything is written.
+passwords and credential-like query parameters are masked (simsubjects.redact) before anything is written.
 """
 
 from __future__ import annotations
@@ -17,41 +17,10 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
+# one redaction module: registered values, URL credentials, bearer tokens, secret environment values
+from .redact import redact_text as redact
+
 INTERNAL_ERROR = 70
-REDACTED = "***"
-# Environment variables whose values are secrets wherever they appear (OPENAI_API_KEY, HF_TOKEN, ...).
-# Whole words of the name only: TOKENIZERS_PARALLELISM=false is not a secret.
-SECRET_ENV = re.compile(r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)($|_)", re.I)
-# Query parameters that carry credentials in URLs (signed URLs, proxies, Azure, ...).
-SECRET_PARAMS = ("key", "api-key", "api_key", "apikey", "token", "access_token", "auth", "sig", "signature",
-                 "password", "secret", "client_secret", "x-api-key")
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s?#]+)@")
-# user:password@host without a scheme (a URL typed without http://); not the spec form openai:MODEL@URL
-_BARE_USERINFO = re.compile(r"(?<![\w.~%+-])(?!openai:|hf:)(?P<user>[\w.~%+-]+):(?P<pw>[^\s'\",/@]+)@")
-_PARAM = re.compile(r"(?P<name>[?&;](?:%s)=)(?P<value>[^&#\s'\"]*)" % "|".join(re.escape(p) for p in SECRET_PARAMS),
-                    re.I)
-_BEARER = re.compile(r"(?P<name>Bearer\s+)(?P<value>[A-Za-z0-9._~+/=-]+)", re.I)
-
-
-def redact(text: str, extra: tuple[str, ...] = ()) -> str:
-    """`text` without URL userinfo, credential query values, bearer tokens, or secret env values."""
-    from .redact import redact as redact_registered  # the keys and URL passwords this run was given
-
-    text = redact_registered(text)
-    text = _USERINFO.sub(lambda m: m["scheme"] + REDACTED + "@", text)
-    text = _BARE_USERINFO.sub(lambda m: m["user"] + ":" + REDACTED + "@", text)
-    text = _PARAM.sub(lambda m: m["name"] + REDACTED, text)
-    text = _BEARER.sub(lambda m: m["name"] + REDACTED, text)
-    secrets = [v for k, v in os.environ.items() if SECRET_ENV.search(k) and _secret_like(v)] + [s for s in extra if s]
-    for s in sorted(set(secrets), key=len, reverse=True):  # longest first: one secret may contain another
-        text = text.replace(s, REDACTED)
-    return text
-
-
-def _secret_like(value: str) -> bool:
-    """A value worth hiding: not a flag, a number or a word that would blank out ordinary text."""
-    v = value.strip()
-    return len(v) >= 6 and v.lower() not in ("true", "false", "none", "null") and not v.isdigit()
 
 
 def log_dir() -> Path:

@@ -1,13 +1,16 @@
 """`simsubjects export`: a run's tables as .csv, .parquet, .rds (R factors), .dta/.sav (value labels).
 
 Text columns with few distinct values become R factors and labelled integers in Stata/SPSS;
-variable labels come from the study's declaration (schema.labels); a codebook (Markdown and CSV) is written beside the data.
+variable labels come from the study's declaration (schema.labels) and the run's manifest (persona
+attributes) and are set in .dta/.sav and, through R (export_rds), in .rds; a codebook (Markdown and
+CSV) is written beside the data.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +18,7 @@ import pandas as pd
 
 from .collect.store import load_run
 from .errors import UserError
+from .export_rds import add_labels, no_r_note, rscript, write_plain
 from .output import staged_folder
 from .schema import labels as study_labels
 
@@ -100,12 +104,10 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
         elif fmt == "parquet":
             df.to_parquet(tmp, index=False)
         elif fmt == "rds":
-            import pyreadr
-
             out = df.copy()
             for c in cats:
                 out[c] = pd.Categorical(out[c].astype(object))
-            pyreadr.write_rds(str(tmp), out)
+            write_plain(out, tmp)  # variable labels: export_rds.add_labels, once the export's tables are written
         elif fmt in ("dta", "sav"):
             taken: set[str] = set()
             names = {c: stata_name(c, taken) for c in df.columns}
@@ -154,10 +156,13 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     # attributes of a respondents table) carry their labels in the manifest
     labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
     outdir = Path(out) if out else Path(run_dir) / "export"
+    if "rds" in formats and rscript() is None:
+        print(no_r_note(), file=sys.stderr)
     # Everything is written into a staging folder beside outdir and swapped in whole
     # (simsubjects.output): a failed or killed export leaves the earlier export as it was, and
     # the files of formats not asked for this time are kept.
     names_out: list[str] = []
+    rds_jobs = []  # (file, labels): labelled by one R process once every table is written
     with staged_folder(outdir) as stage:
         for name, df in (("responses", responses), ("items", items)):
             df = df.copy()
@@ -174,4 +179,7 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
                    for r in book.itertuples()]
             (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
             names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
+            if "rds" in formats:
+                rds_jobs.append((stage / f"{name}.rds", labels))
+        add_labels(rds_jobs)
     return [outdir / n for n in names_out]

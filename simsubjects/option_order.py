@@ -28,6 +28,16 @@ import pandas as pd
 from .errors import UserError
 
 MODES = ("fixed", "random", "cyclic", "all")
+HELP = ("Option order: fixed, random (per subject), cyclic (each option once in every position) or all "
+        "(every permutation; exact average).")
+# variable labels of the columns reorder_trials / add_shown_position add (codebook, .dta/.sav/.rds)
+COLUMN_LABELS = {
+    "order": "Index of the option ordering shown to this subject (0 = first)",
+    "order_shown": "Options in the order shown (JSON list)",
+    "n_ordered": "Number of options whose order varies (refusals stay last)",
+    "shown_position": "Position at which this response option was shown (1 = first)",
+    "n_shown": "Number of options shown",
+}
 MAX_ALL = 6  # 720 orderings; more would multiply a run beyond reason
 
 

@@ -181,19 +181,22 @@ def qa_context(attr: str, group: str, groups: list[str]) -> str:
     return "\n".join(lines + [f"Answer: {LETTERS[groups.index(group)]}"])
 
 
+def _phrases(row: dict, attrs: list[str], kind: str) -> list[str]:
+    """Each attribute's `kind` wording (argyle, bio, portray) filled with the row's group ({gl}: lower case)."""
+    return [_wording(a, kind).format(g=row[a], gl=str(row[a]).lower()) for a in attrs]
+
+
 def render(row: dict, attributes: list[str], fmt: str, groups: dict[str, list[str]] | None = None) -> str:
     """One persona's text in format `fmt` (argyle, qa, bio, portray or a $COLUMN template)."""
     attrs = [a for a in attributes if str(row.get(a, "")) != ""]
     if fmt == "argyle":
-        return " ".join(_wording(a, "argyle").format(g=row[a], gl=str(row[a]).lower()) for a in attrs)
+        return " ".join(_phrases(row, attrs, "argyle"))
     if fmt == "bio":
         topics = " and ".join(_wording(a, "topic") for a in attrs)
-        body = " ".join(_wording(a, "bio").format(g=row[a], gl=str(row[a]).lower()) for a in attrs)
         return (f"Below you will be asked to provide a short description of your {topics} and then answer some "
-                f"questions.\nDescription: {body}")
+                f"questions.\nDescription: {' '.join(_phrases(row, attrs, 'bio'))}")
     if fmt == "portray":
-        return "Answer the following question as if " + " and ".join(
-            _wording(a, "portray").format(g=row[a], gl=str(row[a]).lower()) for a in attrs) + "."
+        return "Answer the following question as if " + " and ".join(_phrases(row, attrs, "portray")) + "."
     if fmt == "qa":
         return "\n\n".join(qa_context(a, str(row[a]), list((groups or {}).get(a, [row[a]]))) for a in attrs)
     from .collect.studies.registry import fill_template

@@ -9,6 +9,10 @@ reaches a file, a log record, a progress bar, a table, a manifest or a report.
   an attribute of a model (so not in reprs, vars() or pickles).
 * Registering a secret also installs a log-record factory that scrubs every record's message
   (every logger: the openai and httpx libraries log request URLs).
+* `redact_text` is `redact` plus what an error line or a crash log (simsubjects.crash) may hold
+  that this process never registered: the values of secret environment variables (OPENAI_API_KEY,
+  HF_TOKEN, ...), user:password@ without a scheme, credential query parameters outside a URL and
+  bearer tokens of any length.
 
 Hand-written: no maintained library scrubs arbitrary text of known values and URL credentials.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 import re
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -150,3 +155,39 @@ def _install_log_scrubber() -> None:
         return record
 
     logging.setLogRecordFactory(factory)
+
+
+# --- error lines and crash logs (simsubjects.crash) ------------------------------------------------
+
+# Environment variables whose values are secrets wherever they appear (OPENAI_API_KEY, HF_TOKEN, ...).
+# Whole words of the name only: TOKENIZERS_PARALLELISM=false is not a secret.
+SECRET_ENV = re.compile(r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)($|_)", re.I)
+# scheme://user:password@ whatever follows (a URL cut short in a message, or with a comma in it)
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s?#]+)@")
+# user:password@host without a scheme (a URL typed without http://); not the spec form openai:MODEL@URL
+_BARE_USERINFO = re.compile(r"(?<![\w.~%+-])(?!openai:|hf:)(?P<user>[\w.~%+-]+):(?P<pw>[^\s'\",/@]+)@")
+# ?name=value / &name=value / ;name=value outside a parseable URL; masked for the names of CREDENTIAL_PARAMS
+_PARAM = re.compile(r"(?P<name>[?&;](?P<key>[\w.-]+)=)(?P<value>[^&;#\s'\"]*)")
+_ANY_BEARER = re.compile(r"(?P<name>Bearer\s+)(?P<value>[A-Za-z0-9._~+/=-]+)", re.I)
+
+
+def _secret_like(value: str) -> bool:
+    """A value worth hiding: not a flag, a number or a word that would blank out ordinary text."""
+    v = value.strip()
+    return len(v) >= 6 and v.lower() not in ("true", "false", "none", "null") and not v.isdigit()
+
+
+def redact_text(text: Any, extra: tuple[str, ...] = ()) -> str:
+    """`redact`, then URL user info, credential query values and bearer tokens anywhere in the text, the
+    values of secret environment variables and the `extra` values: for error lines and crash logs."""
+    s = redact(text)
+    s = _USERINFO.sub(lambda m: m["scheme"] + MASK + "@", s)
+    s = _BARE_USERINFO.sub(lambda m: m["user"] + ":" + MASK + "@", s)
+    # exact names here (not the fragments URLs use): free text has words such as "design=" or "author="
+    s = _PARAM.sub(lambda m: m["name"] + MASK if m["key"].lower().replace("-", "_") in CREDENTIAL_PARAMS
+                   and m["value"] else m[0], s)
+    s = _ANY_BEARER.sub(lambda m: m["name"] + MASK, s)
+    secrets = [v for k, v in os.environ.items() if SECRET_ENV.search(k) and _secret_like(v)] + [v for v in extra if v]
+    for v in sorted(set(secrets), key=len, reverse=True):  # longest first: one secret may contain another
+        s = s.replace(v, MASK)
+    return s

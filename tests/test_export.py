@@ -66,7 +66,7 @@ def test_unknown_format_writes_nothing(run_dir):
 
 @pytest.mark.r
 def test_r_reads_the_exports(run_dir):
-    """readRDS and haven::read_dta in R give the same values as the parquet table."""
+    """readRDS and haven::read_dta in R give the same values as the parquet table, and variable labels."""
     import shutil
     import subprocess
 
@@ -79,7 +79,8 @@ def test_r_reads_the_exports(run_dir):
     y <- haven::read_dta("{out / 'responses.dta'}")
     z <- read.csv("{out / 'responses.csv'}", stringsAsFactors = FALSE)
     stopifnot(nrow(x) == nrow(z), nrow(y) == nrow(z), is.factor(x$response))
-    stopifnot(isTRUE(all.equal(x$weight, z$weight, tolerance = 1e-12)))
+    stopifnot(isTRUE(all.equal(as.numeric(x$weight), z$weight, tolerance = 1e-12)))  # less its label
+    stopifnot(grepl("^Validity rate", attr(x$validity, "label")))
     stopifnot(identical(as.character(x$response), z$response), identical(as.character(x$pairing), z$pairing))
     stopifnot(isTRUE(all.equal(as.numeric(y$weight), z$weight, tolerance = 1e-12)))
     stopifnot(identical(as.character(haven::as_factor(y$response)), z$response))

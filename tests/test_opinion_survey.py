@@ -395,6 +395,23 @@ def test_personas_are_columns_of_the_table_and_exports(small_run):
     assert "Democrat" in rds["POLPARTY"].cat.categories
 
 
+@pytest.mark.r
+def test_rds_persona_columns_carry_their_labels_in_r(small_run):
+    """The .rds of a real run read in R: persona columns are factors labelled as in the codebook."""
+    import shutil
+    import subprocess
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript is not installed")
+    book = pd.read_csv(small_run / "export" / "codebook_responses.csv", keep_default_na=False).set_index("column")
+    script = (f'x <- readRDS("{small_run / "export" / "responses.rds"}"); stopifnot(is.factor(x$POLPARTY)); '
+              'cat(attr(x$POLPARTY, "label"), attr(x$AGE, "label"), attr(x$shown_position, "label"), sep = "\\n")')
+    r = subprocess.run(["Rscript", "--vanilla", "-e", script], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.splitlines() == [book.loc[c, "label"] for c in ("POLPARTY", "AGE", "shown_position")]
+    assert r.stdout.startswith("Persona attribute POLPARTY (from respondents.csv)")
+
+
 def test_analyze_cli_writes_heatmap_and_report(small_run):
     from simsubjects.cli import main
     from simsubjects.report import render_report

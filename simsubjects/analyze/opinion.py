@@ -29,11 +29,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..errors import UserError
 from . import representativeness as rep
-from .order_effects import order_effects
+from .methods.tests import one_sample_t
+from .order_effects import broom_fields, order_effects, report_block
 from .tidy import n_trials, trial_total
 
 OVERALL = "Overall"
@@ -150,18 +150,9 @@ def steerability(md: pd.DataFrame, hd: pd.DataFrame) -> pd.DataFrame:
         both = d_s.merge(d_0, on=["model", "key"], suffixes=("_steered", "_default")).dropna()
         for model, g in both.groupby("model", sort=False):
             diff = (g["distance_default"] - g["distance_steered"]).to_numpy(float)
-            row = {"model": model, "attribute": s.attribute, "group": s.group,
-                   "rep_default": 1 - float(g["distance_default"].mean()),
-                   "rep_steered": 1 - float(g["distance_steered"].mean()), "estimate": float(diff.mean()),
-                   "std.error": math.nan, "statistic": math.nan, "df": math.nan, "p.value": math.nan,
-                   "conf.low": math.nan, "conf.high": math.nan, "n": len(diff)}
-            if len(diff) > 1 and diff.std(ddof=1) > 0:
-                t = stats.ttest_1samp(diff, 0.0)
-                ci = t.confidence_interval(0.95)
-                row.update({"std.error": float(diff.std(ddof=1) / math.sqrt(len(diff))), "statistic": float(t.statistic),
-                            "df": float(t.df), "p.value": float(t.pvalue), "conf.low": float(ci[0]),
-                            "conf.high": float(ci[1])})
-            rows.append(row)
+            rows.append({"model": model, "attribute": s.attribute, "group": s.group,
+                         "rep_default": 1 - float(g["distance_default"].mean()),
+                         "rep_steered": 1 - float(g["distance_steered"].mean()), **broom_fields(one_sample_t(diff))})
     return pd.DataFrame(rows, columns=["model", "attribute", "group", "rep_default", "rep_steered", "estimate",
                                        "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n"])
 
@@ -342,15 +333,10 @@ def report_section(run) -> list[str]:
         out.append(block("Refusal rates: people and the model", table(rs),
                          "Mean over questions of the share of answers (people) or of probability (model) on refusal "
                          "options such as 'Refused' (OpinionQA's R_H and R_M)."))
-    oa = t.get("order_effects_average")
-    if oa is not None and len(oa):
-        oe = t["order_effects"]
-        out.append(block("Order effect: P(option) shown first vs last", table(oa) + table(
-            oe.reindex(oe["estimate"].abs().sort_values(ascending=False).index), max_rows=20,
-            csv=f"{run.rel}/analysis/order_effects.csv"),
-                         "Per question and option, the mean probability when the option was shown first minus when it "
-                         "was shown last (Welch t); on average a one-sample t across question x option cells. Positive = "
-                         "primacy. The survey-bias study's response-order results (Tjuatja et al. 2024) are separate."))
+    oe = report_block(t, f"{run.rel}/analysis/order_effects.csv",
+                      "The survey-bias study's response-order results (Tjuatja et al. 2024) are separate.")
+    if oe:
+        out.append(oe)
     else:
         out.append('<p class="note">Options were shown in a fixed order (--order fixed): no order-effect table.</p>')
     return out

@@ -2,7 +2,7 @@
 
 Per item and option: the mean probability of the option over the trials that showed it first and
 over those that showed it last (among the options whose order varies), their difference and a
-Welch t-test; on average: the mean of those differences over item x option cells with a
+Welch t-test (methods.tests.welch_t); on average: the mean of those differences over item x option cells with a
 one-sample t-test against 0 (a positive estimate is a primacy effect, a negative one recency;
 Tjuatja et al. 2024 §3 measure the same contrast by reversing the options).
 Result columns use broom's names: estimate, std.error, statistic, df, p.value, conf.low, conf.high, n.
@@ -10,12 +10,9 @@ Result columns use broom's names: estimate, std.error, statistic, df, p.value, c
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pandas as pd
-from scipy import stats
 
+from .methods.tests import one_sample_t, welch_t
 from .tidy import trial_total
 
 ITEM_COLUMNS = ["model", "item", "response", "p_first", "p_last", "estimate", "std.error", "statistic", "df",
@@ -38,17 +35,10 @@ def shown_shares(responses: pd.DataFrame) -> pd.DataFrame:
     return r
 
 
-def _welch(x: np.ndarray, y: np.ndarray, conf: float = 0.95) -> dict:
-    out = {"estimate": float(x.mean() - y.mean()) if len(x) and len(y) else math.nan}
-    if len(x) < 2 or len(y) < 2:
-        return {**out, "std.error": math.nan, "statistic": math.nan, "df": math.nan, "p.value": math.nan,
-                "conf.low": math.nan, "conf.high": math.nan}
-    res = stats.ttest_ind(x, y, equal_var=False)
-    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
-    se = math.sqrt(vx + vy)
-    ci = res.confidence_interval(conf) if se > 0 else (out["estimate"], out["estimate"])
-    return {**out, "std.error": se, "statistic": float(res.statistic), "df": float(res.df),
-            "p.value": float(res.pvalue), "conf.low": float(ci[0]), "conf.high": float(ci[1])}
+def broom_fields(result: dict) -> dict:
+    """A test's broom fields (estimate, std.error, statistic, df, p.value, conf.low, conf.high, n) for a
+    row that carries its own keys: per-item rows here and steerability rows (analyze.opinion) alike."""
+    return {k: v for k, v in result.items() if k != "test"}
 
 
 def order_effects(responses: pd.DataFrame, item: str = "item") -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -63,18 +53,25 @@ def order_effects(responses: pd.DataFrame, item: str = "item") -> tuple[pd.DataF
         if not len(x) or not len(y):
             continue  # a refusal kept last, or an option never shown first in this run
         rows.append({"model": model, "item": it, "response": resp, "p_first": float(x.mean()),
-                     "p_last": float(y.mean()), **_welch(x, y), "n_first": len(x), "n_last": len(y)})
+                     "p_last": float(y.mean()), **broom_fields(welch_t(x, y)), "n_first": len(x), "n_last": len(y)})
     per_item = pd.DataFrame(rows, columns=ITEM_COLUMNS)
-    avg = []
-    for model, g in per_item.groupby("model", sort=False):
-        d = g["estimate"].to_numpy(float)
-        row = {"model": model, "test": "mean P(first) - P(last) over item x option (one-sample t)",
-               "estimate": float(d.mean()), "n": len(d)}
-        if len(d) > 1 and d.std(ddof=1) > 0:
-            res = stats.ttest_1samp(d, 0.0)
-            ci = res.confidence_interval(0.95)
-            row.update({"std.error": float(d.std(ddof=1) / math.sqrt(len(d))), "statistic": float(res.statistic),
-                        "df": float(res.df), "p.value": float(res.pvalue), "conf.low": float(ci[0]),
-                        "conf.high": float(ci[1])})
-        avg.append(row)
+    avg = [{"model": model, **broom_fields(one_sample_t(g["estimate"].to_numpy(float))),
+            "test": "mean P(first) - P(last) over item x option (one-sample t)"}
+           for model, g in per_item.groupby("model", sort=False)]
     return per_item, pd.DataFrame(avg, columns=AVERAGE_COLUMNS)
+
+
+def report_block(tables: dict, csv: str, note: str = "") -> str | None:
+    """The report's order-effect block (averages, then the largest per-item differences); None when the
+    run showed its options in a fixed order. `csv`: the link to the full per-item table."""
+    from ..htmlkit import block, table
+
+    oa = tables.get("order_effects_average")
+    if oa is None or not len(oa):
+        return None
+    oe = tables["order_effects"]
+    return block("Order effect: P(option) shown first vs last", table(oa) + table(
+        oe.reindex(oe["estimate"].abs().sort_values(ascending=False).index), max_rows=20, csv=csv),
+                 "Per question and option, the mean probability when the option was shown first minus when it "
+                 "was shown last (Welch t); on average a one-sample t across question x option cells. Positive = "
+                 "primacy." + (" " + note if note else ""))

@@ -49,4 +49,13 @@ def survey_bias(run: Run) -> list[str]:
               "Δ in percentage points; p of the one-sample t-test across questions; r = Pearson correlation of "
               "normalized entropy with |Δb|. Opinion-float Δp are the odd/even perturbation pairs, as in the paper."),
         "<details><summary>Published Table 4, all nine models</summary>" + table(pub, max_rows=60) + "</details>",
-    ]
+    ] + _order_effects(run)
+
+
+def _order_effects(run: Run) -> list[str]:
+    """With --order other than fixed (issue 15): the order-effect tables that analyze adds."""
+    from ..analyze.order_effects import report_block
+
+    b = report_block(run.analysis.tables, f"{run.rel}/analysis/order_effects.csv",
+                     "The options of each question form were reordered (collect --order); Δb above pools the orderings.")
+    return [b] if b else []

@@ -41,3 +41,21 @@ test_that("prob_of: within-trial shares of one response", {
   expect_equal(p$offer, c(5, 5))
   expect_equal(prob_of(responses, "maybe")$p_maybe, c(0, 0))
 })
+
+test_that("the codebook's variable labels are attached; a label the .rds carries is kept", {
+  run <- tempfile("run")
+  dir.create(file.path(run, "export"), recursive = TRUE)
+  write.csv(responses, file.path(run, "export", "responses.csv"), row.names = FALSE)
+  write.csv(data.frame(column = c("offer", "model", "weight"), type = c("int64", "str", "float64"),
+                       label = c("Offer (of 10)", "Model", "")),
+            file.path(run, "export", "codebook_responses.csv"), row.names = FALSE)
+  r <- read_run(run)$responses
+  expect_equal(attr(r$offer, "label"), "Offer (of 10)")
+  expect_null(attr(r$weight, "label"))  # an empty label is no label
+  rds <- responses
+  attr(rds$model, "label") <- "Set by R at export"
+  saveRDS(rds, file.path(run, "export", "responses.rds"))
+  r <- read_run(run)$responses
+  expect_equal(attr(r$model, "label"), "Set by R at export")
+  expect_equal(attr(r$offer, "label"), "Offer (of 10)")
+})

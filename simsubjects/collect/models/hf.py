@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+
 from ...errors import UserError
 from .base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
 from . import weight_cache
@@ -24,9 +26,10 @@ def _seed_of(obj) -> int:
 
 
 # Work counters (benchmarks) and usage (manifests): forward passes, real and padded tokens, LM-head
-# positions; requests, their prompt tokens, generated rows and tokens.
-STATS = ("forwards", "tokens", "padded_tokens", "head_positions", "requests", "prompt_tokens", "generations",
-         "completion_tokens")
+# positions, (query, key) pairs the attention computes (masked ones included); requests, their
+# prompt tokens, generated rows and tokens.
+STATS = ("forwards", "tokens", "padded_tokens", "head_positions", "attention_pairs", "requests", "prompt_tokens",
+         "generations", "completion_tokens")
 
 # Short packed rows share a line of up to this many tokens (attention over a line stays cheap).
 LINE_TOKENS = 512
@@ -272,7 +275,7 @@ class HFModel:
     def _lines(self, seqs: list[tuple]) -> list[list[Packed]]:
         """Packed rows in lines, shortest line first (the order batches are cut in)."""
         rows = (pack(seqs, max_len=LINE_TOKENS) if self.packing else
-                [Packed(list(s), list(range(len(s))), [-1] * len(s), [i], [len(s)], len(s)) for i, s in enumerate(seqs)])
+                [Packed.alone(s, i) for i, s in enumerate(seqs)])
         return sorted(fill(rows, max([LINE_TOKENS] + [len(r.tokens) for r in rows])),
                       key=lambda line: sum(len(r.tokens) for r in line))
 
@@ -308,7 +311,8 @@ class HFModel:
     def _forward_logprobs(self, seqs: list[tuple], targets: list[list[tuple[int, int]]]) -> list[list[float]]:
         """Log-probabilities of the target tokens at the target positions of each sequence.
 
-        Sequences sharing a prefix are packed into one row, and short rows share a line of up to
+        Sequences sharing prefixes are packed into one row as their token trie (each token sees
+        its own prefix only), and short rows share a line of up to
         LINE_TOKENS tokens (packing.py); lines are sorted by length and batched under a token
         budget, and a batch closes before padding would exceed a fifth of it (tiny batches
         aside); the LM head runs only at the positions whose log-probabilities are needed.
@@ -323,19 +327,19 @@ class HFModel:
             for i, j in self._batches(lines):
                 batch = lines[i:j]
                 width = _line_len(batch[-1])
-                ids = torch.full((len(batch), width), pad, dtype=torch.long)
-                pos = torch.zeros((len(batch), width), dtype=torch.long)
-                seg = torch.full((len(batch), width), -1, dtype=torch.long)
-                grp = torch.full((len(batch), width), -1, dtype=torch.long)  # -1: padding
+                ids = np.full((len(batch), width), pad, dtype=np.int64)
+                pos = np.zeros((len(batch), width), dtype=np.int64)
+                # A token sees its ancestors in its own packed row's trie (itself included);
+                # padding attends to itself only (no NaN).
+                mask = np.zeros((len(batch), width, width), dtype=bool)
                 rr, cc, toks, order = [], [], [], []
                 for r, line in enumerate(batch):
                     at = 0
-                    for g, row in enumerate(line):
+                    for row in line:
                         n = len(row.tokens)
-                        ids[r, at : at + n] = torch.tensor(row.tokens)
-                        pos[r, at : at + n] = torch.tensor(row.positions)
-                        seg[r, at : at + n] = torch.tensor(row.segment)
-                        grp[r, at : at + n] = g
+                        ids[r, at : at + n] = row.tokens
+                        pos[r, at : at + n] = row.positions
+                        mask[r, at : at + n, at : at + n] = row.ancestors()
                         for k, m in enumerate(row.members):
                             order.append(m)
                             for p, tok in targets[m]:
@@ -343,17 +347,15 @@ class HFModel:
                                 cc.append(at + row.where(k, p))
                                 toks.append(tok)
                         at += n
-                # A token sees earlier tokens of its own packed row: the shared prefix and its own remainder.
-                causal = torch.ones(width, width, dtype=torch.bool).tril()
-                same = (grp[:, None, :] == grp[:, :, None]) & ((seg[:, None, :] == -1) | (seg[:, None, :] == seg[:, :, None]))
-                mask = causal & same & (grp[:, None, :] >= 0)
-                mask |= torch.eye(width, dtype=torch.bool)  # padding attends to itself: no NaN
+                    mask[r, range(at, width), range(at, width)] = True
+                ids, pos, mask = torch.from_numpy(ids), torch.from_numpy(pos), torch.from_numpy(mask)
                 dev = self.device
                 hidden = body(input_ids=ids.to(dev), attention_mask=mask[:, None].to(dev),
                               position_ids=pos.to(dev)).last_hidden_state
                 self.stats["forwards"] += 1
                 self.stats["tokens"] += sum(_line_len(line) for line in batch)
                 self.stats["padded_tokens"] += ids.numel()
+                self.stats["attention_pairs"] += mask.numel()
                 at_h = hidden.device  # with --device-map the last layer may sit on another GPU
                 logits = head(hidden[torch.tensor(rr, device=at_h), torch.tensor(cc, device=at_h)])
                 self.stats["head_positions"] += len(toks)

@@ -135,11 +135,7 @@ def build(questions: str | None = None, first: int = 0, personas: str = "none", 
 
 
 COLUMN_LABELS = {
-    "order": "Index of the option ordering shown to this subject (0 = first)",
-    "order_shown": "Options in the order shown (JSON list)",
-    "n_ordered": "Number of options whose order varies (refusals stay last)",
-    "shown_position": "Position at which this response option was shown (1 = first)",
-    "n_shown": "Number of options shown",
+    **option_order.COLUMN_LABELS,
     "position": "Ordinal value of the option (OpinionQA option_ordinal; missing for refusals)",
     "refusal": "1 if the option is a refusal (Refused, Don't know)",
     "attribute": "Demographic attribute of a human group (Overall for the whole sample)",
@@ -211,9 +207,7 @@ OPINION_SURVEY = StudyDef(
         Option(("--no-default-prompt",), {"is_flag": True, "help": "Ask only the personas, not also the prompt "
                                           "without persona (OpinionQA's default)."}),
         Option(("--order",), {"type": click.Choice(list(option_order.MODES)), "default": "fixed",
-                              "show_default": True,
-                              "help": "Option order: fixed, random (per subject), cyclic (each option once in "
-                                      "every position) or all (every permutation; exact average)."}),
+                              "show_default": True, "help": option_order.HELP}),
     ],
     datasets=["opinion_survey"],
     templates=lambda: [format_question("$question", ("$option",))],

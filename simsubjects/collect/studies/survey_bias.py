@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 import click
 
+from ... import option_order
 from ...errors import UserError
 from ._papers import TJUATJA2024
 from .registry import Option, Plan, StudyDef, size
@@ -730,7 +731,39 @@ def _names(value: str, known: Sequence[str], flag: str) -> list[str]:
     return names
 
 
-def study_items(bias: str = "all", perturbation: str = "all", questions: str | None = None, seed: int = 0):
+def reorder(trials: pd.DataFrame, items: pd.DataFrame, order: str = "fixed", seed: int = 0,
+            instruction: str = INSTRUCTION) -> pd.DataFrame:
+    """`--order` (simsubjects.option_order) on the question forms: one trial per form and ordering shown.
+
+    "fixed" returns the trials untouched: the forms exactly as the paper built them, so the
+    response-order bias (original vs reversed form, Tjuatja et al. 2024 §3) is measured as before.
+    Otherwise the option texts move with their response labels while the letters stay in place
+    ("A." is always the first line), and refusals ("Don't know") stay last, as surveys list them.
+    """
+    if order not in option_order.MODES:
+        raise UserError(f"--order {order!r}: choose {', '.join(option_order.MODES)}")
+    if order == "fixed":
+        return trials
+    forms = {rec["item"]: rec for rec in items.to_dict("records")}
+    for it, rec in forms.items():
+        if len(set(rec["labels"])) != len(rec["labels"]):
+            raise UserError(f"--order {order}: item {it} records one label for two options; its order cannot vary")
+
+    def render(rec, shown):
+        form = forms[rec["item"]]
+        text = dict(zip(form["labels"], form["options"]))
+        return format_prompt(form["question"], [text[lab] for lab in shown], instruction)
+
+    out = option_order.reorder_trials(trials, render, order, seed,
+                                      fixed_last=lambda rec: list(forms[rec["item"]]["refusal"]))
+    out.attrs["column_labels"] = dict(option_order.COLUMN_LABELS)
+    return out
+
+
+def study_items(bias: str = "all", perturbation: str = "all", questions: str | None = None, seed: int = 0,
+                order: str = "fixed"):
+    if order not in option_order.MODES:  # before the questions are read: a bad flag fails first
+        raise UserError(f"--order {order!r}: choose {', '.join(option_order.MODES)}")
     biases = _names(bias, BIASES, "--bias")
     perts = _names(perturbation, PERTURBATIONS, "--perturbation")
     if questions:
@@ -741,14 +774,15 @@ def study_items(bias: str = "all", perturbation: str = "all", questions: str | N
     items = items[items["bias"].isin(biases)].reset_index(drop=True)
     if items.empty:
         raise UserError("no question pairs left for this --bias/--perturbation selection")
-    return build_trials(items), items
+    return reorder(build_trials(items), items, order, seed), items
 
 
 def _finalize(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
     k = params.get("as_sample") or 0
     if k and params.get("method") == "exact":
-        return exact_to_sample(responses, n=k, seed=params.get("seed", 0))
-    return responses
+        responses = exact_to_sample(responses, n=k, seed=params.get("seed", 0))
+    # with --order other than fixed: the position each answer was shown at (analyze's order-effect table)
+    return option_order.add_shown_position(responses)
 
 
 def _replicate_params(s: float) -> dict:
@@ -761,8 +795,8 @@ SURVEY_BIAS = StudyDef(
     aliases=("survey-bias",),
     help="Survey response biases and non-bias perturbations (Tjuatja et al. 2024): original vs modified "
          "question forms, Δb/Δp with t-tests, entropy, Figure 2 grid.",
-    build=lambda bias="all", perturbation="all", questions=None, seed=0: study_items(
-        bias, perturbation, questions, seed),
+    build=lambda bias="all", perturbation="all", questions=None, seed=0, order="fixed": study_items(
+        bias, perturbation, questions, seed, order),
     options=[
         Option(("--bias",), {"default": "all", "show_default": True,
                              "help": f"Comma-separated biases ({', '.join(BIASES)}), all or none."}),
@@ -772,6 +806,10 @@ SURVEY_BIAS = StudyDef(
                                   "help": "Folder of question files in the released BiasMonkey format (default: bundled set)."}),
         Option(("--as-sample",), {"default": 0, "type": click.IntRange(0, 1_000_000), "show_default": True,
                                   "help": "With --method exact: replace each distribution by a seeded sample of this size (e.g. 50)."}),
+        Option(("--order",), {"type": click.Choice(list(option_order.MODES)), "default": "fixed",
+                              "show_default": True,
+                              "help": option_order.HELP + " The order shown is recorded (order_shown, "
+                                      "shown_position); fixed keeps the paper's forms and its response-order results."}),
     ],
     datasets=["survey_bias_questions"],
     templates=lambda: [format_prompt("$question", ("$option",))],

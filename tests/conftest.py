@@ -24,8 +24,9 @@ if WORKER:
 # so a long file started last would leave the other worker idle at the end (longest-first
 # scheduling). Measured with --durations (see docs/testing.md); unlisted files keep their order.
 HEAVY_FIRST = [
-    "test_kill_resume.py",
+    "test_kill_resume.py",  # ~220 s serial: a dozen CLI subprocesses, each importing torch
     "test_replicate.py",
+    "test_multi_run.py",  # ~75 s serial
     "test_check_r.py",
     "test_openai_backend.py",
     "test_fuzz.py",

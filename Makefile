@@ -3,6 +3,8 @@ PY ?= python3
 PIP = $(PY) -m pip install -q --disable-pip-version-check
 R_PACKAGES = r-base-core r-base-dev r-cran-estimatr r-cran-testthat r-cran-haven r-cran-jsonlite r-cran-sandwich r-cran-survival r-cran-survey r-cran-roxygen2
 DEMO_OUT ?= runs/demo
+# pytest-xdist workers for `make test` (one torch thread each, see tests/conftest.py); TEST_WORKERS=0 runs serially
+TEST_WORKERS ?= 2
 
 .PHONY: setup setup-test demo test bench rdoc
 
@@ -26,7 +28,7 @@ demo: setup  ## the main job: every study of the five papers on the embedded mod
 	simsubjects replicate all --model smollm2 --scale 0.002 --out $(DEMO_OUT)
 
 test: setup-test  ## all tests, Python and R
-	SIMSUBJECTS_REQUIRE_SERVER=1 $(PY) -m pytest -q
+	SIMSUBJECTS_REQUIRE_SERVER=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 bench: setup-test  ## the benchmark tables (docs/benchmarks.md); lm-evaluation-harness is the reference
 	$(PIP) -e '.[bench]'

@@ -451,8 +451,11 @@ def replicate(papers, **kw):
     \b
     Every study of the paper is collected at --scale with one model load, analyzed and exported
     (parquet, csv, rds, dta + codebooks); the folder gets report.html, README.md, analysis.R
-    (the R twins: Rscript analysis.R) and manifest.json. Example:
+    (the R twins: Rscript analysis.R) and manifest.json. A study file (STUDY.yaml, docs/studies.md)
+    may stand in for a paper: it runs its own design (--scale leaves it as written; --seed other
+    than 0 replaces its design.seed) into OUT/<its study name>. Examples:
       simsubjects replicate aher2023 --model smollm2 --scale 0.002 --out runs/aher2023
+      simsubjects replicate my_study/study.yaml --model smollm2 --out runs/my_replication
     """
     from .replicate import replicate as run_replicate
 

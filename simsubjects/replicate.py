@@ -90,10 +90,21 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
         raise UserError(f"--method {method}: choose auto, exact or sampled")
     parse_spec(model)
     public = redact(model)  # what files and messages show: no URL credentials, no key
-    papers = resolve_papers(paper_names)
     only = [o.strip().replace("-", "_") for o in (only or []) if o.strip()]
-    rows = plan_studies(papers, scale, only)
-    out = Path(out)
+    papers, rows, out = [], [], Path(out)
+    files = [str(n) for n in paper_names if _is_study_file(n)]
+    if len(files) < len(paper_names) or not files:
+        papers = resolve_papers([n for n in paper_names if not _is_study_file(n)])
+        rows = plan_studies(papers, scale, only)
+    for f in files:  # a study file: its own paper, every check done before the model loads (docs/studies.md)
+        from .studyfile.adapter import replicate_row
+
+        row = replicate_row(f, out, seed or None)
+        if any(r[2].name == row[2].name for r in rows):
+            raise UserError(f"{f}: study {row[2].name!r} is already in this replication; give the file another "
+                            "study: name")
+        papers.append(row[0])
+        rows.append(row)
     _check_folder(out, papers, overwrite)
     from .collect.store import check_writable
 
@@ -114,6 +125,8 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     for paper, plan, study, params in rows:
         entry = {"paper": paper.key, "study": study.name, "folder": study.name, "design_at_scale_1": plan.design,
                  "parameters": params}
+        if "studyfile" in params:  # the report and analysis.R treat it as a study file, not the built-in study
+            entry["studyfile"] = params["studyfile"]["file"]
         entries.append(entry)
         m = study.methods[0] if method == "auto" or method not in study.methods else method
         k = n if n is not None else (plan.samples(scale) if plan.samples else 50)
@@ -122,7 +135,7 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
         log(f"{study.name}: collecting {json.dumps(params)} ({m}) into {folder}")
         timings = {}
         t0 = time.perf_counter()
-        _, man = run_study(study, model, folder, params={**params, "seed": seed,
+        _, man = run_study(study, model, folder, params={"seed": seed, **params,
                                                           "chat_template": bool((model_options or {}).get("chat_template"))},
                            method=m, n=k, overwrite=overwrite, model_options=model_options,
                            show_progress=show_progress, model=lm, batch_size=batch_size)
@@ -133,7 +146,7 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
         try:
             t0 = time.perf_counter()
             a = analyze_runs([folder])
-            analyses[study.name] = a
+            analyses[entry["folder"]] = a
             timings["analyze"] = round(time.perf_counter() - t0, 1)
             entry.update(tables=sorted(f"{study.name}/analysis/{k}.csv" for k in a.tables),
                          figures=[f"{study.name}/analysis/{p.name}" for p in a.figures])
@@ -267,6 +280,8 @@ rows <- function(lst) { lst <- Filter(Negate(is.null), lst); if (length(lst)) do
 def _r_block(study, entry: dict) -> str:
     """The lines of analysis.R for one study: the R function its declaration names, on its folder."""
     folder = entry["folder"]
+    if entry.get("studyfile"):  # a study file's run (even one named like a built-in study): no R twin
+        study = None
     if study is not None and study.r_code and not study.r_function:
         code = study.r_code
         return resolve(code)() if callable(code) or ":" in code.split("\n")[0] else code
@@ -290,3 +305,9 @@ def r_script(manifest: dict) -> str:
         parts.append(_r_block(declared.get(e["study"]), e))
     parts.append('\ncat("\\nR results written to r_results/\\n")\n')
     return "".join(parts)
+
+
+def _is_study_file(name) -> bool:
+    from .studyfile.cli import is_study_file
+
+    return is_study_file(name)

@@ -28,10 +28,29 @@ from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, table  # no
 from .papers import KIND, paper_of, papers, study_title, validity_reference
 
 
+def studyfile_title(manifest: dict, folder: Path) -> str | None:
+    """The title of a study-file run (from its copy of the file), or None for a built-in study's run.
+
+    A study file may share a built-in study's name (simsubjects/studyfile/builtin); its run still gets
+    the generic section with the file's own title, never the built-in study's paper tables.
+    """
+    info = (manifest.get("parameters") or {}).get("studyfile")
+    if not isinstance(info, dict) or not info.get("file"):
+        return None
+    try:
+        import yaml
+
+        data = yaml.safe_load((Path(folder) / info["file"]).read_text(encoding="utf-8"))
+        return str(data.get("title") or manifest.get("study", "?"))
+    except Exception:  # noqa: BLE001 - a missing or damaged copy: the section still renders
+        return str(manifest.get("study", "?"))
+
+
 def section(run: Run) -> str:
     m = run.manifest
     study = m.get("study", run.entry.get("study", "?"))
-    title = study_title(study)
+    file_title = studyfile_title(m, run.folder)
+    title = file_title or study_title(study)
     c = m.get("counts", {})
     facts = {
         "folder": run.rel + "/", "model": m.get("model", {}).get("spec"), "method": m.get("parameters", {}).get("method"),
@@ -54,7 +73,7 @@ def section(run: Run) -> str:
         parts.append(f'<p class="error">No analysis: {html.escape(run.error or "not analyzed")}</p></section>')
         return "".join(parts)
     a = run.analysis
-    extra = _report_section(study)
+    extra = _report_section(study) if file_title is None else None
     if extra is not None:
         try:
             refs = extra(run)
@@ -193,7 +212,7 @@ def _analyze(run: Run, analyses: dict | None) -> None:
 
     if run.error:
         return
-    key = run.entry.get("study") or run.manifest.get("study")
+    key = run.entry.get("folder") or run.entry.get("study") or run.manifest.get("study")
     if analyses and key in analyses:
         run.analysis = analyses[key]
         return
@@ -245,14 +264,16 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
     first = next((r.manifest for r in runs if r.manifest.get("model")), {})
     model = (top or {}).get("model") or first.get("model", {})
     if top:
-        shown = [known[k] for k in top.get("papers", []) if k in known]
+        shown = [known[k].citation if k in known else top.get("paper_titles", {}).get(k, k)
+                 for k in top.get("papers", [])]  # a study file: its citation and title as replicate wrote them
         command = top.get("command", "")
-        heading = "Replication: " + "; ".join(p.citation for p in shown)
+        heading = "Replication: " + "; ".join(shown)
         created = top.get("created", "")
     else:
         study_names = [r.manifest.get("study") for r in runs]
         command = "\n".join(collect_command(r.manifest, r.rel if r.rel != "." else str(path)) for r in runs)
-        heading = "Run report: " + ", ".join(study_title(s) for s in study_names)
+        heading = "Run report: " + ", ".join(studyfile_title(r.manifest, r.folder) or study_title(s)
+                                             for r, s in zip(runs, study_names))
         created = first.get("created", "")
     versions = (top or first).get("versions", {})
     meta = {
@@ -270,7 +291,7 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
     for r in runs:
         c = r.manifest.get("counts", {}) if r.manifest.get("status") == "complete" else {}  # no stale counts
         study = r.manifest.get("study", r.entry.get("study"))
-        ref = validity_reference(study)
+        ref = validity_reference(study) if studyfile_title(r.manifest, r.folder) is None else {}
         vrows.append({"study": study, "method": r.manifest.get("parameters", {}).get("method", "–"),
                       "trials": c.get("trials"), "answered": c.get("answered"),
                       "mean validity (%)": None if c.get("mean_validity") is None else round(100 * c["mean_validity"], 1),
@@ -287,8 +308,8 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
         repro += ["# the run's parameters, seed and model revision are in manifest.json", command, "",
                   f"simsubjects analyze {path}", f"simsubjects export {path} --to rds,dta", f"simsubjects report {path}"]
     nav = "".join(f'<li><a href="#{html.escape(r.manifest.get("study", ""))}">'
-                  f'{html.escape(study_title(r.manifest.get("study", "")))}</a></li>'
-                  for r in runs)
+                  f'{html.escape(studyfile_title(r.manifest, r.folder) or study_title(r.manifest.get("study", "")))}'
+                  '</a></li>' for r in runs)
     body = [
         f"<h1>{html.escape(heading)}</h1>",
         f'<p class="sub">Language-model participants beside people, written by simsubjects {html.escape(meta["simsubjects"])}'
@@ -305,7 +326,7 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
     ]
     by_paper: dict[str, list[Run]] = {}
     for r in runs:
-        key = r.entry.get("paper") or paper_of(r.manifest.get("study"))
+        key = r.entry.get("paper") or ("" if studyfile_title(r.manifest, r.folder) else paper_of(r.manifest.get("study")))
         by_paper.setdefault(key, []).append(r)
     for key, group in by_paper.items():
         p = known.get(key)

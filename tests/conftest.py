@@ -1,17 +1,66 @@
-"""Shared fixtures: the embedded model is loaded once per test session."""
+"""Shared fixtures: the embedded model is loaded once per test session (once per xdist worker).
 
+`make test` runs the suite on pytest-xdist workers (`-n 2 --dist loadfile`, see the Makefile):
+a module's tests, and so its module-scoped fixtures, stay on one worker. Each worker is one
+process with one torch thread, so two workers fill two cores without oversubscribing them.
+"""
+
+import fcntl
 import os
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1", ... under xdist; None in a plain run
+if WORKER:
+    # Set before torch is first imported (test modules import it after conftest): each worker and
+    # the CLI subprocesses it starts use one thread, so `-n 2` does not run four threads on two cores.
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+# The files that take longest, first: xdist's loadfile hands out whole files in collection order,
+# so a long file started last would leave the other worker idle at the end (longest-first
+# scheduling). Measured with --durations (see docs/testing.md); unlisted files keep their order.
+HEAVY_FIRST = [
+    "test_kill_resume.py",  # ~220 s serial: a dozen CLI subprocesses, each importing torch
+    "test_replicate.py",
+    "test_multi_run.py",  # ~75 s serial
+    "test_check_r.py",
+    "test_openai_backend.py",
+    "test_fuzz.py",
+    "test_secrets.py",
+    "test_network.py",
+    "test_studyfile.py",
+    "test_harden.py",
+    "test_conjoint.py",
+]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    if not WORKER:  # a plain run keeps pytest's order
+        return
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    # sorted() is stable: tests inside a file, and unlisted files, keep pytest's order
+    items[:] = sorted(items, key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))
+
 
 @pytest.fixture(scope="session")
-def smollm2():
+def smollm2(tmp_path_factory):
     from simsubjects.collect.models import load_model
 
-    return load_model("smollm2")
+    # On a fresh machine the first load converts the GGUF into the weight cache (~40 s). Workers
+    # take turns, so the second reads the entry the first wrote instead of converting it again.
+    lock = tmp_path_factory.getbasetemp().parent / "smollm2-load.lock" if WORKER else None
+    if lock is None:
+        return load_model("smollm2")
+    with open(lock, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            return load_model("smollm2")
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -83,4 +83,21 @@ def study_for_run(run_dir, manifest: dict) -> StudyDef | None:
     path = Path(run_dir) / info["file"]
     if not path.is_file():
         raise UserError(f"{run_dir}: the copy of the study file ({info['file']}) is missing; re-run the collection")
-    return study_def(load_study(path))
+    seed = params.get("seed")  # the run's seed (collect --seed), so seeded tables are drawn as collected
+    return study_def(load_study(path, seed=seed if isinstance(seed, int) else None))
+
+
+def replicate_row(path: str, out, seed: int | None = None):
+    """(paper, plan, study, params) of a study file for `simsubjects replicate STUDY.yaml --out DIR`.
+
+    The file is its own "paper" (key: the path as given, so the package's command re-creates it);
+    --scale leaves its design as written. `seed`: replicate's --seed when given (else design.seed).
+    The run goes to DIR/<study name>, like a built-in study's.
+    """
+    from ..collect.studies.registry import Paper, Plan
+
+    study = load_study(path, seed=seed)
+    paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title, note="a study file")
+    plan = Plan(paper, lambda scale: {}, f"the study file's own design ({path}; --scale does not change it)")
+    params = {"studyfile": file_parameters(study), "seed": study.seed, "judge_model": None}
+    return paper, plan, study_def(study, out=Path(out) / study.name), params

@@ -46,7 +46,8 @@ def describe(path, show: int = 3) -> str:
     lines.append(f"items: {len(study.items)} ({', '.join(f'{n} {k}' for k, n in kinds.items())})")
     for f in study.factors:
         lines.append(f"factor {f.name} ({f.assignment}): {', '.join(f.levels)}")
-    lines += [f"subjects: {len(study.subjects)}; conditions: {trials['condition'].nunique()}; "
+    drawn = f" ({study.per_item} drawn per item)" if study.per_item else ""
+    lines += [f"subjects: {len(study.subjects)}{drawn}; conditions: {trials['condition'].nunique()}; "
               f"repetitions: {study.repetitions}; option order: {study.order_mode}; seed: {study.seed}",
               f"trials: {len(trials)} ({len(choice)} k-choice, {len(gen)} generated)",
               f"requests per model: {requests} ({len(distinct)} distinct k-choice prompts scored over "

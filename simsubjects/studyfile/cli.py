@@ -55,12 +55,12 @@ def _collect_file(path: str, kw: dict) -> None:
     from .design import build_trials
     from .spec import load_study
 
-    study = load_study(path)  # every check that needs no model, before anything is written
+    # --seed given: it replaces design.seed (before the seeded tables are drawn)
+    seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
+    study = load_study(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
     bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
     if bad:
         raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
-    if click.get_current_context().get_parameter_source("seed").name != "DEFAULT":
-        study.seed = kw["seed"]  # --seed given: it replaces design.seed
     kw["chat_template"] = kw["chat_template"] or study.chat_template
     options = _model_kwargs(kw)
     judge_loader = None

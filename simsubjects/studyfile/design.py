@@ -47,9 +47,10 @@ def shown_options(r: Response, order: tuple[int, ...]):
     out = []
     for j, o in enumerate(shown):
         letter = chr(ord("A") + j)
-        comp = o.completion if o.completion is not None else Template(r.completion).substitute(letter=letter, label=o.label)
+        fill = {"letter": letter, "label": o.label, "text": o.label if o.text is None else o.text}
+        comp = o.completion if o.completion is not None else Template(r.completion).substitute(fill)
         pos = "" if o.position is None else f"{o.position:g}"
-        out.append((o, letter, comp, Template(r.option_format).substitute(letter=letter, label=o.label, position=pos)))
+        out.append((o, letter, comp, Template(r.option_format).substitute(fill, position=pos)))
     return out
 
 
@@ -87,25 +88,49 @@ def build_trials(study: Study) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(trials, items) in the package's trial schema; prompts rendered, options in the order shown."""
     rows = []
     subj = study.subjects.set_index("subject", drop=False)
+    records = {s: {k: v for k, v in subj.loc[s].items() if k != "subject"} for s in study.subjects["subject"]}
     cells = subject_conditions(study)
-    for s in study.subjects["subject"]:
-        srec = {k: v for k, v in subj.loc[s].items() if k not in ("subject",)}
-        for cond in cells[s]:
-            condition = ",".join(f"{k}={v}" for k, v in cond.items())
-            for it in study.items:
-                if not _applies(it, cond):
-                    continue
-                for rep in range(study.repetitions):
-                    rows += _trials_of(study, it, s, srec, cond, condition, rep)
+
+    def add(s, cond, it):
+        condition = ",".join(f"{k}={v}" for k, v in cond.items())
+        for rep in range(study.repetitions):
+            rows.extend(_trials_of(study, it, s, records[s], cond, condition, rep))
+
+    if study.per_item or study.trial_order == "item":
+        # item -> condition -> subject (per_item: the item's own subjects, as Aher et al. draw names per
+        # Garden Path sentence; trial_order: item, as MoCa lists a story's templates and personas together)
+        between, within = conditions(study)
+        every = [{**b, **w} for b in between for w in within]
+        everyone = study.subjects["subject"].tolist()
+        drawn_lists = per_item_subjects(study) if study.per_item else [everyone] * len(study.items)
+        for it, drawn in zip(study.items, drawn_lists):
+            for cond in every:
+                for s in drawn:
+                    if cond in cells[s] and _applies(it, cond):
+                        add(s, cond, it)
+    else:
+        for s in study.subjects["subject"]:
+            for cond in cells[s]:
+                for it in study.items:
+                    if _applies(it, cond):
+                        add(s, cond, it)
     trials = _tidy_types(pd.DataFrame(rows))
     return trials, items_table(study)
+
+
+def per_item_subjects(study: Study) -> list[list[str]]:
+    """Each item's `per_item` subjects: one numpy Generator seeded with design.seed draws, item after item in
+    the file's order, that many rows without replacement; the drawn rows keep the table's order."""
+    rng = np.random.default_rng(study.seed)
+    ids = study.subjects["subject"].tolist()
+    return [[ids[j] for j in np.sort(rng.choice(len(ids), size=study.per_item, replace=False))] for _ in study.items]
 
 
 def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, condition: str, rep: int) -> list[dict]:
     values = {**{k: _text(v) for k, v in srec.items()}, **{k: _text(v) for k, v in it.attributes.items()},
               **{f: study.factor(f).levels[lv] for f, lv in cond.items()}}
-    question = Template(it.text).substitute(values)
-    r = it.response
+    question = Template(it.text_in(cond)).substitute(values)
+    r = it.response_in(cond)
     ask = r if r.kind == "choice" else None
     key = (subject, it.id, condition, rep)
     out = []
@@ -121,7 +146,9 @@ def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, con
             prompt = Template(study.system).substitute(fill) + "\n\n" + prompt
         parts = [subject, it.id] + ([condition] if condition else []) + \
             ([f"r{rep + 1}"] if study.repetitions > 1 else []) + ([f"o{j + 1}"] if len(orders) > 1 else [])
-        ids = {**values, "subject": subject, "item": it.id, "repetition": rep + 1, "ordering": j + 1}
+        # identifiers take a factor's level (as in its column), not the level's text
+        ids = {**values, **cond, "subject": subject, "item": it.id, "repetition": rep + 1, "ordering": j + 1}
+        extra = {name: Template(t).substitute(ids, question=question) for name, t in study.columns.items()}
         out.append({
             "trial": Template(study.trial_id).substitute(ids) if study.trial_id else " | ".join(parts), "item": it.id,
             "condition": Template(study.condition).substitute(ids) if study.condition else condition,
@@ -133,7 +160,7 @@ def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, con
             # JSON, as simsubjects.option_order records it: `analyze` then adds the order-effects tables
             "order_shown": shown_text([s[0].label for s in shown]) if shown else "",
             **{f: lv for f, lv in cond.items()}, **it.attributes,
-            **{k: v for k, v in srec.items()},
+            **{k: v for k, v in srec.items()}, **extra,
         })
     return out
 
@@ -160,10 +187,13 @@ def _tidy_types(df: pd.DataFrame) -> pd.DataFrame:
 def items_table(study: Study) -> pd.DataFrame:
     """One row per item: text, response type, options with positions and refusal flags, attributes."""
     rows = []
+    texts = any(o.text is not None for it in study.items for o in it.response.options)
     for it in study.items:
         r = it.response if it.response.kind != "free_text" else it.response.judge
         rows.append({"item": it.id, "text": it.text, "response_type": it.response.kind,
                      "labels": [o.label for o in r.options] if r else [],
+                     # the texts shown where they differ from the labels recorded (e.g. letters mapped back)
+                     **({"texts": [o.label if o.text is None else o.text for o in r.options]} if texts else {}),
                      "positions": [o.position if o.position is not None else float("nan") for o in r.options] if r else [],
                      "refusal": [o.refusal for o in r.options] if r else [],
                      "min": it.response.min, "max": it.response.max,

@@ -29,15 +29,17 @@ TOP = {"study", "title", "citation", "license", "description", "prompt", "items"
 PROMPT = {"template", "system", "chat_template", "answer_prefix"}
 RESPONSE = {"type", "options", "style", "completion", "option_format", "option_separator", "points", "labels",
             "refusal", "min", "max", "integer", "max_tokens", "terminator", "temperature", "judge"}
-OPTION = {"label", "completion", "position", "refusal"}
+OPTION = {"label", "text", "completion", "position", "refusal"}
 ITEM = {"id", "text", "response", "attributes"}
-ITEM_TABLE = {"table", "id", "text", "response", "attributes", "placeholders"}
-DESIGN = {"factors", "crossing", "sample", "subjects", "repetitions", "seed", "trial_id", "condition"}
+ITEM_TABLE = {"table", "id", "text", "response", "attributes", "placeholders", "options", "option_labels",
+              "option_positions", "option_refusal"}
+DESIGN = {"factors", "crossing", "sample", "subjects", "repetitions", "seed", "trial_id", "condition", "columns",
+          "trial_order"}
 FACTOR = {"levels", "assignment"}
-SUBJECTS = {"table", "id", "template", "n", "sample", "label"}
+SUBJECTS = {"table", "id", "template", "n", "sample", "label", "per_item"}
 ORDER = {"mode", "max_orderings"}
 HUMAN = {"file", "columns", "name"}
-HUMAN_COLUMNS = {"respondent", "item", "response", "weight", "condition", "groups"}
+HUMAN_COLUMNS = {"respondent", "item", "response", "weight", "condition", "groups", "trial"}
 JUDGE = {"prompt", "response"}
 ANALYSIS_TYPES = {"distribution": set(), "welch": {"factor", "levels", "by"}, "paired": {"factor", "levels", "by"},
                   "one_sample": {"mu", "by"}, "chi_square": {"factor", "by"}, "amce": {"factors"},
@@ -53,8 +55,9 @@ SHORTCUTS = {"yesno": {"type": "yesno"}, "likert5": {"type": "likert", "points":
 
 @dataclass
 class Option:
-    label: str
+    label: str  # what the responses table records
     completion: str | None = None  # None: from the response's completion template
+    text: str | None = None  # what the prompt shows (${text}); None: the label
     position: float | None = None  # ordinal position (None: unordered)
     refusal: bool = False
 
@@ -65,7 +68,7 @@ class Response:
     options: list[Option] = field(default_factory=list)
     style: str = "letters"  # letters | words
     completion: str = " ${letter}"
-    option_format: str = "${letter}. ${label}"
+    option_format: str = "${letter}. ${text}"
     option_separator: str = "\n"
     min: float | None = None
     max: float | None = None
@@ -88,6 +91,17 @@ class Item:
     response: Response
     attributes: dict = field(default_factory=dict)
     where: tuple = ()
+    text_by: str = ""  # a factor whose level picks the text: `texts` maps level -> text (text: the first)
+    texts: dict = field(default_factory=dict)
+
+    response_by: str = ""  # a factor whose level picks the response: `responses` maps level -> Response
+    responses: dict = field(default_factory=dict)
+
+    def text_in(self, cond: dict) -> str:
+        return self.texts[cond[self.text_by]] if self.text_by else self.text
+
+    def response_in(self, cond: dict) -> "Response":
+        return self.responses[cond[self.response_by]] if self.response_by else self.response
 
 
 @dataclass
@@ -118,6 +132,9 @@ class Study:
     repetitions: int = 1
     seed: int = 0
     subject_label: str | None = None  # template of the `subject` column (None: the subject's id)
+    per_item: int | None = None  # subjects drawn afresh for each item (design.subjects.per_item)
+    trial_order: str = "subject"  # subject: subject -> cell -> item; item: item -> cell -> subject
+    columns: dict = field(default_factory=dict)  # extra trial columns: name -> template (design.columns)
     trial_id: str = ""  # template of the trial id (default: subject | item | condition ...)
     condition: str = ""  # template of the condition label (default: factor=level,...)
     order_mode: str = "as_listed"
@@ -229,11 +246,12 @@ def parse_response(c: Checker, value, path, named: dict[str, Response]) -> Respo
     default_style = "words" if kind == "yesno" else "letters"
     style = c.choice(d, "style", path, ("letters", "words"), default_style)
     r = Response("choice", style=style,
-                 completion=c.text(d, "completion", path, " ${letter}" if style == "letters" else " ${label}"),
+                 completion=c.text(d, "completion", path, " ${letter}" if style == "letters" else " ${text}"),
                  option_format=c.text(d, "option_format", path,
-                                      "${letter}. ${label}" if style == "letters" else "${label}"),
+                                      "${letter}. ${text}" if style == "letters" else "${text}"),
                  option_separator=c.text(d, "option_separator", path, "\n"))
-    for key, allowed in (("completion", {"letter", "label"}), ("option_format", {"letter", "label", "position"})):
+    for key, allowed in (("completion", {"letter", "label", "text"}),
+                         ("option_format", {"letter", "label", "text", "position"})):
         bad = [p for p in placeholders(getattr(r, key)) if p not in allowed]
         if bad:
             raise c.err((*path, key), f"placeholder ${bad[0]} has no value (available: "
@@ -271,7 +289,8 @@ def _option(c: Checker, o, path) -> Option:
     d = c.mapping(o, path, OPTION, required=("label",))
     pos = c.number(d, "position", path)
     return Option(c.text(d, "label", path, required=True), completion=c.text(d, "completion", path),
-                  position=None if pos is None else float(pos), refusal=c.flag(d, "refusal", path))
+                  position=None if pos is None else float(pos), refusal=c.flag(d, "refusal", path),
+                  text=c.text(d, "text", path))
 
 
 def _check_options(c: Checker, r: Response, path) -> None:
@@ -321,7 +340,8 @@ def _generated(c: Checker, d: dict, path, kind: str, named) -> Response:
 
 # ----------------------------------------------------------------------------------------- the study
 
-def load_study(file) -> Study:
+def load_study(file, seed: int | None = None) -> Study:
+    """The study of `file`; `seed` (collect --seed) replaces design.seed before any seeded table is drawn."""
     src = read_source(file)
     c = Checker(src)
     data = src.data
@@ -342,7 +362,7 @@ def load_study(file) -> Study:
             raise c.err(("response_types", k), "a response type name is letters, digits and _")
         named[k] = parse_response(c, v, ("response_types", k), named)
     default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
-    _design(c, d, s)
+    _design(c, d, s, seed)
     _items(c, d, s, named, default)
     _order(c, d, s)
     _human(c, d, s)
@@ -383,7 +403,7 @@ def _table(c: Checker, s: Study, name, path) -> pd.DataFrame:
     return read_table(p, lambda msg: c.err(path, msg))
 
 
-def _design(c: Checker, d: dict, s: Study) -> None:
+def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
     g = c.mapping(d.get("design") or {}, ("design",), DESIGN)
     for fname, fv in c.typed(g.get("factors") or {}, ("design", "factors"), dict, "a mapping").items():
         path = ("design", "factors", fname)
@@ -409,9 +429,18 @@ def _design(c: Checker, d: dict, s: Study) -> None:
         raise c.err(("design", "crossing"), "crossing: sampled needs sample: N (conditions per subject)")
     s.repetitions = c.number(g, "repetitions", ("design",), 1, integer=True, low=1)
     s.seed = c.number(g, "seed", ("design",), 0, integer=True)
+    if seed is not None:
+        s.seed = seed
+    s.trial_order = c.choice(g, "trial_order", ("design",), ("subject", "item"), "subject")
     s.trial_id = c.text(g, "trial_id", ("design",), "")
     s.condition = c.text(g, "condition", ("design",), "")
     s.subjects = _subjects(c, g.get("subjects"), s)
+    for name, t in c.typed(g.get("columns") or {}, ("design", "columns"), dict, "a mapping").items():
+        path = ("design", "columns", name)
+        if not NAME.match(str(name)) or name in RESERVED or s.factor(name) or name in s.subjects.columns:
+            raise c.err(path, f"column name {name!r}: letters, digits and _, and neither a reserved column, a factor "
+                              "nor a subjects column")
+        s.columns[str(name)] = c.typed(t, path, str, "a template (text)")
 
 
 def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
@@ -449,6 +478,9 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
         else:
             df = df.head(n)
     df = df.reset_index(drop=True)
+    s.per_item = c.number(d, "per_item", path, None, integer=True, low=1)
+    if s.per_item is not None and s.per_item > len(df):
+        raise c.err((*path, "per_item"), f"{s.per_item} subjects per item, but {d['table']} has {len(df)}")
     ids = df[idcol].astype(str) if idcol else pd.Series([f"s{i + 1}" for i in range(len(df))])
     if ids.duplicated().any():
         raise c.err((*path, "id"), f"subject id {ids[ids.duplicated()].iat[0]!r} appears twice in {d['table']}")
@@ -487,7 +519,10 @@ def _items(c: Checker, d: dict, s: Study, named, default) -> None:
         if iid in seen:
             raise c.err((*path, "id"), f"duplicate item id {iid!r} (first at line {seen[iid]})")
         seen[iid] = c.src.line((*path, "id")) or i + 2
-        if "response" in it and it["response"] is not None:
+        by, responses = _responses_by_level(c, it.get("response"), (*path, "response"), s, named)
+        if by:
+            resp = next(iter(responses.values()))
+        elif "response" in it and it["response"] is not None:
             resp = parse_response(c, it["response"], (*path, "response"), named)
         elif default is not None:
             resp = default
@@ -501,31 +536,144 @@ def _items(c: Checker, d: dict, s: Study, named, default) -> None:
             if f is not None and str(v) not in f.levels:
                 raise c.err((*path, "attributes", k), f"level {v!r} of factor {k!r} is not declared in "
                                                       f"design.factors.{k}.levels{did_you_mean(v, f.levels)}")
-        s.items.append(Item(iid, c.text(it, "text", path, required=True), resp,
-                            {k: _plain(v) if s.factor(k) else v for k, v in attrs.items()}, path))
+        text_by, texts = _texts_by_level(c, it.get("text"), (*path, "text"), s)
+        text = next(iter(texts.values())) if text_by else c.text(it, "text", path, required=True)
+        s.items.append(Item(iid, text, resp, {k: _plain(v) if s.factor(k) else v for k, v in attrs.items()}, path,
+                            text_by, texts, by, responses))
     for f in s.factors:
         if f.assignment == "item" and not any(f.name in it.attributes for it in s.items):
             raise c.err(("design", "factors", f.name), "an item factor is read from items' attributes; no item has it")
+
+
+def _texts_by_level(c: Checker, v, path, s: Study, row: dict | None = None) -> tuple[str, dict]:
+    """`text: {FACTOR: {level: text}}` (in a table: level -> column): the text shown depends on the level.
+
+    ("", {}) for a plain text. Every level of the factor needs its text; the factor is within or
+    between (a level must be known when the trial is built).
+    """
+    if not isinstance(v, dict):
+        return "", {}
+    if len(v) != 1:
+        raise c.err(path, "a text by level is {FACTOR: {level: text, ...}}: one factor")
+    (fname, by), = v.items()
+    f = s.factor(str(fname))
+    if f is None or f.assignment == "item":
+        raise c.err((*path, fname), f"{fname!r} is not a within- or between-subject factor"
+                                    f"{did_you_mean(fname, [x.name for x in s.factors])}")
+    by = c.mapping(by, (*path, fname), set(f.levels), required=tuple(f.levels))
+    if row is None:
+        return f.name, {lv: c.typed(by[lv], (*path, fname, lv), str, "text") for lv in f.levels}
+    out = {}
+    for lv in f.levels:
+        col = c.typed(by[lv], (*path, fname, lv), str, "a column name")
+        if col not in row:
+            raise c.err((*path, fname, lv), f"column {col!r} is not in the items table{did_you_mean(col, row)}")
+        out[lv] = _plain(row[col])
+    return f.name, out
+
+
+def _responses_by_level(c: Checker, v, path, s: Study, named) -> tuple[str, dict]:
+    """`response: {FACTOR: {level: response}}`: the k-choice response (its completions, its format) by level.
+
+    As MoCa's two prompt templates score " Yes"/" No" or " A"/" B" for the same answers. The levels
+    record the same labels with the same positions, so the analyses read one scale.
+    """
+    if not isinstance(v, dict) or len(v) != 1 or next(iter(v)) in RESPONSE or s.factor(str(next(iter(v)))) is None:
+        return "", {}
+    (fname, by), = v.items()
+    f = s.factor(str(fname))
+    if f.assignment == "item":
+        raise c.err((*path, fname), f"{fname!r} is an item factor; a response by level needs a within- or "
+                                    "between-subject factor")
+    by = c.mapping(by, (*path, fname), set(f.levels), required=tuple(f.levels))
+    out = {lv: parse_response(c, by[lv], (*path, fname, lv), named) for lv in f.levels}
+    scale = None
+    for lv, r in out.items():
+        if r.kind != "choice":
+            raise c.err((*path, fname, lv), "a response by level is a k-choice response")
+        this = [(o.label, o.position, o.refusal) for o in r.options]
+        if scale is not None and sorted(this, key=str) != sorted(scale, key=str):
+            raise c.err((*path, fname, lv), "every level's response records the same labels with the same "
+                                            "positions and refusals")
+        scale = this
+    return f.name, out
+
+
+def _cells(value) -> list:
+    """A table cell that holds a list: a list (parquet, a built-in table), JSON text "[...]", or "a | b"."""
+    import json
+
+    import numpy as np
+
+    if isinstance(value, (list, tuple, np.ndarray)):  # parquet gives arrays
+        return list(value.tolist() if isinstance(value, np.ndarray) else value)
+    text = _plain(value)
+    if text.startswith("["):
+        try:
+            out = json.loads(text)
+        except ValueError:
+            out = None
+        if isinstance(out, list):
+            return out
+    return [x.strip() for x in text.split("|")] if text else []
+
+
+def _row_options(c: Checker, d: dict, rec: dict, i: int, table: str) -> list[dict]:
+    """The options of one row of the items table (options: COLUMN with option_labels/positions/refusal)."""
+    texts = _cells(rec[d["options"]])
+    extra = {k: _cells(rec[d[k]]) for k in ("option_labels", "option_positions", "option_refusal") if d.get(k)}
+    for k, vals in extra.items():
+        if len(vals) != len(texts):
+            raise c.err(("items", k), f"row {i + 2} of {table}: {len(vals)} values for {len(texts)} options")
+    out = []
+    for j, t in enumerate(texts):
+        o = {"label": str(extra["option_labels"][j]), "text": str(t)} if "option_labels" in extra else {"label": str(t)}
+        if "option_positions" in extra:
+            pos = extra["option_positions"][j]
+            if pos is not None and pos == pos and str(pos).strip() not in ("", "nan", "NA"):
+                try:
+                    o["position"] = float(pos)
+                except (TypeError, ValueError):
+                    raise c.err(("items", "option_positions"), f"row {i + 2} of {table}: position {pos!r} "
+                                                               "is not a number") from None
+        if "option_refusal" in extra:
+            o["refusal"] = str(extra["option_refusal"][j]).strip().lower() in ("true", "1", "yes", "1.0")
+        out.append(o)
+    return out
 
 
 def _items_from_table(c: Checker, d: dict, s: Study) -> list[dict]:
     path = ("items",)
     c.mapping(d, path, ITEM_TABLE, required=("table",))
     df = _table(c, s, d["table"], (*path, "table"))
-    idcol, textcol = c.text(d, "id", path, "id"), c.text(d, "text", path, "text")
+    by_level = isinstance(d.get("text"), dict)
+    idcol, textcol = c.text(d, "id", path, "id"), ("text" if by_level else c.text(d, "text", path, "text"))
     attrs = c.listed(d, "attributes", path)
     templated = c.flag(d, "placeholders", path)
-    for key, col in (("id", idcol), ("text", textcol), *(("attributes", a) for a in attrs)):
+    cols = [(k, c.text(d, k, path)) for k in ("options", "option_labels", "option_positions", "option_refusal")]
+    for key, col in (("id", idcol), *([] if by_level else [("text", textcol)]), *(("attributes", a) for a in attrs),
+                     *((k, v) for k, v in cols if v is not None)):
         if col not in df.columns:
             raise c.err((*path, key), f"column {col!r} is not in {d['table']}{did_you_mean(col, df.columns)}")
+    if d.get("options") is None and any(v for k, v in cols[1:]):
+        raise c.err(path, "option_labels, option_positions and option_refusal need options: COLUMN")
+    if d.get("options") is not None and d.get("response") is not None and not isinstance(d["response"], dict):
+        raise c.err((*path, "response"), "with options: COLUMN the response is a mapping (type: choice, ...)")
     out = []
-    for rec in df.to_dict("records"):
-        text = _plain(rec[textcol])
+    for i, rec in enumerate(df.to_dict("records")):
         # Texts in a table are literal ("$10" is ten dollars) unless placeholders: true
-        item = {"id": _plain(rec[idcol]), "text": text if templated else text.replace("$", "$$"),
-                "attributes": {a: rec[a] for a in attrs}}
+        lit = (lambda t: t) if templated else (lambda t: t.replace("$", "$$"))
+        if by_level:
+            fname, texts = _texts_by_level(c, d["text"], (*path, "text"), s, rec)
+            text = {fname: {lv: lit(t) for lv, t in texts.items()}}
+        else:
+            text = lit(_plain(rec[textcol]))
+        item = {"id": _plain(rec[idcol]), "text": text, "attributes": {a: rec[a] for a in attrs}}
         if d.get("response") is not None:
             item["response"] = d["response"]
+        if d.get("options") is not None:  # each row its own options (a questionnaire whose scales differ)
+            item["response"] = {"type": "choice", **(d.get("response") or {}),
+                                "options": _row_options(c, d, rec, i, d["table"])}
         out.append(item)
     return out
 
@@ -548,7 +696,7 @@ def _human(c: Checker, d: dict, s: Study) -> None:
     cols = c.mapping(h["columns"], (*path, "columns"), HUMAN_COLUMNS, required=("respondent", "item", "response"))
     s.human_name = c.text(h, "name", path, "human")
     mapping = {}
-    for key in ("respondent", "item", "response", "weight", "condition"):
+    for key in ("respondent", "item", "response", "weight", "condition", "trial"):
         col = c.text(cols, key, (*path, "columns"))
         if col is None:
             continue
@@ -584,7 +732,8 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
             raise c.err((*path, "columns", "weight"), f"row {i + 2} of the human table: weight {rec[m['weight']]!r} "
                                                       "is not a number >= 0")
         resp = str(rec[m["respondent"]]) if not isinstance(rec[m["respondent"]], float) else _plain(rec[m["respondent"]])
-        rows.append({"study": s.name, "trial": f"{s.human_name}|{resp}|{iid}", "item": iid,
+        trial = _plain(rec[m["trial"]]) if "trial" in m else f"{s.human_name}|{resp}|{iid}"
+        rows.append({"study": s.name, "trial": trial, "item": iid,
                      "condition": _plain(rec[m["condition"]]) if "condition" in m else "",
                      "subject": resp, "source": "human", "model": s.human_name, "method": "observed",
                      "response": label, "weight": weight, "validity": 1.0, "response_type": it.response.kind,
@@ -673,16 +822,21 @@ def _check_placeholders(c: Checker, s: Study) -> None:
     subject_cols = set(s.subjects.columns)
     for it in s.items:
         avail_q = design | set(it.attributes) | subject_cols
-        for p in placeholders(it.text):
-            if p == "$":
-                raise c.err((*it.where, "text"), "a lone $ starts no placeholder; write $$ for a dollar sign")
-            if p not in avail_q:
-                raise c.err((*it.where, "text"), f"placeholder ${p} has no value{did_you_mean(p, avail_q)}")
+        for text in (it.texts.values() if it.text_by else [it.text]):
+            for p in placeholders(text):
+                if p == "$":
+                    raise c.err((*it.where, "text"), "a lone $ starts no placeholder; write $$ for a dollar sign")
+                if p not in avail_q:
+                    raise c.err((*it.where, "text"), f"placeholder ${p} has no value{did_you_mean(p, avail_q)}")
         avail = avail_q | {"question", "options", "item", "persona"}
-        for key in ("trial_id", "condition"):
-            for p in placeholders(getattr(s, key)):
-                if p not in avail_q | {"item", "repetition", "ordering"}:
-                    raise c.err(("design", key), f"placeholder ${p} has no value{did_you_mean(p, avail_q)}")
+        ids = avail_q | {"item", "repetition", "ordering", "subject"}
+        for key, t in (("trial_id", s.trial_id), ("condition", s.condition), *s.columns.items()):
+            where = ("design", key) if key in ("trial_id", "condition") else ("design", "columns", key)
+            for p in placeholders(t):
+                if p == "$":
+                    raise c.err(where, "a lone $ starts no placeholder; write $$ for a dollar sign")
+                if p not in ids | ({"question"} if where[1] == "columns" else set()):
+                    raise c.err(where, f"placeholder ${p} has no value{did_you_mean(p, ids)}")
         for key in ("template", "system", "answer_prefix"):
             for p in placeholders(getattr(s, key)):
                 if p not in avail:

@@ -11,7 +11,6 @@ cli.py       `collect STUDY.yaml`, `study check`, `study new`
 """
 
 
-
 def __getattr__(name):  # Study and load_study on first use: `simsubjects --help` imports no pandas
     if name in ("Study", "load_study"):
         from . import spec

@@ -167,7 +167,7 @@ def run_via_server(argv: list[str]) -> int | None:
     streams = [[f.encoding, f.errors, f.line_buffering, f.write_through] if f is not None else None
                for f in (sys.stdin, sys.stdout, sys.stderr)]
     req = {"op": "run", "argv": argv, "argv0": sys.argv[0], "cwd": cwd, "env": dict(os.environ),
-           "umask": umask, "streams": streams, "sys_path": sys.path, "fingerprint": fingerprint()}
+           "umask": umask, "sigmask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), "streams": streams, "sys_path": sys.path, "fingerprint": fingerprint()}
     pending: list[int] = []
     child = {"pid": None}
 
@@ -540,6 +540,9 @@ def run_child(msg: dict, fds: list[int], import_set: dict) -> int:
         os.close(fd)
     os.chdir(msg["cwd"])
     os.umask(msg["umask"])
+    # the client's blocked signals, not the server's (inherited from whatever started it): a stop or
+    # interrupt the client forwards must reach this child as it would reach a plain process
+    signal.pthread_sigmask(signal.SIG_SETMASK, msg.get("sigmask", []))
     os.environ.clear()
     os.environ.update({**import_set, **msg["env"]})
     sys.path[:] = msg["sys_path"]

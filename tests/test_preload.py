@@ -201,14 +201,18 @@ def _wait_state(pid: int, stopped: bool) -> None:
 def test_ctrl_z_ctrl_c_and_sigterm_reach_the_child(server, tmp_path):
     env, status = server
     proc = _start_long_run(env, tmp_path / "int")
-    children = Path(f"/proc/{status['pid']}/task/{status['pid']}/children").read_text().split()
-    assert len(children) == 1
-    child = int(children[0])
-    proc.send_signal(signal.SIGTSTP)  # Ctrl-Z stops the client and the child; SIGCONT (fg) resumes both
-    _wait_state(child, stopped=True)
-    _wait_state(proc.pid, stopped=True)
-    proc.send_signal(signal.SIGCONT)
-    _wait_state(child, stopped=False)
+    try:
+        children = Path(f"/proc/{status['pid']}/task/{status['pid']}/children").read_text().split()
+        assert len(children) == 1
+        child = int(children[0])
+        proc.send_signal(signal.SIGTSTP)  # Ctrl-Z stops the client and the child; SIGCONT (fg) resumes both
+        _wait_state(child, stopped=True)
+        _wait_state(proc.pid, stopped=True)
+        proc.send_signal(signal.SIGCONT)
+        _wait_state(child, stopped=False)
+    except BaseException:  # leave no long run behind for the tests that follow
+        proc.kill()
+        raise
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and b"aborted" in err  # click's Abort, as in the plain process
@@ -230,7 +234,8 @@ def test_ctrl_z_ctrl_c_and_sigterm_reach_the_child(server, tmp_path):
 def test_a_different_import_environment_runs_in_process(server, tmp_path):
     env, _ = server
     before = _status(env)["runs"]
-    r = _run(THROUGH + ["--version"], {**env, "OMP_NUM_THREADS": "1"})
+    other = "5" if env.get("OMP_NUM_THREADS") == "3" else "3"  # differs from the server's (xdist workers set 1)
+    r = _run(THROUGH + ["--version"], {**env, "OMP_NUM_THREADS": other})
     assert r.returncode == 0 and r.stdout.startswith("simsubjects")
     assert _status(env)["runs"] == before
     r = _run(THROUGH + ["--version"], {**env, "SIMSUBJECTS_PRELOAD": "off"})

@@ -91,20 +91,8 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     parse_spec(model)
     public = redact(model)  # what files and messages show: no URL credentials, no key
     only = [o.strip().replace("-", "_") for o in (only or []) if o.strip()]
-    papers, rows, out = [], [], Path(out)
-    files = [str(n) for n in paper_names if _is_study_file(n)]
-    if len(files) < len(paper_names) or not files:
-        papers = resolve_papers([n for n in paper_names if not _is_study_file(n)])
-        rows = plan_studies(papers, scale, only)
-    for f in files:  # a study file: its own paper, every check done before the model loads (docs/studies.md)
-        from .studyfile.adapter import replicate_row
-
-        row = replicate_row(f, out, seed or None)
-        if any(r[2].name == row[2].name for r in rows):
-            raise UserError(f"{f}: study {row[2].name!r} is already in this replication; give the file another "
-                            "study: name")
-        papers.append(row[0])
-        rows.append(row)
+    out = Path(out)
+    papers, rows = plan_all(paper_names, scale, only, out, seed)
     _check_folder(out, papers, overwrite)
     from .collect.store import check_writable
 
@@ -305,6 +293,26 @@ def r_script(manifest: dict) -> str:
         parts.append(_r_block(declared.get(e["study"]), e))
     parts.append('\ncat("\\nR results written to r_results/\\n")\n')
     return "".join(parts)
+
+
+def plan_all(paper_names, scale: float, only: list[str], out: Path, seed: int = 0):
+    """(papers, rows) for replicate's names: the papers' studies at `scale`, then each study file as its
+    own paper (its own design; every check done before the model loads, docs/studies.md)."""
+    papers, rows = [], []
+    files = [str(n) for n in paper_names if _is_study_file(n)]
+    if len(files) < len(paper_names) or not files:
+        papers = resolve_papers([n for n in paper_names if not _is_study_file(n)])
+        rows = plan_studies(papers, scale, only)
+    for f in files:
+        from .studyfile.adapter import replicate_row
+
+        row = replicate_row(f, out, seed or None)
+        if any(r[2].name == row[2].name for r in rows):
+            raise UserError(f"{f}: study {row[2].name!r} is already in this replication; give the file another "
+                            "study: name")
+        papers.append(row[0])
+        rows.append(row)
+    return papers, rows
 
 
 def _is_study_file(name) -> bool:

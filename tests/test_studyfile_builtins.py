@@ -277,3 +277,18 @@ def test_factor_levels_in_identifiers_and_texts_in_prompts(tmp_path):
     assert trials["trial"].tolist() == ["q-gain", "q-loss"] and trials["condition"].tolist() == ["gain", "loss"]
     assert trials["prompt"].tolist() == ["People were saved. Agree?", "People were lost. Agree?"]
     assert trials["shown"].tolist() == trials["prompt"].tolist()
+
+
+def test_replicate_dry_run_counts_a_study_file_as_collect_does(tmp_path, capsys):
+    """`replicate STUDY.yaml --dry-run` plans the file's own design: the same figures as `collect STUDY.yaml --dry-run`."""
+    path = tmp_path / "tiny" / "study.yaml"
+    path.parent.mkdir()
+    path.write_text(TINY)
+
+    def figures(args):
+        assert main([*args, "--model", "smollm2", "--dry-run", "--out", str(tmp_path / "never")]) == 0
+        line = next(x for x in capsys.readouterr().out.splitlines() if x.split()[:1] == ["moca"])
+        return line.split()[1:6]  # trials, requests, forwards, generations, prompt tokens
+
+    assert figures(["replicate", str(path)]) == figures(["collect", str(path)])
+    assert not (tmp_path / "never").exists()

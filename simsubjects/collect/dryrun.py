@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
@@ -186,7 +187,7 @@ def dry_run_replicate(paper_names, spec: str, *, scale: float, seed: int = 0, me
                       n: int | None = None, only: list[str] | None = None, batch_size: int = 64,
                       chat_template: bool = False, tokenizer: str | None = None) -> tuple[list[dict], DryModel]:
     """`replicate --dry-run`: every study's counted collection with replicate()'s sizes and methods."""
-    from ..replicate import plan_studies, resolve_papers
+    from ..replicate import plan_all
 
     if not (0 < scale <= 1):
         raise UserError(f"--scale {scale:g}: must be in (0, 1]; 1 is the paper's full design")
@@ -194,13 +195,13 @@ def dry_run_replicate(paper_names, spec: str, *, scale: float, seed: int = 0, me
         raise UserError(f"--method {method}: choose auto, exact or sampled")
     parse_spec(spec)
     only = [o.strip().replace("-", "_") for o in (only or []) if o.strip()]
-    rows = [r for r in plan_studies(resolve_papers(paper_names), scale, only) if r[2] is not None]
+    rows = [r for r in plan_all(paper_names, scale, only, Path("."), seed)[1] if r[2] is not None]
     model = dry_model(spec, chat_template=chat_template, tokenizer=tokenizer)
     out = []
     for _paper, plan, study, params in rows:
         # the method and samples per trial exactly as replicate() picks them
         m = study.methods[0] if method == "auto" or method not in study.methods else method
         k = n if n is not None else (plan.samples(scale) if plan.samples else 50)
-        out.append(dry_collect(study, model, {**params, "seed": seed, "chat_template": chat_template},
+        out.append(dry_collect(study, model, {"seed": seed, **params, "chat_template": chat_template},
                                method=m, n=k, batch_size=batch_size))
     return out, model

@@ -75,14 +75,22 @@ def _collect_file(path: str, kw: dict) -> None:
     method = kw["method"] or sdef.methods[0]
     if method not in sdef.methods:
         raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
+    params = {"studyfile": file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
+              "judge_model": kw["judge_model"]}
+    if kw["dry_run"]:  # as for a built-in study: counted by the tokenizer, no weights, nothing written
+        from ..cli import _dry_run_report
+        from ..collect.dryrun import check_prices, dry_run_study
+
+        check_prices(kw["price_in"], kw["price_out"])
+        rows, model = dry_run_study(sdef, kw["model"], params, method=method, n=kw["n"], batch_size=kw["batch_size"],
+                                    chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
+        return _dry_run_report(rows, model, kw["model"], kw)
     if kw["validate"]:
         from ..collect.models import load_model
 
         trials, _ = build_trials(study)
         model = load_model(kw["model"], **options)
         return echo_table("validity rates (outcomes hidden)", sdef.validate(model, trials, {"seed": study.seed}))
-    params = {"studyfile": file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
-              "judge_model": kw["judge_model"]}
     _, manifest = run_study(sdef, kw["model"], kw["out"], params=params, method=method, n=kw["n"],
                             overwrite=kw["overwrite"], model_options=options, show_progress=not kw["quiet"],
                             batch_size=kw["batch_size"])

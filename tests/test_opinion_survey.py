@@ -284,7 +284,9 @@ def test_order_effects_by_hand():
     last = g.loc[g["shown_position"] == g["n_ordered"], "share"].mean()
     row = per_item.set_index(["item", "response"]).loc[("CLIM1_W99", "A great deal")]
     assert row["estimate"] == pytest.approx(first - last)
-    assert avg["estimate"].item() == pytest.approx(per_item["estimate"].mean()) and avg["estimate"].item() > 0.2
+    item_means = per_item.groupby("item")["estimate"].mean()  # the item is the unit (its cells are dependent)
+    assert avg["estimate"].item() == pytest.approx(item_means.mean()) and avg["n"].item() == len(item_means) == 3
+    assert avg["estimate"].item() > 0.2
     assert "Refused" not in set(per_item["response"])  # kept last, never first
     _, none = order_effects(resp.drop(columns=["shown_position"]))
     assert none.empty

@@ -2,9 +2,11 @@
 
 Per item and option: the mean probability of the option over the trials that showed it first and
 over those that showed it last (among the options whose order varies), their difference and a
-Welch t-test (methods.tests.welch_t); on average: the mean of those differences over item x option cells with a
-one-sample t-test against 0 (a positive estimate is a primacy effect, a negative one recency;
+Welch t-test (methods.tests.welch_t); on average: each item's mean difference over its options, then a
+one-sample t-test of those item means against 0 (a positive estimate is a primacy effect, a negative one recency;
 Tjuatja et al. 2024 §3 measure the same contrast by reversing the options).
+The item, not the item x option cell, is the unit of the average: an item's cells are not independent
+(with two options, "A first" is "B last", so both cells hold the same difference).
 Result columns use broom's names: estimate, std.error, statistic, df, p.value, conf.low, conf.high, n.
 """
 
@@ -55,8 +57,8 @@ def order_effects(responses: pd.DataFrame, item: str = "item") -> tuple[pd.DataF
         rows.append({"model": model, "item": it, "response": resp, "p_first": float(x.mean()),
                      "p_last": float(y.mean()), **broom_fields(welch_t(x, y)), "n_first": len(x), "n_last": len(y)})
     per_item = pd.DataFrame(rows, columns=ITEM_COLUMNS)
-    avg = [{"model": model, **broom_fields(one_sample_t(g["estimate"].to_numpy(float))),
-            "test": "mean P(first) - P(last) over item x option (one-sample t)"}
+    avg = [{"model": model, **broom_fields(one_sample_t(g.groupby("item", sort=False)["estimate"].mean().to_numpy())),
+            "test": "mean P(first) - P(last) over items (each item's mean over its options; one-sample t)"}
            for model, g in per_item.groupby("model", sort=False)]
     return per_item, pd.DataFrame(avg, columns=AVERAGE_COLUMNS)
 
@@ -73,5 +75,6 @@ def report_block(tables: dict, csv: str, note: str = "") -> str | None:
     return block("Order effect: P(option) shown first vs last", table(oa) + table(
         oe.reindex(oe["estimate"].abs().sort_values(ascending=False).index), max_rows=20, csv=csv),
                  "Per question and option, the mean probability when the option was shown first minus when it "
-                 "was shown last (Welch t); on average a one-sample t across question x option cells. Positive = "
+                 "was shown last (Welch t); on average a one-sample t across questions (each question's mean over its "
+                 "options). Positive = "
                  "primacy." + (" " + note if note else ""))

@@ -177,8 +177,10 @@ def test_collection_same_rows_files_and_progress(server, tmp_path):
 
 
 def _start_long_run(env, out: Path) -> subprocess.Popen:
+    # a shell starts a command with no signal blocked; a test runner's process may have some blocked
     proc = subprocess.Popen(THROUGH + ["collect", "ultimatum", "--pairs", "100", "--batch-size", "4", "--out", str(out)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, []))
     seen = b""
     deadline = time.monotonic() + START_TIMEOUT
     while b"trial/s]" not in seen and b"s/trial]" not in seen:  # the model has loaded, trials are being answered

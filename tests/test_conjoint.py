@@ -265,7 +265,7 @@ def test_unsatisfiable_restrictions_fail():
 # ------------------------------------------------------------------ the study on the embedded model
 
 def test_immigration_study_end_to_end(smollm2, tmp_path):
-    from simsubjects.analyze.run import analyze_runs
+    from simsubjects.publish.analysis import analyze_runs
     from simsubjects.collect.pipeline import run_study
     from simsubjects.collect.studies.registry import get_study
 

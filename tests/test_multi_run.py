@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.analyze.run import analyze_runs
+from simsubjects.publish.analysis import analyze_runs
 from simsubjects.analyze.tidy import shares, stack_runs
 from simsubjects.collect.pipeline import run_study
 from simsubjects.collect.studies.registry import get_study

@@ -37,17 +37,18 @@ def test_adjusted_agree_with_statsmodels_and_keep_missing():
 @pytest.mark.r
 def test_adjusted_agree_with_r_p_adjust():
     pytest.importorskip("rpy2")
+    from simsubjects.analyze import check_r
     from simsubjects.analyze.check_r import r_session
 
     p = _pvalues()
     long = multiplicity.add_adjusted(pd.DataFrame({"p.value": p, "g": ["a", "b", "c"] * 16}), by=["g"])
     wide = multiplicity.add_adjusted_wide(pd.DataFrame({"p_x": p[:24], "p_y": p[24:]}), ["p_x", "p_y"])
-    rows = multiplicity.check_r_rows(r_session(), {"long": long, "table4": wide})
+    rows = check_r.check_r_rows(r_session(), {"long": long, "table4": wide})
     assert len(rows) == 4 and all(r["ok"] for r in rows), rows
     assert max(r["abs_diff"] for r in rows) < 1e-12
     # the check fails on a wrong column
     bad = long.assign(**{"p.value.bh": long["p.value.bh"] * 1.001})
-    assert not all(r["ok"] for r in multiplicity.check_r_rows(r_session(), {"long": bad}))
+    assert not all(r["ok"] for r in check_r.check_r_rows(r_session(), {"long": bad}))
 
 
 @pytest.mark.r

@@ -239,7 +239,7 @@ def toy_analysis(responses, items):
 
 
 def test_any_study_that_records_its_order_gets_an_order_effect_table(tmp_path, monkeypatch):
-    from simsubjects.analyze import run as analyze_run
+    from simsubjects.publish import analysis as analyze_run
     from simsubjects.collect.store import RunStore
     from simsubjects.collect.studies.registry import StudyDef
     from simsubjects.collect.schema import check_responses

@@ -346,7 +346,7 @@ def _collect(smollm2, path: Path, out: Path, **kw):
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_example_runs_on_the_embedded_model(smollm2, tmp_path, example, capsys):
-    from simsubjects.analyze.run import analyze_runs
+    from simsubjects.publish.analysis import analyze_runs
     from simsubjects.publish.export import export_run
 
     path = ROOT / "examples" / example / "study.yaml"

@@ -67,27 +67,7 @@ import pandas as pd
 
 from ..errors import UserError
 from .methods.regression import SE_TYPES, cluster_vcov, ols_cluster  # noqa: F401 - re-exported
-
-# Contrast A - B per factor: A is the attribute the literature expects to raise P(Yes)
-# (causal: judged a cause; moral: judged permissible). Conjunctive - Disjunctive has no such
-# expectation and keeps the annotation order.
-CONTRASTS: dict[str, dict[str, tuple[str, str]]] = {
-    "causal": {
-        "causal_structure": ("Conjunctive", "Disjunctive"),
-        "agent_awareness": ("Aware", "Unaware"),
-        "norm_type": ("Prescriptive", "Statistical"),
-        "event_normality": ("Abnormal", "Normal"),
-        "action_omission": ("Action", "Omission"),
-        "time": ("Late", "Early"),
-    },
-    "moral": {
-        "causal_role": ("Side effect", "Means"),
-        "personal_force": ("Impersonal", "Personal"),
-        "evitability": ("Inevitable", "Avoidable"),
-        "beneficence": ("Self-beneficial", "Other-beneficial"),
-        "locus_of_intervention": ("Agent of harm", "Patient of harm"),
-    },
-}
+from simsubjects.datasets.moca_humans import CONTRASTS  # noqa: F401 - MoCa's annotation; re-exported
 
 BY = ("source", "model")
 COLUMNS = ["task", "factor", "term", "level_a", "level_b", "estimate", "std.error", "statistic", "df", "p.value",

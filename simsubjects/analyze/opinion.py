@@ -33,7 +33,7 @@ import pandas as pd
 from ..errors import UserError
 from simsubjects.analyze.methods import representativeness as rep
 from .methods.tests import one_sample_t
-from .order_effects import broom_fields, order_effects, report_block
+from .order_effects import broom_fields, order_effects
 from .tidy import n_trials, trial_total
 
 OVERALL = "Overall"
@@ -296,47 +296,4 @@ def check_r_opinion_survey(r, responses, items, tables, tol, tol_p) -> list[dict
             out += compare_fields(tag, {k: row.get(k) for k in ("estimate", "std.error", "conf.low", "conf.high")},
                                   {k: row.get(f"{k}_r") for k in ("estimate", "std.error", "conf.low", "conf.high")},
                                   tol, tol)
-    return out
-
-
-# ---------------------------------------------------------------- report (simsubjects.publish.report)
-
-def report_section(run) -> list[str]:
-    """The report's "beside people" blocks: heatmap reading, steerability, refusals, order effects."""
-    from simsubjects.publish.htmlkit import block, table
-
-    t = run.analysis.tables
-    out = []
-    hb = t.get("human_baseline")
-    r = t["representativeness"]
-    if len(r):
-        wide = r.assign(row=r["model"] + " | " + r["prompt"], col=r["attribute"] + "=" + r["group"]).pivot_table(
-            index="row", columns="col", values="estimate", sort=False).reset_index()
-        wide = wide.rename(columns={"row": "model | prompt"})
-        if hb is not None and len(hb):
-            people = {"model | prompt": "people: group vs overall", f"{OVERALL}={OVERALL}": 1.0,
-                      **{f"{a}={g}": v for a, g, v in zip(hb["attribute"], hb["group"], hb["estimate"])}}
-            wide = pd.concat([wide, pd.DataFrame([people])], ignore_index=True)
-        out.append(block("Representativeness by group (the heatmap's numbers)", table(wide),
-                         "Rep = 1 - mean over questions of the Wasserstein-1 distance between the model's and the group's "
-                         "answer distributions on the ordinal options, divided by the span of the positions (OpinionQA's "
-                         "convention; refusals excluded). The last row is people's own spread: each group against the "
-                         "whole sample."))
-    st = t.get("steerability")
-    if st is not None and len(st):
-        out.append(block("Steerability: personas of a group vs the default prompt", table(st),
-                         "estimate = Rep to the group with its personas minus Rep with the default prompt, paired over "
-                         "questions (one-sample t on the per-question distance differences); positive = steering moved "
-                         "the model toward the group (OpinionQA §4.2; Argyle et al. 2023)."))
-    rs = t.get("refusal_summary")
-    if rs is not None and len(rs):
-        out.append(block("Refusal rates: people and the model", table(rs),
-                         "Mean over questions of the share of answers (people) or of probability (model) on refusal "
-                         "options such as 'Refused' (OpinionQA's R_H and R_M)."))
-    oe = report_block(t, f"{run.rel}/analysis/order_effects.csv",
-                      "The survey-bias study's response-order results (Tjuatja et al. 2024) are separate.")
-    if oe:
-        out.append(oe)
-    else:
-        out.append('<p class="note">Options were shown in a fixed order (--order fixed): no order-effect table.</p>')
     return out

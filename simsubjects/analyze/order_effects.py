@@ -61,20 +61,3 @@ def order_effects(responses: pd.DataFrame, item: str = "item") -> tuple[pd.DataF
             "test": "mean P(first) - P(last) over items (each item's mean over its options; one-sample t)"}
            for model, g in per_item.groupby("model", sort=False)]
     return per_item, pd.DataFrame(avg, columns=AVERAGE_COLUMNS)
-
-
-def report_block(tables: dict, csv: str, note: str = "") -> str | None:
-    """The report's order-effect block (averages, then the largest per-item differences); None when the
-    run showed its options in a fixed order. `csv`: the link to the full per-item table."""
-    from simsubjects.publish.htmlkit import block, table
-
-    oa = tables.get("order_effects_average")
-    if oa is None or not len(oa):
-        return None
-    oe = tables["order_effects"]
-    return block("Order effect: P(option) shown first vs last", table(oa) + table(
-        oe.reindex(oe["estimate"].abs().sort_values(ascending=False).index), max_rows=20, csv=csv),
-                 "Per question and option, the mean probability when the option was shown first minus when it "
-                 "was shown last (Welch t); on average a one-sample t across questions (each question's mean over its "
-                 "options). Positive = "
-                 "primacy." + (" " + note if note else ""))

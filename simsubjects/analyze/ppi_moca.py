@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .amce import CONTRASTS
+from simsubjects.datasets.moca_humans import CONTRASTS
 from simsubjects.analyze.methods.ppi import ols_fit
 
 SIZES = (20, 50, 100)
@@ -122,40 +122,6 @@ def widths(summary: pd.DataFrame) -> pd.DataFrame:
     g = summary.groupby(["model", "size", "method"], sort=False)
     return g.agg(factors=("factor", "size"), mean_width=("width", "mean"), coverage=("coverage", "mean"),
                  mean_lambda=("lambda", "mean"), n=("n", "mean"), n_effective=("n_effective", "mean")).reset_index()
-
-
-def report_blocks(tables_: dict, block, table, fmt) -> list[str]:
-    """Report section: each factor's human AMCE from a subsample, human-only vs prediction-powered."""
-    summary, example = tables_.get("ppi_demo"), tables_.get("ppi_demo_example")
-    if summary is None or summary.empty:
-        return []
-    ex = example.copy()
-    ex["interval"] = [f"{fmt(e)} [{fmt(lo)}, {fmt(hi)}]" for e, lo, hi in
-                      zip(ex["estimate"], ex["conf.low"], ex["conf.high"])]
-    wide = (ex.pivot_table(index=["model", "size", "task", "term", "full_value"], columns="method", values="interval",
-                           aggfunc="first").reset_index().rename(columns={"full_value": "all stories' votes"}))
-    w = widths(summary)
-    pairs = w.pivot_table(index=["model", "size"], columns="method", values="mean_width").reset_index()
-    note = "; ".join(f"{int(r['size'])} stories: human-only {r['human-only']:.3f}, prediction-powered "
-                     f"{r['prediction-powered']:.3f}" for _, r in pairs.iterrows()
-                     if "human-only" in r and "prediction-powered" in r)
-    lam = w[w["method"] == "prediction-powered"]["mean_lambda"].mean()
-    return [
-        block("Mixed subjects: human AMCE from a subsample of stories, with and without the model",
-              table(wide, max_rows=80),
-              "People's votes on a random subsample of stories (first seeded draw of each size); human-only: "
-              "the subsample's votes alone; prediction-powered: PPI++ (Angelopoulos, Duchi & Zrnic 2024) adding "
-              "the model's P(Yes) on all other stories. 95% normal intervals; the last column is the AMCE all "
-              "stories' votes give."),
-        block("Mixed subjects: mean interval width and coverage over repeated subsamples", table(w, max_rows=40),
-              f"Mean over factors and {int(summary['reps'].max())} seeded subsamples per size. Mean width — {note}. "
-              "With few stories per factor (20 of 206 give about 7) the normal intervals of both methods cover "
-              "less than 95% (column coverage); at 100 stories both reach it. "
-              f"Mean lambda {lam:.2f}: lambda near 0 means the model's P(Yes) carries little information about "
-              "people's votes, and the prediction-powered interval falls back to about the human-only one. The "
-              "small embedded model (SmolLM2-135M) helps little here; a model whose P(Yes) tracks people's gains "
-              "more. `simsubjects plan` on ppi_stories.csv gives the humans needed."),
-    ]
 
 
 def paired_stories(story: pd.DataFrame, seed: int = 0) -> pd.DataFrame:

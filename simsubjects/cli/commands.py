@@ -14,128 +14,10 @@ if TYPE_CHECKING:  # annotations only: pandas is imported on first use
 from simsubjects import __version__
 from simsubjects.cli.ppi import ppi_options, register as register_ppi
 from simsubjects.cli.preload_cmd import preload_group
+from simsubjects.cli.options import (  # noqa: F401 - the options collect STUDY, collect STUDY.yaml and replicate share
+    DEVICE_OPTION, MAX_N, SEED, TIMEOUT_OPTION, _check_model, _dry_run_report, _model_kwargs, _pandas,
+    _report_collection, echo_table, model_options, run_options)
 from simsubjects.errors import UserError
-
-
-def _pandas():
-    """pandas with the CLI's display options, imported on first use: `--help`, `--version` and
-    `preload` never pay its ~0.8 s import."""
-    import pandas as pd
-
-    pd.set_option("display.width", 160)
-    pd.set_option("display.max_columns", 20)
-    pd.set_option("display.max_rows", 200)
-    return pd
-
-
-SEED = click.IntRange(0, 2**32 - 1)  # numpy's and pandas' seeds are unsigned 32-bit integers
-MAX_N = 100_000  # valid answers per trial with --method sampled; more is a typo, not a design
-
-DEVICE_OPTION = click.option("--device", default="auto", show_default=True,
-                             help="Where a local model runs: auto (a CUDA GPU if there is one), cpu, cuda, cuda:N.")
-
-
-TIMEOUT_OPTION = click.option(
-    "--timeout", default=None, type=float, metavar="SECONDS",
-    help="openai: models only: the deadline of one request (connect, send, read; default 60). A server "
-         "that does not answer the first request within it stops the run.")
-
-
-def run_options(f):
-    """Precision, placement, the weight cache, and --dry-run: options of collect and replicate."""
-    opts = [
-        click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto",
-                     show_default=True, help="A local model's weight precision. auto: bfloat16 on a GPU that "
-                     "supports it, float32 on CPU. Scoring's log-softmax is float64 either way."),
-        click.option("--device-map", type=click.Choice(["auto"]), default=None,
-                     help="auto: accelerate spreads a local model over the GPUs (then CPU memory), for a model "
-                     "larger than one GPU."),
-        click.option("--cache-weights", is_flag=True,
-                     help="Keep a safetensors copy of an hf: model in the weight cache ($SIMSUBJECTS_CACHE, else "
-                     "~/.cache/simsubjects) for fast later loads (GGUF files always are)."),
-        click.option("--dry-run", is_flag=True,
-                     help="Load no weights, answer nothing, write nothing: print the trials, requests, forward "
-                     "passes or generations and prompt tokens the run would take (and its price with --price-in/out)."),
-        click.option("--price-in", type=float, default=None,
-                     help="With --dry-run: price per million prompt tokens (no prices are built in)."),
-        click.option("--price-out", type=float, default=None,
-                     help="With --dry-run: price per million completion tokens."),
-        click.option("--tokenizer", "tokenizer", default=None,
-                     help="With --dry-run on an API model: a local model (smollm2, hf:/path) whose tokenizer "
-                     "counts the tokens (default: smollm2's, an approximation)."),
-    ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
-
-
-def _dry_run_report(rows, model, spec: str, kw: dict) -> None:
-    from simsubjects.cli.dryrun import describe, price_table
-
-    from simsubjects.redact import redact
-
-    spec = redact(spec)  # a URL's credentials are never shown
-    df = price_table(rows, model.local, kw["price_in"], kw["price_out"])
-    echo_table(f"dry run of {spec}", df, "{:.6g}")
-    click.echo(describe(df, spec, model.local, kw["tokenizer"]))
-
-
-def model_options(f):
-    """Options shared by every collection: which model, and how to run it."""
-    opts = [
-        click.option("--model", "-m", "model", default="smollm2", show_default=True,
-                     help="Model spec: smollm2 (embedded), hf:/path, openai:MODEL or openai:MODEL@URL."),
-        click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False),
-                     help="Run folder to write (re-running the same command resumes it)."),
-        click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated."),
-        TIMEOUT_OPTION,
-        click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template."),
-        click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default)."),
-        DEVICE_OPTION,
-        click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run."),
-        click.option("--seed", default=0, show_default=True, type=SEED,
-                     help="Seed of the design (names, samples): 0 to 4294967295."),
-        click.option("--validate", is_flag=True,
-                     help="Prompt validation: run a small sample and report validity rates only, never outcomes."),
-        click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
-        click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
-                     help="Trials per batch; each finished batch is saved before the next starts."),
-    ]
-    for o in reversed(opts):
-        f = o(f)
-    return run_options(f)
-
-
-def _model_kwargs(kw: dict) -> dict:
-    out = {"chat_template": kw["chat_template"], "trust_remote_code": kw["trust_remote_code"], "device": kw["device"]}
-    # only what was asked for: the defaults leave every backend's own defaults in place
-    if kw.get("dtype", "auto") != "auto":
-        out["dtype"] = kw["dtype"]
-    if kw.get("device_map"):
-        out["device_map"] = kw["device_map"]
-    if kw.get("cache_weights"):
-        out["cache_weights"] = True
-    if kw.get("base_url"):
-        out["base_url"] = kw["base_url"]
-    if kw.get("timeout") is not None:
-        out["timeout"] = kw["timeout"]
-    return out
-
-
-def _check_model(kw: dict) -> None:
-    """The model spec, --base-url and --timeout, checked before anything is built or loaded."""
-    from simsubjects.collect.models import check_model_options
-
-    check_model_options(kw["model"], kw.get("base_url"), kw.get("timeout"))
-
-
-def echo_table(title: str, df: pd.DataFrame, floatfmt: str = "{:.4g}") -> None:
-    _pandas()
-    click.echo(f"\n== {title} ==")
-    if df.empty:
-        click.echo("(empty)")
-        return
-    click.echo(df.to_string(index=False, float_format=lambda v: floatfmt.format(v)))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -199,7 +81,7 @@ def datasets_import(kind, prompts_dir, out):
         from simsubjects.collect.store import atomic_write_bytes, atomic_write_parquet
         from simsubjects.publish.export import flatten
 
-        from simsubjects.collect.output import write_error
+        from simsubjects.collect.store import write_error
 
         try:
             if str(out).endswith(".csv"):
@@ -350,22 +232,6 @@ def _collect_command(study, name: str | None = None):
     return click.command(name or study.name, help=study.help)(f)
 
 
-def _report_collection(out, manifest: dict) -> None:
-    c = manifest["counts"]
-    click.echo(f"wrote {out}: {c['answered']}/{c['trials']} trials, {c['rows']} rows, "
-               f"mean validity {c['mean_validity']:.4f}, {manifest['timings']['collection_seconds']:.1f}s")
-    if c.get("tasks_per_second") is not None:  # conjoint studies: choice tasks, not trials
-        click.echo(f"{c['tasks']} tasks in {c['task_orders']} task orders: {c['tasks_per_second']:g} tasks/s"
-                   + (f", {c['forward_passes']} forward passes" if "forward_passes" in c else ""))
-    if manifest.get("short"):
-        click.echo(f"{len(manifest['short'])} trials reached the sampling budget (20 x --n draws) with fewer than "
-                   f"--n valid answers; their rows hold the valid answers found (n_samples; listed in "
-                   f"manifest.json under short)", err=True)
-    if manifest["failures"]:
-        click.echo(f"{len(manifest['failures'])} trials failed (listed in manifest.json); "
-                   "run the same command again to retry only them", err=True)
-
-
 # --- analyze / export ----------------------------------------------------------------------------
 @cli.command()
 @click.argument("dirs", nargs=-1, required=True, type=click.Path())
@@ -377,7 +243,7 @@ def _report_collection(out, manifest: dict) -> None:
 @ppi_options
 def analyze(dirs, out, no_plots, check_r, **ppi):
     """Analyze one run folder (or several of one study, to compare models)."""
-    from simsubjects.analyze.run import analyze_runs
+    from simsubjects.publish.analysis import analyze_runs
     from simsubjects.cli.ppi import check_ppi_inputs, ppi_requested, ppi_table
 
     check_ppi_inputs(ppi)

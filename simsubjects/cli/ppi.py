@@ -193,7 +193,7 @@ def plan_command(pilot, outcome, prediction, unit, estimand, x, term, where, wid
     table = plan(df, outcome=outcome, prediction=prediction, estimand=estimand, x=xs, term=term, n_model=n_model,
                  subsample=subsample, seed=seed, width=width, effect=effect, target_power=target_power,
                  humans=humans, level=level)
-    from simsubjects.cli.commands import echo_table
+    from simsubjects.cli.options import echo_table
 
     n_lab = int(df[outcome].notna().sum()) if not subsample else subsample
     echo_table(f"plan for {table['term'].iloc[0]} from a pilot of {n_lab} human units "

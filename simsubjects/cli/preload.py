@@ -73,7 +73,9 @@ def fingerprint() -> dict:
     # interpreter options too (-X importtime, -W error, -O): such a run wants its own imports; -P
     # (safe_path) is the server's own and only decides sys.path[0], which the child takes from the client
     flags = {f: getattr(sys.flags, f) for f in sys.flags.__match_args__ if f != "safe_path"}
-    return {"python": sys.executable, "package": os.path.dirname(os.path.abspath(__file__)),
+    # the whole simsubjects package (this file is in simsubjects/cli/)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return {"python": sys.executable, "package": package,
             "version": __version__, "env": import_env(),
             "interpreter": [flags, sys.warnoptions, {k: str(v) for k, v in sys._xoptions.items()}]}
 
@@ -275,7 +277,10 @@ def start(idle_minutes: float = IDLE_MINUTES, wait: float = 300.0) -> tuple[dict
         os.unlink(path)  # left by a killed server (connect failed above)
     fd = os.open(os.path.join(d, "preload.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     # only the import-time environment: API keys and other secrets never enter the long-lived server
-    code = f"from simsubjects.cli.preload import serve; serve({idle_minutes!r})"
+    # the server runs the commands' entry point, handed to it here: this module (also the light client
+    # that `simsubjects.launch` imports) never imports the commands itself
+    code = ("from simsubjects.cli.commands import main; from simsubjects.cli.preload import serve; "
+            f"serve({idle_minutes!r}, main)")
     proc = subprocess.Popen([sys.executable, "-P", "-c", code], env=import_env(), cwd=d, stdin=subprocess.DEVNULL,
                             stdout=fd, stderr=fd, start_new_session=True)
     os.close(fd)
@@ -325,7 +330,8 @@ def _log(msg: str) -> None:
 
 
 class Server:
-    def __init__(self, idle_minutes: float):
+    def __init__(self, idle_minutes: float, entry):
+        self.entry = entry  # the commands' main(), run in each forked child
         self.fingerprint, before = fingerprint(), dict(os.environ)  # as a client sees it: before the imports
         t0 = time.monotonic()
         _preload()
@@ -516,7 +522,7 @@ class Server:
                 os.close(fd)
             for c in (conn, self.listener, *[c for c in self.children.values() if c is not None]):
                 c.close()
-            code = run_child(msg, fds, self.import_set)
+            code = run_child(msg, fds, self.import_set, self.entry)
         except BaseException as e:  # noqa: BLE001 - never back into the server's loop
             try:
                 print(f"error: the preload child failed ({type(e).__name__}); run with SIMSUBJECTS_PRELOAD=off",
@@ -527,7 +533,7 @@ class Server:
             os._exit(code)
 
 
-def run_child(msg: dict, fds: list[int], import_set: dict) -> int:
+def run_child(msg: dict, fds: list[int], import_set: dict, main) -> int:
     """In the forked child: become the client's process (folder, environment, umask, stdio), run the CLI."""
     import atexit
 
@@ -550,8 +556,6 @@ def run_child(msg: dict, fds: list[int], import_set: dict) -> int:
     _reopen_streams(msg["streams"])
     if "numpy" in sys.modules:  # a fresh process seeds numpy's global generator from the OS; so does this one
         sys.modules["numpy"].random.seed()
-    from simsubjects.cli.commands import main
-
     try:
         code = main()
     except SystemExit as e:
@@ -590,9 +594,9 @@ def _flush() -> None:
             pass
 
 
-def serve(idle_minutes: float = IDLE_MINUTES) -> None:
-    """The server process's body (started by `start`)."""
-    server = Server(idle_minutes)
+def serve(idle_minutes: float, entry) -> None:
+    """The server process's body (started by `start`); `entry` is the commands' main()."""
+    server = Server(idle_minutes, entry)
     try:
         server.loop()
     except BaseException as e:  # noqa: BLE001 - log the kind, remove the socket

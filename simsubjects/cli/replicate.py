@@ -78,7 +78,7 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     Returns the folder's manifest (also written to out/manifest.json). `loaded_model`: an already
     loaded model to use instead of loading `model` (tests share one).
     """
-    from simsubjects.analyze.run import analyze_runs
+    from simsubjects.publish.analysis import analyze_runs
     from simsubjects.collect.models import load_model, parse_spec
     from simsubjects.collect.pipeline import run_study, versions
     from simsubjects.publish.export import export_run
@@ -316,6 +316,6 @@ def plan_all(paper_names, scale: float, only: list[str], out: Path, seed: int = 
 
 
 def _is_study_file(name) -> bool:
-    from simsubjects.cli.studyfile import is_study_file
+    from simsubjects.studyfile import is_study_file
 
     return is_study_file(name)

@@ -8,13 +8,10 @@ from pathlib import Path
 import click
 
 from ..errors import UserError
+from ..studyfile import is_study_file  # noqa: F401 - also named here by callers
 
 STARTERS = Path(__file__).parent / "starters"
 KINDS = ("survey", "vignette", "estimation")
-
-
-def is_study_file(name: str) -> bool:
-    return str(name).lower().endswith((".yaml", ".yml"))
 
 
 class CollectGroup(click.Group):
@@ -32,7 +29,7 @@ class CollectGroup(click.Group):
 
 def file_command(path: str) -> click.Command:
     """`collect STUDY.yaml`: the options of every collection, plus --method, --n and --judge-model."""
-    from simsubjects.cli.commands import model_options
+    from simsubjects.cli.options import model_options
 
     def run(**kw):
         _collect_file(path, kw)
@@ -49,7 +46,7 @@ def file_command(path: str) -> click.Command:
 
 
 def _collect_file(path: str, kw: dict) -> None:
-    from simsubjects.cli.commands import _model_kwargs, _report_collection, echo_table
+    from simsubjects.cli.options import _model_kwargs, _report_collection, echo_table
     from ..collect.pipeline import run_study
     from simsubjects.studyfile.adapter import file_parameters, study_def
     from simsubjects.studyfile.design import build_trials
@@ -78,7 +75,7 @@ def _collect_file(path: str, kw: dict) -> None:
     params = {"studyfile": file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
               "judge_model": kw["judge_model"]}
     if kw["dry_run"]:  # as for a built-in study: counted by the tokenizer, no weights, nothing written
-        from simsubjects.cli.commands import _dry_run_report
+        from simsubjects.cli.options import _dry_run_report
         from simsubjects.cli.dryrun import check_prices, dry_run_study
 
         check_prices(kw["price_in"], kw["price_out"])

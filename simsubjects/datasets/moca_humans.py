@@ -27,6 +27,27 @@ import pandas as pd
 
 from simsubjects.errors import UserError
 
+# MoCa's factors as contrasts A - B (read by analyze/amce.py and analyze/ppi_moca.py): A is the
+# attribute the literature expects to raise P(Yes) (causal: judged a cause; moral: judged
+# permissible). Conjunctive - Disjunctive has no such expectation and keeps the annotation order.
+CONTRASTS: dict[str, dict[str, tuple[str, str]]] = {
+    "causal": {
+        "causal_structure": ("Conjunctive", "Disjunctive"),
+        "agent_awareness": ("Aware", "Unaware"),
+        "norm_type": ("Prescriptive", "Statistical"),
+        "event_normality": ("Abnormal", "Normal"),
+        "action_omission": ("Action", "Omission"),
+        "time": ("Late", "Early"),
+    },
+    "moral": {
+        "causal_role": ("Side effect", "Means"),
+        "personal_force": ("Impersonal", "Personal"),
+        "evitability": ("Inevitable", "Avoidable"),
+        "beneficence": ("Self-beneficial", "Other-beneficial"),
+        "locus_of_intervention": ("Agent of harm", "Patient of harm"),
+    },
+}
+
 TASKS = ("causal", "moral")
 MODEL_NAME = "moca-human"
 

@@ -19,7 +19,7 @@ import pandas as pd
 from simsubjects.collect.store import load_run
 from simsubjects.errors import UserError
 from .export_rds import add_labels, no_r_note, rscript, write_plain
-from simsubjects.collect.output import staged_folder
+from simsubjects.collect.store import staged_folder
 from simsubjects.collect.schema import labels as study_labels
 
 FORMATS = ("csv", "parquet", "rds", "dta", "sav")
@@ -159,7 +159,7 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     if "rds" in formats and rscript() is None:
         print(no_r_note(), file=sys.stderr)
     # Everything is written into a staging folder beside outdir and swapped in whole
-    # (simsubjects.collect.output): a failed or killed export leaves the earlier export as it was, and
+    # (simsubjects.collect.store): a failed or killed export leaves the earlier export as it was, and
     # the files of formats not asked for this time are kept.
     names_out: list[str] = []
     rds_jobs = []  # (file, labels): labelled by one R process once every table is written

@@ -21,7 +21,7 @@ import pandas as pd
 
 from simsubjects import __version__
 from simsubjects.collect.store import atomic_write_bytes
-from simsubjects.collect.output import write_error
+from simsubjects.collect.store import write_error
 from simsubjects.collect.runcheck import check_manifest
 from simsubjects.errors import UserError
 from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, table  # noqa: F401 - re-exported
@@ -208,7 +208,7 @@ details{margin:6px 0 10px}summary{cursor:pointer;color:#2f5d8a}nav ul{columns:2;
 
 
 def _analyze(run: Run, analyses: dict | None) -> None:
-    from simsubjects.analyze.run import analyze_runs
+    from simsubjects.publish.analysis import analyze_runs
 
     if run.error:
         return

@@ -7,7 +7,7 @@ design.py    trials: factors crossed or sampled, subjects, repetitions, option o
 collect.py   asking a model: k-choice, numeric estimates, free text judged by k-choice prompts
 analyses.py  the analyses a study file names
 adapter.py   a `Study` as the package's study declaration (StudyDef); the one place that knows it
-cli.py       `collect STUDY.yaml`, `study check`, `study new`
+(the commands `collect STUDY.yaml`, `study check`, `study new` are in simsubjects/cli/studyfile.py)
 """
 
 
@@ -17,3 +17,8 @@ def __getattr__(name):  # Study and load_study on first use: `simsubjects --help
 
         return getattr(spec, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def is_study_file(name) -> bool:
+    """A command-line name that is a study file's path (collect STUDY.yaml, replicate STUDY.yaml)."""
+    return str(name).lower().endswith((".yaml", ".yml"))

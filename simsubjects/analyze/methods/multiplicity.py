@@ -96,36 +96,3 @@ def adjusted_columns(df: pd.DataFrame) -> list[tuple[str, str]]:
     """(p column, method) pairs of the adjusted columns a table carries."""
     return [(c[: -len(m) - 1], m) for c in df.columns for m in METHODS
             if c.endswith(f".{m}") and c[: -len(m) - 1] in df]
-
-
-def check_r_rows(r, tables: dict[str, pd.DataFrame], tol: float = 1e-12) -> list[dict]:
-    """`--check-r`: every adjusted column recomputed by R's p.adjust (R: adjust_p), the worst row each."""
-    from simsubjects.analyze.check_r import compare
-
-    rows = []
-    for name, df in tables.items():
-        pairs = adjusted_columns(df)
-        if not pairs or df.empty:
-            continue
-        if "family" in df:  # long: one family per value of `family`
-            for pcol, m in pairs:
-                res = r("adjust_p", df[pcol].to_numpy(float), df["family"].astype(str).tolist(),
-                        "holm" if m == "holm" else "BH")
-                rows.append(_worst(f"{name} {pcol}.{m} (p.adjust)", df[f"{pcol}.{m}"], res["p.adjusted"], tol, compare))
-        else:  # wide: one family per model (WIDE_BY)
-            base = sorted({pc for pc, _ in pairs}, key=list(df.columns).index)
-            flat = df[base].to_numpy(float).ravel()
-            for m in METHODS:
-                res = r("adjust_p", flat, _wide_families(df, len(base)), "holm" if m == "holm" else "BH")
-                py = df[[f"{c}.{m}" for c in base]].to_numpy(float).ravel()
-                rows.append(_worst(f"{name} p-values .{m} (p.adjust)", pd.Series(py), res["p.adjusted"], tol, compare))
-    return rows
-
-
-def _worst(label, py, r, tol, compare) -> dict:
-    py, r = np.asarray(py, float), np.asarray(r, float)
-    both_nan = np.isnan(py) & np.isnan(r)
-    diff = np.where(both_nan, 0.0, np.abs(py - r))
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    i = int(np.argmax(diff)) if diff.size else 0
-    return compare(label, py[i] if py.size else np.nan, r[i] if r.size else np.nan, tol)

@@ -459,7 +459,7 @@ def _cut_at_stop(text: str, stop: Sequence[str]) -> str:
 
 # -- registration: hf:/path (a model folder or a GGUF file) and the embedded smollm2 --------------------
 def _parse_hf(rest: str, spec: str) -> tuple[str, list[str]]:
-    from . import _check_local
+    from .spec import _check_local
 
     if not rest:
         raise UserError(f"model spec {spec!r} names no model; write hf:/path/to/model")
@@ -475,7 +475,7 @@ def _parse_embedded(rest: str, spec: str) -> tuple[str, list[str]]:
 
 
 def _load_embedded(name: str, urls: list[str], spec: str, trust_remote_code: bool = False, **options) -> HFModel:
-    from . import smollm2_path
+    from .spec import smollm2_path
 
     return HFModel(smollm2_path(), spec=spec, **options)  # never remote code: it is a bundled GGUF
 

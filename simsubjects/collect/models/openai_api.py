@@ -360,7 +360,7 @@ class OpenAIModel:
 
 # -- registration: openai:MODEL and openai:MODEL@URL1,URL2 ---------------------------------------------
 def _parse_openai(rest: str, spec: str) -> tuple[str, list[str]]:
-    from . import check_url
+    from .spec import check_url
 
     shown = redact(spec)
     if not rest:

@@ -16,10 +16,10 @@ What the server says about itself (model ids, the answering model) is kept redac
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 from ...redact import server_string
-from .openai_scoring import (  # noqa: F401 (ECHO_TOLERANCE: re-exported)
+from .openai_scoring import (  # noqa: F401 (ECHO_TOLERANCE, Mode: re-exported)
+    Mode,
     ECHO_TOLERANCE,
     EOS_REDRAWS,
     Inexact,
@@ -41,19 +41,6 @@ PROBE_RETRIES = 1
 # llama.cpp-family servers default to top_k=40, min_p=0.05, repeat_penalty=1.1, which would bias
 # "temperature 1" sampling; these neutral values are tried first on non-OpenAI hosts.
 _NEUTRAL_SAMPLERS = ({"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}, {"top_k": -1, "min_p": 0.0}, {})
-
-
-@dataclass
-class Mode:
-    """What the endpoint supports, found by `detect`."""
-
-    api: str = "completions"  # "completions" | "chat": used for sampling and `complete`
-    logprobs: str = "sample"  # "echo" | "prompt_logprobs" | "top" | "sample"
-    top_k: int = 0  # how many top log-probabilities one request returns
-    extras: dict = field(default_factory=dict)  # neutral sampler settings the server accepted
-    n_ok: bool | None = None  # does the server honour `n` > 1? (None: not known yet)
-    served_models: list = field(default_factory=list)  # redacted ids
-    server_model: str = ""  # the model id the server answered with, redacted
 
 
 async def detect(tr: Transport, api: str = "auto", logprobs: str = "auto") -> Mode:

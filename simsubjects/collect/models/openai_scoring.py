@@ -18,12 +18,25 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from .openai_transport import Transport
 
-if TYPE_CHECKING:
-    from .openai_probe import Mode
+
+# What the endpoint supports; found by openai_probe.detect, read by every scoring call (here so that
+# scoring needs nothing from the probe, which builds on scoring).
+@dataclass
+class Mode:
+    """What the endpoint supports, found by `detect`."""
+
+    api: str = "completions"  # "completions" | "chat": used for sampling and `complete`
+    logprobs: str = "sample"  # "echo" | "prompt_logprobs" | "top" | "sample"
+    top_k: int = 0  # how many top log-probabilities one request returns
+    extras: dict = field(default_factory=dict)  # neutral sampler settings the server accepted
+    n_ok: bool | None = None  # does the server honour `n` > 1? (None: not known yet)
+    served_models: list = field(default_factory=list)  # redacted ids
+    server_model: str = ""  # the model id the server answered with, redacted
+
 
 ECHO_TOLERANCE = 0.05  # nats; echo vs next-token log-probabilities of the same token
 EOS_REDRAWS = 4  # seeded redraws when the next-token answer came back without log-probabilities

@@ -113,7 +113,7 @@ STUDY = StudyDef(
     papers=(Plan(HHY2014, lambda s: {"respondents": size(1_396, s, floor=50), "tasks": 5, "orders": "both"},
                  "1,396 respondents x 5 forced choices between two immigrants, each asked in both orders "
                  "(at least 50 respondents)", order=1),),
-    report="simsubjects.analyze.conjoint_study:report_section",
+    report="simsubjects.publish.sections.conjoint:report_section",
     check_r="simsubjects.analyze.conjoint_study:check_conjoint",
     r_code="simsubjects.analyze.conjoint_study:r_block",
 )

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ...analyze.tidy import trial_total  # trial ids repeat across stacked runs
+from ...analyze.tidy import trial_total  # climbs a layer (docs/architecture.md): one definition of a trial's rows, analyze/tidy.py
 
 from ...errors import UserError
 from .registry import fill_template

@@ -41,7 +41,6 @@ EXACT_OPTIONS = {"yesno": (" Yes", " No"), "ab": (" A", " B")}
 EXACT_LABELS = ("Yes", "No")
 SAMPLED_OPTIONS = ("Yes", "No", "not sure")
 SAMPLED_LABELS = ("Yes", "No", "not sure")
-from ...analyze.choice_stats import NOT_SURE_VALUE, p_yes  # noqa: E402,F401 (moved to analyze/)
 
 
 def load_personas() -> pd.DataFrame:

@@ -223,7 +223,7 @@ OPINION_SURVEY = StudyDef(
                  "the bundled 20-question ATP-style survey beside its synthetic respondents by party (both OpinionQA "
                  "formats), asked with the default prompt and with 20 Argyle-style personas per party drawn from the "
                  "bundled respondents by weight, options in a random order per subject", order=1),),
-    report="simsubjects.analyze.opinion:report_section",
+    report="simsubjects.publish.sections.opinion_survey:report_section",
     check_r="simsubjects.analyze.opinion:check_r_opinion_survey",
     r_function="replicate_opinion_survey",
 )

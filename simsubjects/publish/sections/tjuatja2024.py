@@ -54,7 +54,7 @@ def survey_bias(run: Run) -> list[str]:
 
 def _order_effects(run: Run) -> list[str]:
     """With --order other than fixed (issue 15): the order-effect tables that analyze adds."""
-    from simsubjects.analyze.order_effects import report_block
+    from simsubjects.publish.sections.order_effects import report_block
 
     b = report_block(run.analysis.tables, f"{run.rel}/analysis/order_effects.csv",
                      "The options of each question form were reordered (collect --order); Δb above pools the orderings.")

@@ -1,0 +1,26 @@
+"""Report section of the immigration conjoint (Hainmueller, Hopkins & Yamamoto 2014): AMCEs beside
+HHY's respondents, the omnibus test, speed. The numbers come from analyze/conjoint_study.py."""
+from __future__ import annotations
+
+from simsubjects.analyze.conjoint_study import side_by_side
+from simsubjects.publish.report import block, fmt, table
+
+
+def report_section(run) -> list[str]:
+    """The report's block: AMCEs side by side, omnibus test, speed."""
+    t = run.analysis.tables
+    m = run.manifest
+    c = m.get("counts", {})
+    out = [block("AMCE per level: HHY's respondents beside the model", table(side_by_side(t["amce"]), max_rows=60),
+                 "One regression on all nine attributes with the two restriction interactions, errors clustered "
+                 "by respondent (cregg's conventions); baseline levels are 0.")]
+    if "anova_model_vs_people" in t:
+        out.append(block("Does the model's choice differ from people's? (cregg cj_anova)",
+                         table(t["anova_model_vs_people"]),
+                         "F test of every attribute x (model vs people) interaction."))
+    speed = (f"{c.get('tasks', '–')} tasks ({c.get('task_orders', '–')} task orders) in "
+             f"{fmt(m.get('timings', {}).get('collection_seconds'))} s: {fmt(c.get('tasks_per_second'))} tasks per "
+             f"second; forward passes {c.get('forward_passes', '–')} (one per task order at most: both answers are "
+             "single tokens after the same prompt).")
+    out.append(f'<p class="note">{speed}</p>')
+    return out

@@ -1,0 +1,161 @@
+"""The package's layers (docs/architecture.md), read from the source with `ast`: no import circle
+among modules, and every import that climbs to a higher layer is one of the few listed here, each
+with a comment on its line. Imports inside functions (and under TYPE_CHECKING) count as imports."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "simsubjects"
+
+# bottom first: a module may import its own layer and the layers below it
+LAYERS = [
+    ("base", ["simsubjects", "simsubjects.errors", "simsubjects.redact"]),
+    ("collect", ["simsubjects.datasets", "simsubjects.collect"]),
+    ("analyze", ["simsubjects.analyze"]),
+    ("studyfile", ["simsubjects.studyfile"]),
+    ("papers", ["simsubjects.papers"]),
+    ("publish", ["simsubjects.publish"]),
+    ("cli", ["simsubjects.cli"]),
+    ("entry", ["simsubjects.launch", "simsubjects.__main__"]),
+]
+# (importing module, imported module): imports allowed to climb, at most 3, each commented where it is
+CLIMBS = {
+    ("simsubjects.collect.studies.conjoint_design", "simsubjects.analyze.tidy"),
+}
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for f in PACKAGE.rglob("*.py"):
+        parts = list(f.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = f
+    return out
+
+
+def imports(name: str, path: Path, known: dict) -> list[tuple[str, int]]:
+    """(imported module, line) of every import statement in the file, at any depth."""
+    is_pkg = path.name == "__init__.py"
+    pkg = name.split(".") if is_pkg else name.split(".")[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(pkg[:len(pkg) - node.level + 1] + ([node.module] if node.module else []))
+            for a in node.names:  # `from pkg import module` imports that module
+                sub = f"{base}.{a.name}"
+                found.append((sub if sub in known else base, node.lineno))
+    return [(m, line) for m, line in found if m.split(".")[0] == "simsubjects" and m != name]
+
+
+def layer(name: str) -> int:
+    best, rank = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (name == p or name.startswith(p + ".")) and len(p) > best:
+                best, rank = len(p), i
+    assert rank is not None, f"{name}: in no layer of docs/architecture.md (add it to LAYERS)"
+    return rank
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    g = {m: set() for m in mods}
+    for m, f in mods.items():
+        for t, _ in imports(m, f, mods):
+            while t not in mods and "." in t:  # `import simsubjects.x.y` names a module; an attribute's owner
+                t = t.rsplit(".", 1)[0]
+            if t in mods and t != m:
+                g[m].add(t)
+    return g
+
+
+def circles(g: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), and modules importing themselves."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        work = [(v, iter(sorted(g[v])))]
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        while work:
+            node, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(g[w]))))
+                    break
+                if w in on:
+                    low[node] = min(low[node], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == node:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_circles_are_found():
+    """The finder itself: a three-module ring and a pair are reported, a chain is not."""
+    g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d"}, "f": {"a"}, "x": set()}
+    assert sorted(circles(g)) == [["a", "b", "c"], ["d", "e"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle():
+    assert circles(graph()) == []
+
+
+def test_function_level_imports_are_read():
+    """`simsubjects.cli.commands` imports publish.analysis only inside a function: the graph has it."""
+    assert "simsubjects.publish.analysis" in graph()["simsubjects.cli.commands"]
+
+
+def test_imports_climb_only_where_listed_and_commented():
+    mods = modules()
+    climbs = []
+    for m, f in sorted(mods.items()):
+        lines = f.read_text(encoding="utf-8").splitlines()
+        for t, line in imports(m, f, mods):
+            if layer(t) > layer(m):
+                climbs.append((m, t))
+                assert (m, t) in CLIMBS, f"{f}:{line}: {m} ({LAYERS[layer(m)][0]}) imports {t} " \
+                                         f"({LAYERS[layer(t)][0]}), a higher layer (docs/architecture.md)"
+                assert "#" in lines[line - 1], f"{f}:{line}: a climbing import says why in a comment"
+    assert len(CLIMBS) <= 3 and set(climbs) == CLIMBS
+
+
+def test_only_publish_renders_html():
+    for m, f in modules().items():
+        if m.startswith("simsubjects.publish"):
+            continue
+        text = f.read_text(encoding="utf-8")
+        assert "htmlkit" not in text and "<p class=" not in text and "<div" not in text, f"{f}: HTML outside publish/"
+
+
+def test_at_most_six_loose_modules():
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= 6, loose

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from simsubjects.datasets.moca_humans import data_dir, load_moca
-from simsubjects.collect.studies.moca import build_trials, load_personas, p_yes
+from simsubjects.analyze.choice_stats import p_yes
+from simsubjects.collect.studies.moca import build_trials, load_personas
 from simsubjects.errors import UserError
 
 

@@ -418,7 +418,7 @@ items:
 
 # ------------------------------------------------------------------------------ built-ins as study files
 
-ULTIMATUM = ROOT / "simsubjects" / "studyfile" / "builtin" / "ultimatum"
+ULTIMATUM = ROOT / "tests" / "data" / "builtin_studyfiles" / "ultimatum"
 
 
 def _ultimatum_file(tmp_path, pairs: int) -> Path:
@@ -483,7 +483,7 @@ def test_cli_collect_validate_analyze_report_a_study_file(smollm2, tmp_path, mon
 def test_moca_study_file_gives_the_commands_trials():
     from simsubjects.collect.studies.moca import study_items
 
-    mine, _ = build_trials(load_study(ROOT / "simsubjects" / "studyfile" / "builtin" / "moca" / "study.yaml"))
+    mine, _ = build_trials(load_study(ROOT / "tests" / "data" / "builtin_studyfiles" / "moca" / "study.yaml"))
     theirs, _ = study_items(task="causal")
     assert len(theirs) == 144
     pd.testing.assert_frame_equal(mine[theirs.columns], theirs)
@@ -496,7 +496,7 @@ def test_moca_study_file_gives_the_commands_responses_with_votes(smollm2, tmp_pa
     theirs, _ = run_study(get_study("moca"), "smollm2", tmp_path / "cmd", model=smollm2, show_progress=False,
                           params={"task": "causal", "stories": 3, "seed": 0})
     assert set(theirs["source"]) == {"model", "human"}  # the command adds the 25 votes per story; so does the file
-    study = load_study(ROOT / "simsubjects" / "studyfile" / "builtin" / "moca" / "study.yaml")
+    study = load_study(ROOT / "tests" / "data" / "builtin_studyfiles" / "moca" / "study.yaml")
     study.items = study.items[:3]  # --stories 3
     study.human = study.human[study.human["item"].isin([it.id for it in study.items])]
     mine, _, _ = _collect(smollm2, study, tmp_path / "file")

@@ -1,4 +1,4 @@
-"""The built-in k-choice studies as study files (simsubjects/studyfile/builtin, docs/studies.md):
+"""The built-in k-choice studies as study files (tests/data/builtin_studyfiles, docs/studies.md):
 each gives the command's trials (prompts compared exactly) and the command's responses table
 (probabilities equal to 1e-12) on the embedded model; study files in `replicate`."""
 
@@ -18,7 +18,7 @@ from simsubjects.studyfile import load_study
 from simsubjects.studyfile.design import build_trials
 
 ROOT = Path(__file__).resolve().parents[1]
-BUILTIN = ROOT / "simsubjects" / "studyfile" / "builtin"
+BUILTIN = ROOT / "tests" / "data" / "builtin_studyfiles"
 
 
 def _file(name: str, tmp_path: Path, replace: tuple[str, str] | None = None) -> Path:

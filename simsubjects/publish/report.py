@@ -31,7 +31,7 @@ from simsubjects.papers import KIND, paper_of, papers, study_title, validity_ref
 def studyfile_title(manifest: dict, folder: Path) -> str | None:
     """The title of a study-file run (from its copy of the file), or None for a built-in study's run.
 
-    A study file may share a built-in study's name (simsubjects/studyfile/builtin); its run still gets
+    A study file may share a built-in study's name (tests/data/builtin_studyfiles); its run still gets
     the generic section with the file's own title, never the built-in study's paper tables.
     """
     info = (manifest.get("parameters") or {}).get("studyfile")

@@ -30,6 +30,7 @@ from simsubjects.errors import UserError
 from simsubjects.collect.studies.registry import resolve
 from simsubjects.papers import ALL, KIND, Paper, plan_studies, resolve_papers, size  # noqa: F401 - re-exported
 from simsubjects.redact import redact, redact_obj
+from simsubjects.studyfile.origin import file_of
 
 EXPORT_FORMATS = ["parquet", "csv", "rds", "dta"]
 
@@ -113,8 +114,8 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     for paper, plan, study, params in rows:
         entry = {"paper": paper.key, "study": study.name, "folder": study.name, "design_at_scale_1": plan.design,
                  "parameters": params}
-        if "studyfile" in params:  # the report and analysis.R treat it as a study file, not the built-in study
-            entry["studyfile"] = params["studyfile"]["file"]
+        if file_of(params):  # the report and analysis.R treat it as a study file, not the built-in study
+            entry["studyfile"] = file_of(params)
         entries.append(entry)
         m = study.methods[0] if method == "auto" or method not in study.methods else method
         k = n if n is not None else (plan.samples(scale) if plan.samples else 50)
@@ -268,7 +269,7 @@ rows <- function(lst) { lst <- Filter(Negate(is.null), lst); if (length(lst)) do
 def _r_block(study, entry: dict) -> str:
     """The lines of analysis.R for one study: the R function its declaration names, on its folder."""
     folder = entry["folder"]
-    if entry.get("studyfile"):  # a study file's run (even one named like a built-in study): no R twin
+    if file_of(entry.get("parameters") or {}):  # a study file's run (even one named like a built-in study): no R twin
         study = None
     if study is not None and study.r_code and not study.r_function:
         code = study.r_code

@@ -48,7 +48,7 @@ def file_command(path: str) -> click.Command:
 def _collect_file(path: str, kw: dict) -> None:
     from simsubjects.cli.options import _model_kwargs, _report_collection, echo_table
     from ..collect.pipeline import run_study
-    from simsubjects.studyfile.adapter import file_parameters, study_def
+    from simsubjects.studyfile.adapter import KEY, file_parameters, study_def
     from simsubjects.studyfile.design import build_trials
     from simsubjects.studyfile.spec import load_study
 
@@ -72,7 +72,7 @@ def _collect_file(path: str, kw: dict) -> None:
     method = kw["method"] or sdef.methods[0]
     if method not in sdef.methods:
         raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
-    params = {"studyfile": file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
+    params = {KEY: file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
               "judge_model": kw["judge_model"]}
     if kw["dry_run"]:  # as for a built-in study: counted by the tokenizer, no weights, nothing written
         from simsubjects.cli.options import _dry_run_report

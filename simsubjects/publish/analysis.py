@@ -9,7 +9,7 @@ from typing import Callable
 import pandas as pd
 
 from ..collect.store import load_run
-from ..collect.studies.registry import get_study, resolve
+from ..collect.studies.registry import resolve
 from ..errors import UserError
 from simsubjects.collect.store import staged_folder
 from simsubjects.analyze.tidy import stack_runs
@@ -43,9 +43,9 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     if len(studies) > 1:
         raise UserError(f"cannot analyze runs of different studies together: {sorted(studies)}")
     study = studies.pop()
-    from ..studyfile.adapter import study_for_run
+    from ..studyfile.origin import study_def  # which study made the run: a study file or a declared one
 
-    spec = study_for_run(dirs[0], runs[0][0]) or get_study(study)
+    spec = study_def(dirs[0], runs[0][0])
     if not spec.analyze:
         raise UserError(f"{dirs[0]}: no analysis registered for study {study!r}")
     responses = stack_runs([r for _, r, _ in runs], _run_labels(dirs))

@@ -29,21 +29,14 @@ from simsubjects.papers import KIND, paper_of, papers, study_title, validity_ref
 
 
 def studyfile_title(manifest: dict, folder: Path) -> str | None:
-    """The title of a study-file run (from its copy of the file), or None for a built-in study's run.
+    """The title of a study-file run, or None for a built-in study's run (studyfile/origin.py).
 
-    A study file may share a built-in study's name (tests/data/builtin_studyfiles); its run still gets
-    the generic section with the file's own title, never the built-in study's paper tables.
+    A study file may share a built-in study's name; its run still gets the generic section with the
+    file's own title, never the built-in study's paper tables.
     """
-    info = (manifest.get("parameters") or {}).get("studyfile")
-    if not isinstance(info, dict) or not info.get("file"):
-        return None
-    try:
-        import yaml
+    from simsubjects.studyfile.origin import title
 
-        data = yaml.safe_load((Path(folder) / info["file"]).read_text(encoding="utf-8"))
-        return str(data.get("title") or manifest.get("study", "?"))
-    except Exception:  # noqa: BLE001 - a missing or damaged copy: the section still renders
-        return str(manifest.get("study", "?"))
+    return title(manifest, folder)
 
 
 def section(run: Run) -> str:
@@ -157,11 +150,12 @@ def _read_json(path: Path) -> dict | None:
 def collect_command(man: dict, folder: str) -> str:
     """An equivalent `simsubjects collect` command for a single run folder."""
     study = man.get("study", "?")
-    params = dict(man.get("parameters", {}))
+    from simsubjects.studyfile.origin import file_of, without_file
+
+    params = without_file(dict(man.get("parameters", {})))
     args = ["simsubjects", "collect", study.replace("_", "-"), "--model", man.get("model", {}).get("spec", "?")]
-    studyfile = params.pop("studyfile", None)
-    if isinstance(studyfile, dict) and studyfile.get("file"):  # a study file: its copy in the run folder
-        args[2] = f"{folder}/{studyfile['file']}"
+    if file_of(man.get("parameters", {})):  # a study file: the command names its copy in the run folder
+        args[2] = f"{folder}/{file_of(man.get('parameters', {}))}"
         args += ["--judge-model", params["judge_model"]] if params.get("judge_model") else []
     try:
         from simsubjects.collect.studies.registry import get_study

@@ -6,7 +6,8 @@ tables.py    the tables beside the file (CSV, XLSX, .sav, .dta, parquet)
 design.py    trials: factors crossed or sampled, subjects, repetitions, option orders, prompts
 collect.py   asking a model: k-choice, numeric estimates, free text judged by k-choice prompts
 analyses.py  the analyses a study file names
-adapter.py   a `Study` as the package's study declaration (StudyDef); the one place that knows it
+adapter.py   a `Study` as the package's study declaration (StudyDef)
+origin.py    which study made a run: a built-in study, a study file (its copy in the run folder), an import
 (the commands `collect STUDY.yaml`, `study check`, `study new` are in simsubjects/cli/studyfile.py)
 """
 

@@ -16,6 +16,8 @@ from ..collect.studies.registry import StudyDef
 from ..errors import UserError
 from .spec import Study, load_study
 
+KEY = "studyfile"  # the parameter a study file's run records (read back by origin.py)
+
 COPY = "study"  # folder of the run that holds the study file and its tables
 
 
@@ -74,19 +76,6 @@ def _summary(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return {k: v for k, v in tables.items() if k != "trials"}
 
 
-def study_for_run(run_dir, manifest: dict) -> StudyDef | None:
-    """The StudyDef of a run collected from a study file (None for a built-in study's run)."""
-    params = manifest.get("parameters") or {}
-    info = params.get("studyfile") if isinstance(params, dict) else None
-    if not isinstance(info, dict) or not info.get("file"):
-        return None
-    path = Path(run_dir) / info["file"]
-    if not path.is_file():
-        raise UserError(f"{run_dir}: the copy of the study file ({info['file']}) is missing; re-run the collection")
-    seed = params.get("seed")  # the run's seed (collect --seed), so seeded tables are drawn as collected
-    return study_def(load_study(path, seed=seed if isinstance(seed, int) else None))
-
-
 def replicate_row(path: str, out, seed: int | None = None):
     """(paper, plan, study, params) of a study file for `simsubjects replicate STUDY.yaml --out DIR`.
 
@@ -99,5 +88,5 @@ def replicate_row(path: str, out, seed: int | None = None):
     study = load_study(path, seed=seed)
     paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title, note="a study file")
     plan = Plan(paper, lambda scale: {}, f"the study file's own design ({path}; --scale does not change it)")
-    params = {"studyfile": file_parameters(study), "seed": study.seed, "judge_model": None}
+    params = {KEY: file_parameters(study), "seed": study.seed, "judge_model": None}
     return paper, plan, study_def(study, out=Path(out) / study.name), params

@@ -1,0 +1,76 @@
+"""Which study made a run: the one place that tells a built-in study's run from a study file's.
+
+A run folder's manifest names its study. A run collected from a study file also records the file
+(`parameters.studyfile`: the path of its copy inside the run folder, and checksums), even when the
+file shares a built-in study's name: such a run is analyzed, reported and exported as the file says,
+never as the built-in study. A run imported from a released data set (`simsubjects
+import-responses`) records the release's format (`identity.imported`); it is a built-in study's run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from simsubjects.errors import UserError
+
+from .adapter import KEY  # the parameter a study file's run records
+
+
+@dataclass(frozen=True)
+class Origin:
+    study: str  # the study's name, as the manifest records it
+    file: str = ""  # a study file's copy, relative to the run folder ("" for a built-in study)
+    imported: str = ""  # the released format of an imported run ("" when a model answered)
+
+    @property
+    def is_study_file(self) -> bool:
+        return bool(self.file)
+
+
+def file_of(parameters) -> str:
+    """The study file's copy named by a run's (or a planned run's) parameters; "" for a built-in study."""
+    info = parameters.get(KEY) if isinstance(parameters, dict) else None
+    return str(info["file"]) if isinstance(info, dict) and info.get("file") else ""
+
+
+def origin(manifest: dict) -> Origin:
+    identity = manifest.get("identity") if isinstance(manifest.get("identity"), dict) else {}
+    return Origin(str(manifest.get("study", "?")), file_of(manifest.get("parameters") or {}),
+                  str(identity.get("imported") or ""))
+
+
+def without_file(parameters: dict) -> dict:
+    """The parameters a command line shows: the study file is the command's argument, not an option."""
+    return {k: v for k, v in parameters.items() if k != KEY}
+
+
+def title(manifest: dict, folder) -> str | None:
+    """The title of a study-file run (from its copy of the file), or None for a built-in study's run."""
+    o = origin(manifest)
+    if not o.is_study_file:
+        return None
+    try:
+        import yaml
+
+        data = yaml.safe_load((Path(folder) / o.file).read_text(encoding="utf-8"))
+        return str(data.get("title") or o.study)
+    except Exception:  # noqa: BLE001 - a missing or damaged copy: the section still renders
+        return o.study
+
+
+def study_def(folder, manifest: dict):
+    """The StudyDef that made the run: the study file's copy in the folder, else the declared study."""
+    o = origin(manifest)
+    if not o.is_study_file:
+        from simsubjects.collect.studies.registry import get_study
+
+        return get_study(o.study)
+    from .adapter import study_def as from_file
+    from .spec import load_study
+
+    path = Path(folder) / o.file
+    if not path.is_file():
+        raise UserError(f"{folder}: the copy of the study file ({o.file}) is missing; re-run the collection")
+    params = manifest.get("parameters") or {}
+    seed = params.get("seed")  # the run's seed (collect --seed), so seeded tables are drawn as collected
+    return from_file(load_study(path, seed=seed if isinstance(seed, int) else None))

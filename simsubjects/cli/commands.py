@@ -15,8 +15,8 @@ from simsubjects import __version__
 from simsubjects.cli.ppi import ppi_options, register as register_ppi
 from simsubjects.cli.preload_cmd import preload_group
 from simsubjects.cli.options import (  # noqa: F401 - the options collect STUDY, collect STUDY.yaml and replicate share
-    DEVICE_OPTION, MAX_N, SEED, TIMEOUT_OPTION, _check_model, _dry_run_report, _model_kwargs, _pandas,
-    _report_collection, echo_table, model_options, run_options)
+    BATCH_SIZE_OPTION, DEVICE_OPTION, MAX_N, SEED, TIMEOUT_OPTION, _check_model, _dry_run_report, _model_kwargs,
+    _pandas, _report_collection, backend_options, echo_table, model_options, run_options)
 from simsubjects.errors import UserError
 
 
@@ -300,17 +300,12 @@ def export(run_dir, to, out):
               help="auto: each study's default (exact log-probabilities); sampled: for servers without them.")
 @click.option("--n", default=None, type=click.IntRange(1, MAX_N),
               help="Valid answers per trial with --method sampled (default: the paper's, scaled).")
-@click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated.")
-@TIMEOUT_OPTION
-@click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template.")
-@click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default).")
-@DEVICE_OPTION
+@backend_options
 @run_options
 @click.option("--overwrite", is_flag=True, help="Replace run folders that hold different runs.")
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of every study's design: 0 to 4294967295.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
-@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
-              help="Trials per batch; each finished batch is saved before the next starts.")
+@BATCH_SIZE_OPTION
 def replicate(papers, **kw):
     """Replicate a paper (aher2023, tjuatja2024, nie2023, santurkar2023 or all) into one folder, ending with its report.
 

@@ -39,6 +39,25 @@ TIMEOUT_OPTION = click.option(
          "that does not answer the first request within it stops the run.")
 
 
+# how the model is reached and run: the same options, in this order, for collect and replicate
+BACKEND_OPTIONS = (
+    click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated."),
+    TIMEOUT_OPTION,
+    click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template."),
+    click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default)."),
+    DEVICE_OPTION,
+)
+BATCH_SIZE_OPTION = click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
+                                 help="Trials per batch; each finished batch is saved before the next starts.")
+
+
+def backend_options(f):
+    """--base-url, --timeout, --chat-template, --trust-remote-code, --device (collect and replicate)."""
+    for o in reversed(BACKEND_OPTIONS):
+        f = o(f)
+    return f
+
+
 def run_options(f):
     """Precision, placement, the weight cache, and --dry-run: options of collect and replicate."""
     opts = [
@@ -85,19 +104,14 @@ def model_options(f):
                      help="Model spec: smollm2 (embedded), hf:/path, openai:MODEL or openai:MODEL@URL."),
         click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False),
                      help="Run folder to write (re-running the same command resumes it)."),
-        click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated."),
-        TIMEOUT_OPTION,
-        click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template."),
-        click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default)."),
-        DEVICE_OPTION,
+        *BACKEND_OPTIONS,
         click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run."),
         click.option("--seed", default=0, show_default=True, type=SEED,
                      help="Seed of the design (names, samples): 0 to 4294967295."),
         click.option("--validate", is_flag=True,
                      help="Prompt validation: run a small sample and report validity rates only, never outcomes."),
         click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
-        click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
-                     help="Trials per batch; each finished batch is saved before the next starts."),
+        BATCH_SIZE_OPTION,
     ]
     for o in reversed(opts):
         f = o(f)

@@ -18,7 +18,7 @@ from ..errors import UserError
 from .spec import Study
 
 SYSTEM = ["source", "model"]
-BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n",
+BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n", "unit",
          "effect_size", "effect_size_type"]
 
 
@@ -80,27 +80,51 @@ def _groups(trials: pd.DataFrame, by: list[str]):
         yield dict(zip([*SYSTEM, *by], k if isinstance(k, tuple) else (k,))), g
 
 
+UNIT = "subject"  # the unit of every test: a subject (a model persona row, or a human respondent)
+
+
+def unit_means(g: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """One row per subject x `cols`: the mean score over that subject's trials (its option orders and
+    repeated draws), and its weight `tw`. Orderings and draws are never units: docs/silicon.md defines a
+    subject's answer as the mean over its orderings, and counting each ordering as a subject would double
+    n and count the order effect as noise."""
+    keys = [UNIT, *[c for c in cols if c != UNIT]]
+    u = g.assign(**{c: g[c].astype(str) for c in cols}).groupby(keys, sort=False, dropna=False)
+    return u.agg(score=("score", "mean"), tw=("tw", "mean")).reset_index()
+
+
 def _broom(res, est: float, n: int, es: float, es_type: str) -> dict:
     ci = res.confidence_interval()
     t = float(res.statistic)
     return {"estimate": est, "std.error": est / t if t else math.nan, "statistic": t, "df": float(res.df),
-            "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high), "n": n,
-            "effect_size": es, "effect_size_type": es_type}
+            "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high), "n": int(n),
+            "unit": UNIT, "effect_size": es, "effect_size_type": es_type}
+
+
+def _factor_column(g: pd.DataFrame, factor: str) -> pd.Series | None:
+    """The column a test groups by: a declared factor, or any persona or human-table column."""
+    return g[factor].astype(str) if factor in g.columns and g[factor].notna().any() else None
 
 
 def welch(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) -> pd.DataFrame:
-    """Welch two-sample t-test of the mean score at levels[0] minus levels[1] (R's t.test(x, y)), with
-    Cohen's d from the average of the two variances (d_av; Lakens 2013) - scipy has no effect sizes."""
+    """Welch two-sample t-test of the mean subject score at levels[0] minus levels[1] (R's t.test(x, y)) on
+    one value per subject (its mean over orderings and draws), with Lakens' (2013, eq. 10) d_av: the mean
+    difference over the average of the two standard deviations - scipy has no effect sizes."""
     rows = []
     for key, g in _groups(trials, by):
-        if factor not in g.columns:
+        if _factor_column(g, factor) is None:
             continue
-        x = g.loc[g[factor].astype(str) == levels[0], "score"].to_numpy(float)
-        y = g.loc[g[factor].astype(str) == levels[1], "score"].to_numpy(float)
+        u = unit_means(g, [factor])
+        both = set(u.loc[u[factor] == levels[0], UNIT]) & set(u.loc[u[factor] == levels[1], UNIT])
+        if both:
+            raise UserError(f"analyses: welch on {factor!r}: {len(both)} subject(s) answered at both levels "
+                            f"({sorted(both)[0]!r}, ...); a within-subject comparison is type: paired")
+        x = u.loc[u[factor] == levels[0], "score"].to_numpy(float)
+        y = u.loc[u[factor] == levels[1], "score"].to_numpy(float)
         if len(x) < 2 or len(y) < 2:
             continue
         res = stats.ttest_ind(x, y, equal_var=False)
-        sd = math.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
+        sd = (x.std(ddof=1) + y.std(ddof=1)) / 2
         rows.append({**key, "test": "Welch two-sample t-test", "contrast": f"{factor}: {levels[0]} - {levels[1]}",
                      **_broom(res, x.mean() - y.mean(), len(x) + len(y),
                               (x.mean() - y.mean()) / sd if sd > 0 else math.nan, "cohen_d_av")})
@@ -113,7 +137,7 @@ def paired(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) 
     for key, g in _groups(trials, by):
         if factor not in g.columns:
             continue
-        m = g.groupby(["subject", g[factor].astype(str)])["score"].mean().unstack()
+        m = unit_means(g, [factor]).pivot(index=UNIT, columns=factor, values="score")
         if not set(levels) <= set(m.columns):
             continue
         m = m[levels].dropna()
@@ -128,13 +152,13 @@ def paired(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) 
 
 
 def one_sample(trials: pd.DataFrame, mu, by: list[str]) -> pd.DataFrame:
-    """One-sample t-test of the mean score against mu (a number, or an item attribute such as the truth:
-    then the test is on score - truth, per trial), with d = mean difference / sd."""
+    """One-sample t-test of the mean subject score against mu (a number, or an item attribute such as the
+    truth: then each trial's score - truth, averaged per subject), with d = mean difference / sd."""
     rows = []
     for key, g in _groups(trials, by):
         ref = pd.to_numeric(g[mu], errors="coerce").to_numpy(float) if isinstance(mu, str) else float(mu)
-        x = g["score"].to_numpy(float) - ref
-        x = x[~np.isnan(x)]
+        g = g.assign(score=g["score"].to_numpy(float) - ref).dropna(subset=["score"])
+        x = unit_means(g, []).loc[:, "score"].to_numpy(float)
         if len(x) < 2:
             continue
         res = stats.ttest_1samp(x, 0.0)
@@ -145,24 +169,33 @@ def one_sample(trials: pd.DataFrame, mu, by: list[str]) -> pd.DataFrame:
 
 
 def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: list[str]) -> pd.DataFrame:
-    """Pearson chi-square of factor level x response on expected counts (per-trial shares summed),
-    with Cramér's V by its formula: scipy's `association` takes integer counts only."""
+    """Pearson chi-square of factor level x response on expected counts, each subject counted once: its
+    per-trial shares averaged over its orderings and draws (so a row of the table sums to the subjects at
+    that level, not to their trials), with Cramér's V by its formula: scipy's `association` takes integer
+    counts only."""
     df = shares(responses)
     rows = []
     for key, g in df.groupby([*SYSTEM, *by], sort=False):
         key = dict(zip([*SYSTEM, *by], key if isinstance(key, tuple) else (key,)))
-        if factor not in g.columns:
+        if _factor_column(g, factor) is None:
             continue
-        table = g.pivot_table(index=g[factor].astype(str), columns="response", values="share", aggfunc="sum", fill_value=0)
+        g = g.assign(**{factor: g[factor].astype(str)})
+        per_unit = g.groupby([UNIT, factor], sort=False)["trial"].transform("nunique")
+        levels = g.groupby(UNIT)[factor].nunique()
+        if (levels > 1).any():
+            raise UserError(f"analyses: chi_square on {factor!r}: {int((levels > 1).sum())} subject(s) answered "
+                            "at several levels; the test needs each subject at one level (a between factor)")
+        g = g.assign(share=g["share"] / per_unit)
+        table = g.pivot_table(index=factor, columns="response", values="share", aggfunc="sum", fill_value=0)
         table = table.loc[table.sum(axis=1) > 0, table.sum(axis=0) > 0]
         if min(table.shape) < 2:
             continue
         chi2, p, dof, _ = stats.chi2_contingency(table.to_numpy(float), correction=False)
-        n = float(table.to_numpy().sum())
+        n = int(g[UNIT].nunique())
         v = math.sqrt(chi2 / (n * (min(table.shape) - 1)))
         rows.append({**key, "test": "Pearson chi-square", "contrast": f"{factor} x response", "estimate": chi2,
                      "std.error": math.nan, "statistic": chi2, "df": float(dof), "p.value": p, "conf.low": math.nan,
-                     "conf.high": math.nan, "n": n, "effect_size": v, "effect_size_type": "cramers_v"})
+                     "conf.high": math.nan, "n": n, "unit": UNIT, "effect_size": v, "effect_size_type": "cramers_v"})
     return pd.DataFrame(rows)
 
 

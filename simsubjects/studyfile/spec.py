@@ -781,9 +781,7 @@ def _analyses(c: Checker, d: dict, s: Study) -> None:
         c.mapping(a, path, {"type", "name", *ANALYSIS_TYPES[kind]})
         for key in ("factor",):
             if key in ANALYSIS_TYPES[kind]:
-                f = s.factor(c.text(a, key, path, required=True))
-                if f is None:
-                    raise c.err((*path, key), f"{a[key]!r} is not a declared factor{did_you_mean(a[key], [x.name for x in s.factors])}")
+                f = s.factor(c.text(a, key, path, required=True)) or _group_factor(c, s, a, key, kind, path)
                 levels = [str(x) for x in c.listed(a, "levels", path)] if "levels" in ANALYSIS_TYPES[kind] else []
                 if kind in ("welch", "paired") and not levels:
                     if len(f.levels) != 2:
@@ -814,6 +812,24 @@ def _analyses(c: Checker, d: dict, s: Study) -> None:
             if ":" not in ref:
                 raise c.err((*path, "function"), "name a function as module:function")
         s.analyses.append(a)
+
+
+def _group_factor(c: Checker, s: Study, a: dict, key: str, kind: str, path) -> Factor:
+    """A test by a persona column or a human-table group column (e.g. party), not a manipulated factor:
+    its levels are the values seen in those columns. Between subjects by nature: a subject has one."""
+    name = a[key]
+    values: set[str] = set()
+    for df in (s.subjects, s.human):
+        if df is not None and name in df.columns and name not in RESERVED:
+            values |= {_plain(v) for v in df[name].dropna()}
+    if not values:
+        human = s.human.columns if s.human is not None else []
+        allowed = [x.name for x in s.factors] + [col for col in [*s.subjects.columns, *human]
+                                                 if col not in RESERVED and col not in ("response_type", "estimate")]
+        allowed = list(dict.fromkeys(allowed))
+        raise c.err((*path, key), f"{name!r} is neither a declared factor nor a persona or human group column; "
+                                  f"allowed: {', '.join(allowed) or '(none)'}{did_you_mean(name, allowed)}")
+    return Factor(name=name, levels={v: v for v in sorted(values)}, assignment="between")
 
 
 def _check_placeholders(c: Checker, s: Study) -> None:

@@ -282,6 +282,18 @@ def agreement_table(trials: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def study_order_effects(study: Study, responses: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Order effects among the substantive options: a refusal ("Don't know") is always shown last, so
+    "shown last" is the last substantive option (n_ordered), not the refusal - else every item's last
+    place is the refusal and the table is empty (issue 25, finding 2)."""
+    from ..analyze.order_effects import order_effects
+
+    k = {it.id: sum(not o.refusal for o in ((it.response.judge if it.response.kind == "free_text" else it.response)
+                                              or it.response).options) for it in study.items}
+    got = order_effects(responses.assign(n_ordered=responses["item"].map(k)))
+    return dict(zip(("order_effects", "order_effects_average"), got))
+
+
 def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every analysis the file lists (the response distribution always)."""
     from ..collect.studies.registry import resolve
@@ -309,6 +321,8 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
         elif kind == "function":
             got = resolve(a["function"])(responses, items, **(a.get("args") or {}))
             tables.update(got if isinstance(got, dict) else {name: got})
+    if "shown_position" in responses.columns:
+        tables.update(study_order_effects(study, responses))
     if tests:
         tables["tests"] = pd.concat([t for t in tests if len(t)] or [pd.DataFrame(columns=[*SYSTEM, *BROOM])],
                                     ignore_index=True)

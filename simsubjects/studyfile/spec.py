@@ -827,8 +827,8 @@ def _group_factor(c: Checker, s: Study, a: dict, key: str, kind: str, path) -> F
         allowed = [x.name for x in s.factors] + [col for col in [*s.subjects.columns, *human]
                                                  if col not in RESERVED and col not in ("response_type", "estimate")]
         allowed = list(dict.fromkeys(allowed))
-        raise c.err((*path, key), f"{name!r} is neither a declared factor nor a persona or human group column; "
-                                  f"allowed: {', '.join(allowed) or '(none)'}{did_you_mean(name, allowed)}")
+        raise c.err((*path, key), f"{name!r} is neither a declared factor nor a persona or human group column"
+                                  f"{did_you_mean(name, allowed) if allowed else ' (the study declares none)'}")
     return Factor(name=name, levels={v: v for v in sorted(values)}, assignment="between")
 
 

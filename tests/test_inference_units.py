@@ -1,0 +1,178 @@
+"""Issue 25: the subject is the unit of a study file's tests; order effects among substantive options.
+
+Each test recomputes the package's number with an independent reference (scipy) on the stated unit,
+from the raw fake responses, not from the package's intermediate tables.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from simsubjects.errors import UserError
+from simsubjects.option_order import add_shown_position
+from simsubjects.studyfile import load_study
+from simsubjects.studyfile.analyses import analyze_study
+from simsubjects.studyfile.design import build_trials
+
+FRAMING = """study: framing
+title: T
+design:
+  factors:
+    frame: {levels: [gain, loss], assignment: between}
+    cue: {levels: ['on', 'off'], assignment: between}
+  subjects: {table: people.csv, id: id, template: "Party ${party}."}
+  seed: 3
+option_order: averaged
+prompt: "${persona} ${question}\\n${options}"
+items: [{id: q, text: "Q ${frame} ${cue}", response: yesno}]
+analyses:
+  - {type: welch, factor: frame}
+  - {type: chi_square, factor: frame}
+  - {type: one_sample, mu: 0.5}
+  - {type: welch, factor: party, levels: [a, b], name: by_party}
+"""
+
+
+def _write(tmp_path, text, n_subjects=80):
+    pd.DataFrame({"id": [f"s{i:03d}" for i in range(n_subjects)],
+                  "party": ["a", "b"] * (n_subjects // 2)}).to_csv(tmp_path / "people.csv", index=False)
+    (tmp_path / "s.yaml").write_text(text)
+    return load_study(tmp_path / "s.yaml")
+
+
+def _fake(trials: pd.DataFrame, first_bonus: float, effect, seed=0) -> pd.DataFrame:
+    """A stand-in model: a subject-level propensity `effect(rec)` plus `first_bonus` on the option shown
+    first (the position bias that averaging over orders removes), as exact probabilities."""
+    rng = np.random.default_rng(seed)
+    subject_noise = {s: rng.normal(0, 0.02) for s in trials["subject"].unique()}
+    rows = []
+    for rec in trials.to_dict("records"):
+        labels = list(rec["labels"])
+        p = np.full(len(labels), 0.0)
+        p += effect(rec, labels) + subject_noise[rec["subject"]]
+        p[0] += first_bonus
+        p = np.clip(p, 1e-3, None)
+        p /= p.sum()
+        design = {k: v for k, v in rec.items() if k not in ("prompt", "options", "labels")}
+        for lab, w in zip(labels, p):
+            rows.append({**design, "study": "framing", "source": "model", "model": "m", "method": "exact",
+                         "response": lab, "weight": w, "validity": 1.0})
+    return add_shown_position(pd.DataFrame(rows))
+
+
+def _framing(tmp_path):
+    s = _write(tmp_path, FRAMING)
+    trials, items = build_trials(s)
+    assert len(trials) == 160 and trials["subject"].nunique() == 80  # two orderings per subject
+
+    def effect(rec, labels):
+        yes = 0.55 if rec["frame"] == "gain" else 0.25
+        return np.array([yes if lab == "Yes" else 1 - yes for lab in labels])
+
+    resp = _fake(trials, first_bonus=1.0, effect=effect)
+    return s, resp, items
+
+
+def _p_yes_by_subject(resp: pd.DataFrame) -> pd.DataFrame:
+    """Reference: P(Yes) per trial from the raw rows, then each subject's mean over its orderings."""
+    share = resp["weight"] / resp.groupby("trial")["weight"].transform("sum")
+    yes = resp.assign(p=share.where(resp["response"] == "Yes", 0.0)).groupby(["subject", "frame", "party", "trial"])["p"].sum()
+    return yes.groupby(["subject", "frame", "party"]).mean().reset_index()
+
+
+def test_averaged_orders_welch_n_is_the_subjects_and_matches_scipy_on_subject_means(tmp_path):
+    s, resp, items = _framing(tmp_path)
+    tables = analyze_study(s, resp, items)
+    t = tables["tests"].set_index(["test", "contrast"])
+    w = t.loc[("Welch two-sample t-test", "frame: gain - loss")]
+    assert w["n"] == 80 and w["unit"] == "subject"  # not 160 trials
+    ref_units = _p_yes_by_subject(resp)
+    ref = stats.ttest_ind(ref_units.loc[ref_units["frame"] == "gain", "p"], ref_units.loc[ref_units["frame"] == "loss", "p"],
+                          equal_var=False)
+    assert w["statistic"] == pytest.approx(ref.statistic, rel=1e-9) and w["df"] == pytest.approx(ref.df, rel=1e-9)
+    assert w["p.value"] == pytest.approx(ref.pvalue, rel=1e-6) and w["p.value"] < 1e-20  # the order effect is not noise
+    o = t.loc[("One-sample t-test", "score - 0.5")]
+    assert o["n"] == 80 and o["statistic"] == pytest.approx(stats.ttest_1samp(ref_units["p"], 0.5).statistic, rel=1e-9)
+    # a persona column as the grouping of a Welch test (finding 4)
+    b = t.loc[("Welch two-sample t-test", "party: a - b")]
+    ref_b = stats.ttest_ind(ref_units.loc[ref_units["party"] == "a", "p"], ref_units.loc[ref_units["party"] == "b", "p"],
+                            equal_var=False)
+    assert b["n"] == 80 and b["statistic"] == pytest.approx(ref_b.statistic, rel=1e-9)
+
+
+def test_averaged_orders_chi_square_counts_each_subject_once(tmp_path):
+    s, resp, items = _framing(tmp_path)
+    c = analyze_study(s, resp, items)["tests"].set_index("test").loc["Pearson chi-square"]
+    units = _p_yes_by_subject(resp)
+    table = np.array([[units.loc[units["frame"] == f, "p"].sum(), (1 - units.loc[units["frame"] == f, "p"]).sum()]
+                      for f in ("gain", "loss")])
+    assert table.sum() == pytest.approx(80)
+    chi2, p, dof, _ = stats.chi2_contingency(table, correction=False)
+    assert c["statistic"] == pytest.approx(chi2, rel=1e-9) and c["p.value"] == pytest.approx(p, rel=1e-6)
+    assert c["n"] == 80 and isinstance(c["n"], (int, np.integer))
+
+
+def test_welch_on_a_within_subject_factor_is_refused(tmp_path):
+    s = _write(tmp_path, FRAMING.replace("cue: {levels: ['on', 'off'], assignment: between}",
+                                         "cue: {levels: ['on', 'off'], assignment: within}")
+               .replace("{type: welch, factor: party, levels: [a, b], name: by_party}", "{type: welch, factor: cue}"))
+    trials, items = build_trials(s)
+    resp = _fake(trials, 0.0, lambda rec, labels: np.full(len(labels), 0.5))
+    with pytest.raises(UserError, match="answered at both levels.*type: paired"):
+        analyze_study(s, resp, items)
+
+
+def test_an_unknown_group_column_names_what_is_allowed(tmp_path):
+    from simsubjects.studyfile.spec import StudyFileError
+
+    with pytest.raises(StudyFileError, match=r"'region' is neither a declared factor.*allowed: cue, frame, id, party"):
+        _write(tmp_path, FRAMING.replace("factor: party, levels: [a, b]", "factor: region, levels: [a, b]"))
+
+
+DONT_KNOW = """study: dk
+title: T
+design:
+  subjects: 12
+  seed: 1
+option_order: averaged
+prompt: "${question}\\n${options}"
+response_types:
+  agree4: {type: likert, labels: [Disagree, Lean disagree, Lean agree, Agree], refusal: "Don't know"}
+items:
+  - {id: a, text: "A?", response: agree4}
+  - {id: b, text: "B?", response: agree4}
+"""
+
+
+def test_order_effects_with_a_refusal_option_use_the_substantive_options(tmp_path):
+    (tmp_path / "s.yaml").write_text(DONT_KNOW)
+    s = load_study(tmp_path / "s.yaml")
+    trials, items = build_trials(s)
+    assert (trials["labels"].map(lambda x: x[-1]) == "Don't know").all()
+    resp = _fake(trials, first_bonus=2.0, effect=lambda rec, labels: np.full(len(labels), 0.2), seed=4)
+    tables = analyze_study(s, resp, items)
+    per_item = tables["order_effects"]
+    assert len(per_item) == 2 * 4 and "Don't know" not in set(per_item["response"])
+    # reference: each subject's mean share of the option when shown first / in the last substantive place (4th)
+    share = resp["weight"] / resp.groupby("trial")["weight"].transform("sum")
+    r = resp.assign(share=share, place=[json.loads(o).index(x) + 1 for o, x in zip(resp["order_shown"], resp["response"])])
+    g = r[(r["item"] == "a") & (r["response"] == "Agree")]
+    first = g[g["place"] == 1].groupby("subject")["share"].mean()
+    last = g[g["place"] == 4].groupby("subject")["share"].mean()
+    ref = stats.ttest_rel(first, last.loc[first.index])
+    row = per_item.set_index(["item", "response"]).loc[("a", "Agree")]
+    assert row["p_first"] == pytest.approx(first.mean()) and row["p_last"] == pytest.approx(last.mean())
+    assert row["p_first"] > 0.5 > 0.2 > row["p_last"]  # the position bias the empty table hid
+    assert row["statistic"] == pytest.approx(ref.statistic, rel=1e-9) and row["n_first"] == 12
+    assert row["test"].startswith("Paired") and row["unit"] == "subject"
+    # Holm over the model's 8 cells, as statsmodels computes it
+    from statsmodels.stats.multitest import multipletests
+
+    assert per_item["p.value.holm"].to_numpy() == pytest.approx(multipletests(per_item["p.value"], method="holm")[1])
+    assert per_item["family"].nunique() == 1 and "order-effect cells" in per_item["family"].iat[0]
+    assert tables["order_effects_average"]["estimate"].item() > 0.3

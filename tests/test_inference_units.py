@@ -176,3 +176,39 @@ def test_order_effects_with_a_refusal_option_use_the_substantive_options(tmp_pat
     assert per_item["p.value.holm"].to_numpy() == pytest.approx(multipletests(per_item["p.value"], method="holm")[1])
     assert per_item["family"].nunique() == 1 and "order-effect cells" in per_item["family"].iat[0]
     assert tables["order_effects_average"]["estimate"].item() > 0.3
+
+
+# ---------------------------------------------------------------- conjoint: the model-vs-people omnibus test
+
+def _conjoint_null(rng, respondents=30, tasks=6):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("cj_null", Path(__file__).resolve().parent.parent / "bench" / "cj_null.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.simulate(rng, respondents, tasks, slope_sd=2.0)
+
+
+def test_cj_wald_matches_r_survey_regtermtest(tmp_path):
+    """survey::regTermTest(svyglm(y ~ (A + B + C + D) * group, svydesign(ids = ~respondent)), method = "Wald"),
+    run by Rscript on the same rows: the unit is the respondent (cluster)."""
+    import shutil
+    import subprocess
+
+    from simsubjects.analyze import conjoint as cj
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript not installed")
+    d = _conjoint_null(np.random.default_rng(5))
+    ours = cj.cj_wald(d, "chosen", ["A", "B", "C", "D"], "group", id="id").iloc[0]
+    d.to_csv(tmp_path / "d.csv", index=False)
+    code = f"""suppressMessages(library(survey)); d <- read.csv("{tmp_path / 'd.csv'}")
+    d$cl <- paste(d$group, d$id); for (v in c("A", "B", "C", "D", "group")) d[[v]] <- factor(d[[v]])
+    m <- svyglm(chosen ~ (A + B + C + D) * group, design = svydesign(ids = ~cl, weights = ~1, data = d))
+    t <- regTermTest(m, ~ group + A:group + B:group + C:group + D:group, method = "Wald")
+    cat(sprintf("%.15g", c(t$Ftest, t$df, t$ddf, t$p)))"""
+    out = subprocess.run(["Rscript", "-e", code], capture_output=True, text=True, check=True).stdout.split()
+    F, df1, df2, p = map(float, out)
+    assert ours["statistic"] == pytest.approx(F, rel=1e-9) and ours["df"] == df1 and ours["df.residual"] == df2
+    assert ours["p.value"] == pytest.approx(p, rel=1e-7) and ours["n_clusters"] == 60

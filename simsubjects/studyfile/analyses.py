@@ -18,7 +18,7 @@ from ..errors import UserError
 from .spec import Study
 
 SYSTEM = ["source", "model"]
-BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n", "unit",
+BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n", "unit", "weights",
          "effect_size", "effect_size_type"]
 
 
@@ -98,7 +98,33 @@ def _broom(res, est: float, n: int, es: float, es_type: str) -> dict:
     t = float(res.statistic)
     return {"estimate": est, "std.error": est / t if t else math.nan, "statistic": t, "df": float(res.df),
             "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high), "n": int(n),
-            "unit": UNIT, "effect_size": es, "effect_size_type": es_type}
+            "unit": UNIT, "weights": "none", "effect_size": es, "effect_size_type": es_type}
+
+
+def _weighted(u: pd.DataFrame) -> bool:
+    """True when the units carry survey weights that differ (human rows with a weight column)."""
+    w = u["tw"].to_numpy(float)
+    return len(w) > 0 and bool(np.isfinite(w).all()) and not np.allclose(w, w[0])
+
+
+def _svy_t(y: np.ndarray, X: np.ndarray, w: np.ndarray, df: int, contrast_sign: float = 1.0) -> dict:
+    """Design-based t of the last coefficient of the weighted regression y ~ X, as survey::svyttest on
+    svydesign(ids = ~1, weights = ~w): survey's linearization variance (the conjoint module's sandwich,
+    n/(n-1) times the centered sum of squared score totals), t on `df` = degf(design) - (columns - 1)."""
+    from ..analyze.conjoint import _fit
+
+    fit = _fit(X, [None] * X.shape[1], y, w, None, "cregg")
+    est, se = float(fit.coef[-1]) * contrast_sign, float(np.sqrt(fit.vcov[-1, -1]))
+    t = est / se if se > 0 else math.nan
+    q = stats.t.ppf(0.975, df)
+    return {"estimate": est, "std.error": se, "statistic": t, "df": float(df),
+            "p.value": float(2 * stats.t.sf(abs(t), df)) if se > 0 else math.nan,
+            "conf.low": est - q * se, "conf.high": est + q * se}
+
+
+def _weighted_mean_row(x: np.ndarray, w: np.ndarray) -> dict:
+    """One-sample design-based t of the weighted mean of x against 0 (survey::svymean's SE, df = n - 1)."""
+    return _svy_t(x, np.ones((len(x), 1)), w, len(x) - 1)
 
 
 def _factor_column(g: pd.DataFrame, factor: str) -> pd.Series | None:
@@ -123,9 +149,18 @@ def welch(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) -
         y = u.loc[u[factor] == levels[1], "score"].to_numpy(float)
         if len(x) < 2 or len(y) < 2:
             continue
-        res = stats.ttest_ind(x, y, equal_var=False)
         sd = (x.std(ddof=1) + y.std(ddof=1)) / 2
-        rows.append({**key, "test": "Welch two-sample t-test", "contrast": f"{factor}: {levels[0]} - {levels[1]}",
+        contrast = f"{factor}: {levels[0]} - {levels[1]}"
+        both = u[u[factor].isin(levels)]
+        if _weighted(both):  # survey weights: the weighted means' difference, design-based (svyttest)
+            X = np.column_stack([np.ones(len(both)), (both[factor] == levels[0]).to_numpy(float)])
+            r = _svy_t(both["score"].to_numpy(float), X, both["tw"].to_numpy(float), len(both) - 2)
+            rows.append({**key, "test": "Survey-weighted t-test (survey::svyttest)", "contrast": contrast, **r,
+                         "n": len(both), "unit": UNIT, "weights": "survey", "effect_size": r["estimate"] / sd
+                         if sd > 0 else math.nan, "effect_size_type": "cohen_d_av"})
+            continue
+        res = stats.ttest_ind(x, y, equal_var=False)
+        rows.append({**key, "test": "Welch two-sample t-test", "contrast": contrast,
                      **_broom(res, x.mean() - y.mean(), len(x) + len(y),
                               (x.mean() - y.mean()) / sd if sd > 0 else math.nan, "cohen_d_av")})
     return pd.DataFrame(rows)
@@ -137,15 +172,24 @@ def paired(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) 
     for key, g in _groups(trials, by):
         if factor not in g.columns:
             continue
-        m = unit_means(g, [factor]).pivot(index=UNIT, columns=factor, values="score")
+        u = unit_means(g, [factor])
+        m = u.pivot(index=UNIT, columns=factor, values="score")
         if not set(levels) <= set(m.columns):
             continue
         m = m[levels].dropna()
         if len(m) < 2:
             continue
         diff = (m[levels[0]] - m[levels[1]]).to_numpy(float)
-        res = stats.ttest_rel(m[levels[0]].to_numpy(float), m[levels[1]].to_numpy(float))
         sd = diff.std(ddof=1)
+        w = u.groupby(UNIT)["tw"].mean().reindex(m.index).to_frame()
+        if _weighted(w):  # survey weights: the weighted mean difference, design-based (survey::svyttest)
+            r = _weighted_mean_row(diff, w["tw"].to_numpy(float))
+            rows.append({**key, "test": "Survey-weighted paired t-test (survey::svyttest)",
+                         "contrast": f"{factor}: {levels[0]} - {levels[1]}", **r, "n": len(diff), "unit": UNIT,
+                         "weights": "survey", "effect_size": r["estimate"] / sd if sd > 0 else math.nan,
+                         "effect_size_type": "cohen_d_z"})
+            continue
+        res = stats.ttest_rel(m[levels[0]].to_numpy(float), m[levels[1]].to_numpy(float))
         rows.append({**key, "test": "Paired t-test", "contrast": f"{factor}: {levels[0]} - {levels[1]}",
                      **_broom(res, diff.mean(), len(diff), diff.mean() / sd if sd > 0 else math.nan, "cohen_d_z")})
     return pd.DataFrame(rows)
@@ -158,11 +202,18 @@ def one_sample(trials: pd.DataFrame, mu, by: list[str]) -> pd.DataFrame:
     for key, g in _groups(trials, by):
         ref = pd.to_numeric(g[mu], errors="coerce").to_numpy(float) if isinstance(mu, str) else float(mu)
         g = g.assign(score=g["score"].to_numpy(float) - ref).dropna(subset=["score"])
-        x = unit_means(g, []).loc[:, "score"].to_numpy(float)
+        u = unit_means(g, [])
+        x = u["score"].to_numpy(float)
         if len(x) < 2:
             continue
-        res = stats.ttest_1samp(x, 0.0)
         sd = x.std(ddof=1)
+        if _weighted(u):  # survey weights: the weighted mean, design-based (survey::svymean, svyttest)
+            r = _weighted_mean_row(x, u["tw"].to_numpy(float))
+            rows.append({**key, "test": "Survey-weighted one-sample t-test (survey::svyttest)",
+                         "contrast": f"score - {mu}", **r, "n": len(x), "unit": UNIT, "weights": "survey",
+                         "effect_size": r["estimate"] / sd if sd > 0 else math.nan, "effect_size_type": "cohen_d"})
+            continue
+        res = stats.ttest_1samp(x, 0.0)
         rows.append({**key, "test": "One-sample t-test", "contrast": f"score - {mu}",
                      **_broom(res, x.mean(), len(x), x.mean() / sd if sd > 0 else math.nan, "cohen_d")})
     return pd.DataFrame(rows)
@@ -179,23 +230,35 @@ def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: l
         key = dict(zip([*SYSTEM, *by], key if isinstance(key, tuple) else (key,)))
         if _factor_column(g, factor) is None:
             continue
-        g = g.assign(**{factor: g[factor].astype(str)})
+        g = g.assign(**{factor: g[factor].astype(str)}).join(trials.set_index(trial_key(trials))["tw"], on=trial_key(g))
         per_unit = g.groupby([UNIT, factor], sort=False)["trial"].transform("nunique")
         levels = g.groupby(UNIT)[factor].nunique()
         if (levels > 1).any():
             raise UserError(f"analyses: chi_square on {factor!r}: {int((levels > 1).sum())} subject(s) answered "
                             "at several levels; the test needs each subject at one level (a between factor)")
+        n = int(g[UNIT].nunique())
+        w = g.groupby(UNIT)["tw"].mean().to_frame()
+        weighted = _weighted(w)
+        if weighted:
+            # survey weights: weighted counts rescaled to Kish's effective n, (sum w)^2 / sum w^2, so the
+            # test is not credited with more respondents than the weights leave (a first-order design-
+            # effect correction in the spirit of Rao & Scott 1984; scipy/statsmodels have no Rao-Scott)
+            wt = w["tw"].to_numpy(float)
+            n_eff = wt.sum() ** 2 / (wt ** 2).sum()
+            g = g.assign(share=g["share"] * g["tw"] * n_eff / wt.sum())
         g = g.assign(share=g["share"] / per_unit)
         table = g.pivot_table(index=factor, columns="response", values="share", aggfunc="sum", fill_value=0)
         table = table.loc[table.sum(axis=1) > 0, table.sum(axis=0) > 0]
         if min(table.shape) < 2:
             continue
         chi2, p, dof, _ = stats.chi2_contingency(table.to_numpy(float), correction=False)
-        n = int(g[UNIT].nunique())
-        v = math.sqrt(chi2 / (n * (min(table.shape) - 1)))
-        rows.append({**key, "test": "Pearson chi-square", "contrast": f"{factor} x response", "estimate": chi2,
+        v = math.sqrt(chi2 / (float(table.to_numpy().sum()) * (min(table.shape) - 1)))
+        rows.append({**key, "test": "Pearson chi-square" + (" (survey-weighted, Kish effective n)" if weighted else ""),
+                     "contrast": f"{factor} x response", "estimate": chi2,
                      "std.error": math.nan, "statistic": chi2, "df": float(dof), "p.value": p, "conf.low": math.nan,
-                     "conf.high": math.nan, "n": n, "unit": UNIT, "effect_size": v, "effect_size_type": "cramers_v"})
+                     "conf.high": math.nan, "n": n, "unit": UNIT, "weights": "survey" if weighted else "none",
+                     **({"n_effective": float(table.to_numpy().sum())} if weighted else {}),
+                     "effect_size": v, "effect_size_type": "cramers_v"})
     return pd.DataFrame(rows)
 
 

@@ -7,6 +7,7 @@ from the raw fake responses, not from the package's intermediate tables.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -212,3 +213,45 @@ def test_cj_wald_matches_r_survey_regtermtest(tmp_path):
     F, df1, df2, p = map(float, out)
     assert ours["statistic"] == pytest.approx(F, rel=1e-9) and ours["df"] == df1 and ours["df.residual"] == df2
     assert ours["p.value"] == pytest.approx(p, rel=1e-7) and ours["n_clusters"] == 60
+
+
+# ---------------------------------------------------------------- survey weights: one policy
+
+def test_weighted_human_tests_match_r_survey(tmp_path):
+    """The human rows carry survey weights: the one-sample and two-group tests are survey::svyttest's on
+    svydesign(ids = ~1, weights = ~weight), one row per respondent (the unit), computed by Rscript."""
+    import shutil
+    import subprocess
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript not installed")
+    src = Path(__file__).resolve().parent.parent / "examples" / "opinion_survey"
+    for f in src.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    text = (src / "study.yaml").read_text() + \
+        "  - {type: one_sample, mu: 3}\n  - {type: welch, factor: party, levels: [Democratic, Republican]}\n"
+    (tmp_path / "study.yaml").write_text(text)
+    s = load_study(tmp_path / "study.yaml")
+    trials, items = build_trials(s)
+    model = _fake(trials, 0.0, lambda rec, labels: np.linspace(1, 2, len(labels)))
+    resp = pd.concat([model, s.human], ignore_index=True)
+    tests = analyze_study(s, resp, items)["tests"]
+    human = tests[(tests["source"] == "human") & (tests["item"] == "parks")].set_index("test")
+    h = pd.read_csv(src / "human.csv")
+    h = h[h["question"] == "parks"].assign(score=lambda d: d["answer"].map(
+        {"Strongly disagree": 1, "Disagree": 2, "Neither agree nor disagree": 3, "Agree": 4, "Strongly agree": 5}))
+    h = h.dropna(subset=["score"])
+    h.to_csv(tmp_path / "h.csv", index=False)
+    code = f"""suppressMessages(library(survey)); h <- read.csv("{tmp_path / 'h.csv'}")
+    d <- svydesign(ids = ~1, weights = ~weight, data = h)
+    a <- svyttest(I(score - 3) ~ 0, d); b <- svyttest(score ~ I(party == "Democratic"), d)
+    cat(sprintf("%.15g", c(a$statistic, a$parameter, a$p.value, b$estimate, b$statistic, b$parameter, b$p.value)))"""
+    r = list(map(float, subprocess.run(["Rscript", "-e", code], capture_output=True, text=True,
+                                       check=True).stdout.split()))
+    o = human.loc["Survey-weighted one-sample t-test (survey::svyttest)"]
+    assert [o["statistic"], o["df"], o["p.value"]] == pytest.approx(r[0:3], rel=1e-9)
+    assert o["n"] == len(h) and o["weights"] == "survey" and o["unit"] == "subject"
+    w = human.loc["Survey-weighted t-test (survey::svyttest)"]
+    assert [w["estimate"], w["statistic"], w["df"], w["p.value"]] == pytest.approx(r[3:7], rel=1e-9)
+    # the model's rows are unweighted: the ordinary tests, labelled so
+    assert set(tests.loc[tests["source"] != "human", "weights"]) == {"none"}

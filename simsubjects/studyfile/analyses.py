@@ -123,8 +123,9 @@ def _svy_t(y: np.ndarray, X: np.ndarray, w: np.ndarray, df: int, contrast_sign: 
 
 
 def _weighted_mean_row(x: np.ndarray, w: np.ndarray) -> dict:
-    """One-sample design-based t of the weighted mean of x against 0 (survey::svymean's SE, df = n - 1)."""
-    return _svy_t(x, np.ones((len(x), 1)), w, len(x) - 1)
+    """One-sample design-based t of the weighted mean of x against 0: survey::svymean's SE and svyttest's
+    df, degf(design) - 1 = n - 2 (survey's choice for the one-sample test, one below svymean's)."""
+    return _svy_t(x, np.ones((len(x), 1)), w, len(x) - 2)
 
 
 def _factor_column(g: pd.DataFrame, factor: str) -> pd.Series | None:

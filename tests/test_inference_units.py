@@ -104,6 +104,9 @@ def test_averaged_orders_welch_n_is_the_subjects_and_matches_scipy_on_subject_me
     ref_b = stats.ttest_ind(ref_units.loc[ref_units["party"] == "a", "p"], ref_units.loc[ref_units["party"] == "b", "p"],
                             equal_var=False)
     assert b["n"] == 80 and b["statistic"] == pytest.approx(ref_b.statistic, rel=1e-9)
+    # the `name:` of a test analysis is its table (finding 9), and each tests row names its analysis
+    assert tables["by_party"]["statistic"].tolist() == [b["statistic"]]
+    assert set(tables["tests"]["analysis"]) == {"welch_1", "chi_square_2", "one_sample_3", "by_party"}
 
 
 def test_averaged_orders_chi_square_counts_each_subject_once(tmp_path):
@@ -255,3 +258,22 @@ def test_weighted_human_tests_match_r_survey(tmp_path):
     assert [w["estimate"], w["statistic"], w["df"], w["p.value"]] == pytest.approx(r[3:7], rel=1e-9)
     # the model's rows are unweighted: the ordinary tests, labelled so
     assert set(tests.loc[tests["source"] != "human", "weights"]) == {"none"}
+
+
+def test_wilcoxon_statistic_is_r_v(tmp_path):
+    """R's wilcox.test(x, y, paired = TRUE) reports V = the rank sum of the positive differences."""
+    import shutil
+    import subprocess
+
+    from simsubjects.analyze import paired
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript not installed")
+    rng = np.random.default_rng(8)
+    x = rng.random(30)
+    y = x - rng.normal(0.1, 0.2, 30)  # mostly positive differences: W+ > W-
+    code = f"x <- c({','.join(map(repr, x.tolist()))}); y <- c({','.join(map(repr, y.tolist()))}); " \
+           "r <- wilcox.test(x, y, paired = TRUE); cat(sprintf('%.15g', c(r$statistic, r$p.value)))"
+    v, p = map(float, subprocess.run(["Rscript", "-e", code], capture_output=True, text=True, check=True).stdout.split())
+    w = paired.wilcoxon(x, y).iloc[0]
+    assert w["statistic"] == v and w["p.value"] == pytest.approx(p, rel=1e-10)

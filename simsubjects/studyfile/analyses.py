@@ -368,14 +368,20 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
     for i, a in enumerate(study.analyses):
         kind, by = a["type"], list(a.get("by", ["item"]))
         name = a.get("name") or f"{kind}_{i + 1}"
+        test = None
         if kind == "welch":
-            tests.append(welch(trials, a["factor"], a["levels"], by))
+            test = welch(trials, a["factor"], a["levels"], by)
         elif kind == "paired":
-            tests.append(paired(trials, a["factor"], a["levels"], by))
+            test = paired(trials, a["factor"], a["levels"], by)
         elif kind == "one_sample":
-            tests.append(one_sample(trials, a.get("mu", 0), by))
+            test = one_sample(trials, a.get("mu", 0), by)
         elif kind == "chi_square":
-            tests.append(chi_square(responses, trials, a["factor"], by))
+            test = chi_square(responses, trials, a["factor"], by)
+        if test is not None:
+            test = test.assign(analysis=name) if len(test) else test
+            tests.append(test)
+            if a.get("name"):  # a named test is also its own table (NAME.csv), as named analyses are
+                tables[a["name"]] = test
         elif kind == "amce":
             tables[name] = amce(trials, list(a["factors"]))
         elif kind == "representativeness":

@@ -277,3 +277,31 @@ def test_wilcoxon_statistic_is_r_v(tmp_path):
     v, p = map(float, subprocess.run(["Rscript", "-e", code], capture_output=True, text=True, check=True).stdout.split())
     w = paired.wilcoxon(x, y).iloc[0]
     assert w["statistic"] == v and w["p.value"] == pytest.approx(p, rel=1e-10)
+
+
+# ---------------------------------------------------------------- Milgram: a tiny group gets an exact p
+
+def test_milgram_logrank_with_one_model_subject_is_exact():
+    """One model subject against Milgram's 40: the permutation p over all 41 relabelings, recomputed with
+    statsmodels' survdiff per relabeling (event at break-off + 1; completers censored at 30)."""
+    from statsmodels.duration.survfunc import survdiff
+
+    from simsubjects.analyze.milgram import tests as milgram_tests
+    from simsubjects.collect.human.milgram1963 import load_milgram1963
+
+    human = load_milgram1963("milgram")
+    model = human.iloc[[0]].assign(model="m", source="model", breakoff_level=9, censored=0.0, trial="m-1")
+    b = pd.concat([model, human], ignore_index=True).assign(censored=lambda d: d["censored"].astype(bool))
+    t = milgram_tests(b).set_index("test")
+    asym = t.loc["Log-rank (Mantel-Cox) test"]
+    assert asym["p.value"] < 1e-4 and "unreliable" in asym["note"]
+    perm = t.loc["Log-rank permutation test"]
+    levels = b["breakoff_level"].to_numpy(int)
+    event = ~b["censored"].to_numpy() & (levels < 30)
+    time = np.where(event, levels + 1, levels)
+    obs = survdiff(time, event.astype(int), (np.arange(41) == 0).astype(int))[0]
+    ref = np.mean([survdiff(time, event.astype(int), (np.arange(41) == j).astype(int))[0] >= obs - 1e-9
+                   for j in range(41)])
+    assert perm["statistic"] == pytest.approx(obs, rel=1e-9)
+    assert perm["p.value"] == pytest.approx(ref) and perm["p.value"] == pytest.approx(1 / 41)
+    assert "exact: all 41 relabelings" in perm["note"]

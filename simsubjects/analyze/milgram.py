@@ -28,7 +28,7 @@ from scipy import stats
 from ..collect.human.milgram1963 import LEVELS, MODEL_NAME, load_milgram1963, paper_lm5
 from ..collect.studies.milgram import CAUSES, SCENARIOS, scenario
 from .methods.survival import kaplan_meier as km
-from .methods.survival import logrank_test as logrank
+from .methods.survival import SMALL_GROUP, logrank_permutation, logrank_test as logrank
 from .tidy import n_trials, shares
 
 HUMAN = MODEL_NAME
@@ -103,8 +103,14 @@ def tests(b: pd.DataFrame) -> pd.DataFrame:
             continue
         g = b[b["model"] == m]
         base = {"model": m, "comparison": f"{m} vs {HUMAN}", "n_model": len(g), "n_human": len(h)}
+        small = min(len(g), len(h)) < SMALL_GROUP
         rows.append({**base, **logrank_test(g["breakoff_level"], g["censored"], h["breakoff_level"], h["censored"]),
-                     "note": f"{int(g['censored'].sum())} model runs censored (max stages)"})
+                     "note": f"{int(g['censored'].sum())} model runs censored (max stages)" +
+                     (f"; asymptotic p unreliable with {min(len(g), len(h))} subject(s) in a group: use the "
+                      "permutation row" if small else "")})
+        if small:  # a tiny group: the chi-square approximation is not trusted; the permutation p is exact
+            perm = logrank_permutation(g["breakoff_level"], g["censored"], h["breakoff_level"], h["censored"], LEVELS)
+            rows.append({**base, **{k: v for k, v in perm.items() if k != "method"}, "note": perm["method"]})
         unc = g[~g["censored"]]
         if len(unc) and len(h):
             u = stats.mannwhitneyu(unc["breakoff_level"], h["breakoff_level"], alternative="two-sided")

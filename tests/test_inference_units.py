@@ -305,3 +305,20 @@ def test_milgram_logrank_with_one_model_subject_is_exact():
     assert perm["statistic"] == pytest.approx(obs, rel=1e-9)
     assert perm["p.value"] == pytest.approx(ref) and perm["p.value"] == pytest.approx(1 / 41)
     assert "exact: all 41 relabelings" in perm["note"]
+
+
+def test_percent_obedient_has_a_wilson_interval_as_r_prop_test():
+    import shutil
+    import subprocess
+
+    from simsubjects.analyze.milgram import obedience_summary
+    from simsubjects.collect.human.milgram1963 import load_milgram1963
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript not installed")
+    human = load_milgram1963("milgram").assign(censored=lambda d: d["censored"].astype(bool))
+    row = obedience_summary(human).iloc[0]
+    ci = subprocess.run(["Rscript", "-e", "cat(sprintf('%.15g', prop.test(26, 40, correct = FALSE)$conf.int))"],
+                        capture_output=True, text=True, check=True).stdout.split()
+    assert row["percent_obedient"] == 65.0
+    assert [row["conf.low"], row["conf.high"]] == pytest.approx([100 * float(c) for c in ci], rel=1e-10)

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
 from ..collect.human.milgram1963 import LEVELS, MODEL_NAME, load_milgram1963, paper_lm5
 from ..collect.studies.milgram import CAUSES, SCENARIOS, scenario
@@ -136,8 +137,13 @@ def obedience_summary(b: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for m in _order(b["model"]):
         g = b[b["model"] == m]
-        rows.append({"model": m, "n": len(g), "completed": int((g["breakoff_level"] == LEVELS).sum()),
+        k = int((g["breakoff_level"] == LEVELS).sum())
+        # Wilson score interval (statsmodels; R's prop.test(correct = FALSE)): the Wald interval collapses
+        # to a point at 0% or 100% and undercovers with Milgram's 40 or a handful of model subjects
+        lo, hi = proportion_confint(k, len(g), alpha=0.05, method="wilson") if len(g) else (np.nan, np.nan)
+        rows.append({"model": m, "n": len(g), "completed": k,
                      "percent_obedient": 100 * (g["breakoff_level"] == LEVELS).mean(),
+                     "conf.low": 100 * lo, "conf.high": 100 * hi, "interval": "Wilson 95%, unit: subject",
                      "median_breakoff": g["breakoff_level"].median(), "censored": int(g["censored"].sum()),
                      **{f"cause: {c}": int((g["cause"] == c).sum()) for c in (*CAUSES, "refused")
                         if (g["cause"] == c).any()}})

@@ -322,3 +322,25 @@ def test_percent_obedient_has_a_wilson_interval_as_r_prop_test():
                         capture_output=True, text=True, check=True).stdout.split()
     assert row["percent_obedient"] == 65.0
     assert [row["conf.low"], row["conf.high"]] == pytest.approx([100 * float(c) for c in ci], rel=1e-10)
+
+
+def test_human_rows_with_undeclared_conditions_or_levels_are_rejected(tmp_path, capsys):
+    from simsubjects.cli import main
+    from simsubjects.studyfile.spec import StudyFileError
+
+    text = FRAMING + """human:
+  file: h.csv
+  columns: {respondent: r, item: q, response: a, condition: cond, groups: [frame]}
+"""
+    good = "r,q,a,cond,frame\nh1,q,Yes,\"frame=gain,cue=on\",gain\nh2,q,No,\"frame=loss,cue=off\",loss\n"
+    (tmp_path / "h.csv").write_text(good)
+    assert _write(tmp_path, text).human is not None
+    (tmp_path / "h.csv").write_text(good + "h3,q,No,\"frame=los,cue=off\",loss\n")
+    with pytest.raises(StudyFileError, match=r"row 4 of the human table: condition 'frame=los,cue=off' is not a "
+                                             r"condition of the design; did you mean 'frame=loss,cue=off'"):
+        _write(tmp_path, text)
+    (tmp_path / "h.csv").write_text(good + "h3,q,No,\"frame=loss,cue=off\",Loss\n")
+    assert main(["study", "check", str(tmp_path / "s.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "row 4 of the human table: frame 'Loss' is not a declared level of factor 'frame'" in err
+    assert len(err.strip().splitlines()) == 1

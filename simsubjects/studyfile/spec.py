@@ -714,7 +714,7 @@ def _human(c: Checker, d: dict, s: Study) -> None:
 def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[str], path) -> pd.DataFrame:
     """The human answers as tidy rows (source=human, method=observed), one per respondent x item."""
     items = {it.id: it for it in s.items}
-    rows = []
+    rows, lines = [], []  # lines: each row's line in the table file (header = 1)
     for i, rec in enumerate(df.to_dict("records")):
         iid = _plain(rec[m["item"]])
         if iid not in items:
@@ -739,9 +739,36 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
                      "response": label, "weight": weight, "validity": 1.0, "response_type": it.response.kind,
                      **({"estimate": estimate} if estimate is not None else {}),
                      **{g: rec[g] for g in groups}})
+        lines.append(i + 2)
     if not rows:
         raise c.err(path, "the human table has no answered rows")
+    _check_human_levels(c, s, rows, lines, m, groups, path)
     return pd.DataFrame(rows)
+
+
+def _check_human_levels(c: Checker, s: Study, rows: list[dict], lines: list[int], m: dict, groups: list[str],
+                        path) -> None:
+    """A human condition or factor level the design does not declare is an error naming its row: such
+    rows would silently drop out of every test, as an answer typo would (which is caught)."""
+    from .design import conditions
+
+    if "condition" in m and not s.condition:  # the design's own labels (a custom template: not checked)
+        between, within = conditions(s)
+        allowed = {",".join(f"{k}={v}" for k, v in {**b, **w}.items()) for b in between for w in within}
+        for line, r in zip(lines, rows):
+            if r["condition"] not in allowed:
+                raise c.err((*path, "columns", "condition"), f"row {line} of the human table: condition "
+                            f"{r['condition']!r} is not a condition of the design"
+                            f"{did_you_mean(r['condition'], sorted(allowed))}")
+    for g in groups:
+        f = s.factor(g)
+        if f is None:
+            continue
+        for line, r in zip(lines, rows):
+            v = _plain(r[g])
+            if v and v not in f.levels:
+                raise c.err((*path, "columns", "groups"), f"row {line} of the human table: {g} {v!r} is not a "
+                                                          f"declared level of factor {g!r}{did_you_mean(v, f.levels)}")
 
 
 def _human_answer(c: Checker, it: Item, value, i: int, path):

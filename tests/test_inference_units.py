@@ -344,3 +344,31 @@ def test_human_rows_with_undeclared_conditions_or_levels_are_rejected(tmp_path, 
     err = capsys.readouterr().err
     assert "row 4 of the human table: frame 'Loss' is not a declared level of factor 'frame'" in err
     assert len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- a resume keeps the finished run's record
+
+def test_recollecting_a_finished_run_keeps_its_manifest_and_appends_an_event(smollm2, tmp_path):
+    import json as _json
+
+    from simsubjects.collect.pipeline import run_study
+    from simsubjects.studyfile.adapter import file_parameters, study_def
+
+    (tmp_path / "s.yaml").write_text(DONT_KNOW.replace("subjects: 12", "subjects: 2").replace("averaged", "as_listed"))
+    study = load_study(tmp_path / "s.yaml")
+    out = tmp_path / "run"
+    params = {"studyfile": file_parameters(study), "seed": study.seed, "chat_template": False, "judge_model": None}
+
+    def collect():
+        return run_study(study_def(study, out=out), "smollm2", out, params=params, method="exact", model=smollm2,
+                         show_progress=False)
+
+    _, first = collect()
+    on_disk = _json.loads((out / "manifest.json").read_text())
+    assert on_disk["usage"]["prompt_tokens"] > 0 and "events" not in on_disk
+    _, second = collect()  # every answer from the cache
+    again = _json.loads((out / "manifest.json").read_text())
+    for key in ("created", "timings", "counts", "usage"):
+        assert again[key] == on_disk[key], key  # the original record, not the cached pass's
+    assert len(again["events"]) == 1 and again["events"][0]["usage"]["prompt_tokens"] == 0
+    assert again["status"] == "complete"

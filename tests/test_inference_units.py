@@ -372,3 +372,26 @@ def test_recollecting_a_finished_run_keeps_its_manifest_and_appends_an_event(smo
         assert again[key] == on_disk[key], key  # the original record, not the cached pass's
     assert len(again["events"]) == 1 and again["events"][0]["usage"]["prompt_tokens"] == 0
     assert again["status"] == "complete"
+
+
+# ---------------------------------------------------------------- PPI: ordinal scores, one prediction per unit
+
+def test_ppi_predictions_from_an_ordinal_scale_and_duplicate_units(tmp_path):
+    from simsubjects.analyze.ppi import mixed_subjects
+    from simsubjects.cli_ppi import model_predictions
+
+    (tmp_path / "s.yaml").write_text(DONT_KNOW)
+    s = load_study(tmp_path / "s.yaml")
+    trials, items = build_trials(s)
+    resp = _fake(trials, first_bonus=0.5, effect=lambda rec, labels: np.linspace(0.1, 0.5, len(labels)), seed=2)
+    got = model_predictions(resp, "item", None, items).set_index("item")["yhat"]
+    # by hand: per trial, the expected position (1..4) over the four substantive options, then the mean
+    pos = {"Disagree": 1, "Lean disagree": 2, "Lean agree": 3, "Agree": 4}
+    sub = resp[resp["response"].isin(list(pos))]
+    per_trial = (sub["weight"] * sub["response"].map(pos)).groupby(sub["trial"]).sum() / \
+        sub.groupby("trial")["weight"].sum()
+    ref = per_trial.groupby(sub.groupby("trial")["item"].first()).mean()
+    assert got.to_dict() == pytest.approx(ref.to_dict(), rel=1e-12)
+    with pytest.raises(UserError, match="unit 'a' appears more than once"):
+        mixed_subjects(pd.DataFrame({"item": ["a", "a", "b", "c"], "yhat": [1.0, 2.0, 3.0, 4.0]}),
+                       pd.DataFrame({"item": ["a", "b"], "y": [1.0, 2.0]}))

@@ -459,7 +459,11 @@ def mixed_subjects(model_units: pd.DataFrame, human_units: pd.DataFrame, *, unit
     dup = human_units[unit][human_units[unit].duplicated()]
     if len(dup):
         raise UserError(f"human data: unit {dup.iloc[0]!r} appears more than once; give one outcome per {unit}")
-    mu = model_units.drop_duplicates(unit).set_index(unit)
+    dup_m = model_units[unit][model_units[unit].duplicated()]
+    if len(dup_m):  # keeping the first would silently drop the model's other answers to that unit
+        raise UserError(f"model units: unit {dup_m.iloc[0]!r} appears more than once; give one prediction per "
+                        f"{unit} (average a unit's trials first)")
+    mu = model_units.set_index(unit)
     lacking = sorted(set(human_units[unit]) - set(mu.index), key=str)
     if lacking:
         raise UserError(f"human data: {len(lacking)} unit(s) the model did not answer (e.g. {lacking[0]!r}); "

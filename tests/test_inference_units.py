@@ -395,3 +395,13 @@ def test_ppi_predictions_from_an_ordinal_scale_and_duplicate_units(tmp_path):
     with pytest.raises(UserError, match="unit 'a' appears more than once"):
         mixed_subjects(pd.DataFrame({"item": ["a", "a", "b", "c"], "yhat": [1.0, 2.0, 3.0, 4.0]}),
                        pd.DataFrame({"item": ["a", "b"], "y": [1.0, 2.0]}))
+
+
+def test_distribution_rows_follow_the_scale(tmp_path):
+    (tmp_path / "s.yaml").write_text(DONT_KNOW.replace("averaged", "reversed"))
+    s = load_study(tmp_path / "s.yaml")
+    trials, items = build_trials(s)
+    resp = _fake(trials, 0.0, lambda rec, labels: np.linspace(0.1, 0.5, len(labels)))
+    d = analyze_study(s, resp, items)["distribution"]
+    scale = ["Disagree", "Lean disagree", "Lean agree", "Agree", "Don't know"]
+    assert d.loc[d["item"] == "a", "response"].tolist() == scale and d["item"].tolist() == ["a"] * 5 + ["b"] * 5

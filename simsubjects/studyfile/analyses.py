@@ -65,7 +65,16 @@ def distribution(study: Study, responses: pd.DataFrame, trials: pd.DataFrame) ->
         d = num.reset_index(name="w").join(den.rename("den"), on=keys)
         d["share"] = d["w"] / d["den"]
         cell = trials.groupby(keys, sort=False).agg(validity=("validity", "mean"), n=("trial", "size"))
-        out["distribution"] = d.drop(columns=["w", "den"]).join(cell, on=keys)
+        d = d.drop(columns=["w", "den"]).join(cell, on=keys)
+        # rows in the scale's order (the item's options as declared), items as listed; not first-seen order
+        rank = {(it.id, o.label): j for k, it in enumerate(study.items)
+                for j, o in enumerate(((it.response.judge if it.response.kind == "free_text" else it.response)
+                                       or it.response).options)}
+        item_rank = {it.id: k for k, it in enumerate(study.items)}
+        order = pd.DataFrame({"_i": d["item"].map(item_rank), "_o": [rank.get((i, str(r)), len(rank))
+                                                                     for i, r in zip(d["item"], d["response"])]})
+        d = d.assign(**order).sort_values([*SYSTEM, "_i", "condition", "_o"], kind="stable")
+        out["distribution"] = d.drop(columns=["_i", "_o"]).reset_index(drop=True)
     est = trials[trials.get("response_type", pd.Series("", index=trials.index)) == "estimate"]
     if len(est):
         g = est.groupby(keys, sort=False)

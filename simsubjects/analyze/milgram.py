@@ -26,7 +26,7 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from ..collect.human.milgram1963 import LEVELS, MODEL_NAME, load_milgram1963, paper_lm5
+from simsubjects.datasets.milgram1963 import LEVELS, MODEL_NAME, load_milgram1963, paper_lm5
 from ..collect.studies.milgram import CAUSES, SCENARIOS, scenario
 from .methods.survival import kaplan_meier as km
 from .methods.survival import SMALL_GROUP, logrank_permutation, logrank_test as logrank

@@ -21,7 +21,7 @@ import pandas as pd
 from statsmodels.stats.proportion import proportion_confint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from simsubjects.analyze import conjoint as cj  # noqa: E402
+from simsubjects.analyze.methods import conjoint as cj  # noqa: E402
 
 LEVELS = {"A": ["a1", "a2", "a3"], "B": ["b1", "b2"], "C": ["c1", "c2", "c3"], "D": ["d1", "d2"]}
 MEAN = {"a2": 0.3, "a3": 0.6, "b2": -0.4, "c2": 0.2, "c3": -0.2, "d2": 0.5}

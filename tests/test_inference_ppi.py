@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.analyze import plan, ppi
-from simsubjects.cli import main
+from simsubjects.analyze.methods import plan, ppi
+from simsubjects.cli.commands import main
 from simsubjects.errors import UserError
 
 

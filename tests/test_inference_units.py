@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from simsubjects.errors import UserError
-from simsubjects.option_order import add_shown_position
+from simsubjects.collect.option_order import add_shown_position
 from simsubjects.studyfile import load_study
 from simsubjects.studyfile.analyses import analyze_study
 from simsubjects.studyfile.design import build_trials
@@ -200,7 +200,7 @@ def test_cj_wald_matches_r_survey_regtermtest(tmp_path):
     import shutil
     import subprocess
 
-    from simsubjects.analyze import conjoint as cj
+    from simsubjects.analyze.methods import conjoint as cj
 
     if shutil.which("Rscript") is None:
         pytest.skip("Rscript not installed")
@@ -265,7 +265,7 @@ def test_wilcoxon_statistic_is_r_v(tmp_path):
     import shutil
     import subprocess
 
-    from simsubjects.analyze import paired
+    from simsubjects.analyze.methods import paired
 
     if shutil.which("Rscript") is None:
         pytest.skip("Rscript not installed")
@@ -287,7 +287,7 @@ def test_milgram_logrank_with_one_model_subject_is_exact():
     from statsmodels.duration.survfunc import survdiff
 
     from simsubjects.analyze.milgram import tests as milgram_tests
-    from simsubjects.collect.human.milgram1963 import load_milgram1963
+    from simsubjects.datasets.milgram1963 import load_milgram1963
 
     human = load_milgram1963("milgram")
     model = human.iloc[[0]].assign(model="m", source="model", breakoff_level=9, censored=0.0, trial="m-1")
@@ -312,7 +312,7 @@ def test_percent_obedient_has_a_wilson_interval_as_r_prop_test():
     import subprocess
 
     from simsubjects.analyze.milgram import obedience_summary
-    from simsubjects.collect.human.milgram1963 import load_milgram1963
+    from simsubjects.datasets.milgram1963 import load_milgram1963
 
     if shutil.which("Rscript") is None:
         pytest.skip("Rscript not installed")
@@ -325,7 +325,7 @@ def test_percent_obedient_has_a_wilson_interval_as_r_prop_test():
 
 
 def test_human_rows_with_undeclared_conditions_or_levels_are_rejected(tmp_path, capsys):
-    from simsubjects.cli import main
+    from simsubjects.cli.commands import main
     from simsubjects.studyfile.spec import StudyFileError
 
     text = FRAMING + """human:
@@ -377,8 +377,8 @@ def test_recollecting_a_finished_run_keeps_its_manifest_and_appends_an_event(smo
 # ---------------------------------------------------------------- PPI: ordinal scores, one prediction per unit
 
 def test_ppi_predictions_from_an_ordinal_scale_and_duplicate_units(tmp_path):
-    from simsubjects.analyze.ppi import mixed_subjects
-    from simsubjects.cli_ppi import model_predictions
+    from simsubjects.analyze.methods.ppi import mixed_subjects
+    from simsubjects.cli.ppi import model_predictions
 
     (tmp_path / "s.yaml").write_text(DONT_KNOW)
     s = load_study(tmp_path / "s.yaml")

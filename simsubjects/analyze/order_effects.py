@@ -68,7 +68,7 @@ def order_effects(responses: pd.DataFrame, item: str = "item") -> tuple[pd.DataF
 
     The per-item rows of one model are one family: Holm and BH adjusted p-values (analyze.multiplicity)
     beside each raw p-value, the family named in `family`."""
-    from .multiplicity import add_adjusted
+    from simsubjects.analyze.methods.multiplicity import add_adjusted
 
     r = shown_shares(responses)
     if r.empty:

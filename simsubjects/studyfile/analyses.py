@@ -71,10 +71,13 @@ def distribution(study: Study, responses: pd.DataFrame, trials: pd.DataFrame) ->
                 for j, o in enumerate(((it.response.judge if it.response.kind == "free_text" else it.response)
                                        or it.response).options)}
         item_rank = {it.id: k for k, it in enumerate(study.items)}
-        order = pd.DataFrame({"_i": d["item"].map(item_rank), "_o": [rank.get((i, str(r)), len(rank))
+        who = d[SYSTEM].astype(str).agg("\r".join, axis=1)
+        order = pd.DataFrame({"_s": who.map({w: k for k, w in enumerate(dict.fromkeys(who))}),
+                              "_c": d["condition"].map({c: k for k, c in enumerate(dict.fromkeys(d["condition"]))}),
+                              "_i": d["item"].map(item_rank), "_o": [rank.get((i, str(r)), len(rank))
                                                                      for i, r in zip(d["item"], d["response"])]})
-        d = d.assign(**order).sort_values([*SYSTEM, "_i", "condition", "_o"], kind="stable")
-        out["distribution"] = d.drop(columns=["_i", "_o"]).reset_index(drop=True)
+        d = d.assign(**order).sort_values(["_s", "_i", "_c", "_o"], kind="stable")
+        out["distribution"] = d.drop(columns=["_s", "_c", "_i", "_o"]).reset_index(drop=True)
     est = trials[trials.get("response_type", pd.Series("", index=trials.index)) == "estimate"]
     if len(est):
         g = est.groupby(keys, sort=False)
@@ -120,7 +123,7 @@ def _svy_t(y: np.ndarray, X: np.ndarray, w: np.ndarray, df: int, contrast_sign: 
     """Design-based t of the last coefficient of the weighted regression y ~ X, as survey::svyttest on
     svydesign(ids = ~1, weights = ~w): survey's linearization variance (the conjoint module's sandwich,
     n/(n-1) times the centered sum of squared score totals), t on `df` = degf(design) - (columns - 1)."""
-    from ..analyze.conjoint import _fit
+    from simsubjects.analyze.methods.conjoint import _fit
 
     fit = _fit(X, [None] * X.shape[1], y, w, None, "cregg")
     est, se = float(fit.coef[-1]) * contrast_sign, float(np.sqrt(fit.vcov[-1, -1]))

@@ -17,6 +17,7 @@ import pandas as pd
 from ..collect.studies.conjoint_design import choice_by_profile, first_position_share, rating_by_profile
 from ..errors import UserError
 from simsubjects.analyze.methods import conjoint as cj
+from simsubjects.analyze.methods.multiplicity import add_adjusted
 
 HUMAN = "HHY 2014 respondents"
 
@@ -84,7 +85,10 @@ def analyze_immigration(responses: pd.DataFrame, items: pd.DataFrame) -> dict[st
     table = profile_table(responses, items)
     choice = table[table["outcome_kind"] == "choice"]
     out = {
-        "amce": _by_source(cj.amce, table, constraints=constraints()),
+        # Holm/BH over a source's attribute levels: one family per source (issue 25: "conjoint levels
+        # have no multiplicity control"); baseline levels carry no test and stay out of the family
+        "amce": add_adjusted(_by_source(cj.amce, table, constraints=constraints()), by=["source"],
+                             family="AMCE levels of a source"),
         "mm": pd.concat([_by_source(cj.mm, choice, h0=0.5)] +
                         ([_by_source(cj.mm, table[table["outcome_kind"] == "rating"], h0=4.0)]
                          if (table["outcome_kind"] == "rating").any() else []), ignore_index=True),

@@ -282,6 +282,13 @@ def test_immigration_study_end_to_end(smollm2, tmp_path):
     a = analyze_runs([tmp_path / "run"])
     amce = a.tables["amce"]
     assert set(amce["source"]) == {"smollm2", "HHY 2014 respondents"}
+    # issue 25: Holm over each source's levels (the family), as statsmodels' multipletests computes it
+    from statsmodels.stats.multitest import multipletests
+
+    people = amce[(amce["source"] == "HHY 2014 respondents") & amce["p.value"].notna()]
+    assert people["family"].nunique() == 1 and "AMCE levels" in people["family"].iat[0]
+    assert np.allclose(people["p.value.holm"], multipletests(people["p.value"], method="holm")[1], atol=1e-12)
+    assert a.tables["anova_model_vs_people"]["unit"].iat[0] == "respondent (cluster)"
     mm = a.tables["mm"]
     model_mm = mm[mm["source"] == "smollm2"]
     # with both orders, each task's two profile probabilities sum to 1: the MMs of a feature average 0.5

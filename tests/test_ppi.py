@@ -236,3 +236,27 @@ def test_moca_demo_on_synthetic_model():
     assert (w["prediction-powered"] < w["human-only"]).all()
     ex = tables["ppi_demo_example"]
     assert set(ex["method"]) == {"human-only", "prediction-powered"} and (ex["conf.low"] < ex["conf.high"]).all()
+
+
+# Issue 25 (audit 2): lambda is rounding noise (~1e-17) on constant predictions; it is 0, as ppi-python's.
+def test_constant_predictions_get_lambda_zero_as_in_ppi_python():
+    ppi_py = pytest.importorskip("ppi_py")
+    from ppi_py.ppi import _calc_lam_glm, _ols_get_stats
+
+    rng = np.random.default_rng(1)
+    n, N = 8, 40
+    g = np.r_[np.zeros(4), np.ones(4)]
+    gu = rng.integers(0, 2, N)
+    gu[:2] = [0, 1]
+    y = rng.normal(0, 1, n) + g
+    yhat, yu = np.full(n, 0.3), np.full(N, 0.3)
+    X, Xu = np.column_stack([np.ones(n), g]), np.column_stack([np.ones(N), gu])
+    theta = ppi_py.ppi_ols_pointestimate(X, y, yhat, Xu, yu, lam=1)
+    assert _calc_lam_glm(*_ols_get_stats(theta, X, y, yhat, Xu, yu, use_unlabeled=True), coord=1, clip=True) == 0
+    t = ppi.compare(y, yhat, yu, g[:, None], gu[:, None], estimand="difference").set_index("method")
+    assert t.loc["prediction-powered", "lambda"] == 0
+    assert t.loc["prediction-powered", "n_effective"] == pytest.approx(8)  # not credited with humans
+    # lambda = 0 is the classical interval exactly (the human-only row, itself checked against ppi-python
+    # in test_ppi.py; ppi_ols_ci is not called here: its first call compiles for ~40 s)
+    for col in ("estimate", "std.error", "conf.low", "conf.high"):
+        assert t.loc["prediction-powered", col] == t.loc["human-only", col]

@@ -224,14 +224,17 @@ def test_tests_match_independent_references(tmp_path):
     score = responses.assign(x=responses["response"].map(pos) * responses["weight"]).groupby("trial")["x"].sum()
     assert np.allclose(tr.set_index("trial")["score"].loc[score.index], score, atol=1e-12)
     t = tables["tests"].set_index("test")
-    # Welch: the package's hand-written R twin (checked against R's t.test elsewhere)
-    x = tr.loc[tr["frame"] == "gain", "score"]
-    y = tr.loc[tr["frame"] == "loss", "score"]
+    # Welch on the unit, the subject (each subject's mean over its two cue trials): scipy's Welch test
+    subj = tr.groupby(["subject", "frame"], as_index=False)["score"].mean()
+    x = subj.loc[subj["frame"] == "gain", "score"]
+    y = subj.loc[subj["frame"] == "loss", "score"]
     ref = welch_t(x, y)
     w = t.loc["Welch two-sample t-test"]
     for a in ("estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high"):
         assert w[a] == pytest.approx(ref[a], rel=1e-10)
-    assert w["effect_size"] == pytest.approx((x.mean() - y.mean()) / math.sqrt((x.var() + y.var()) / 2))
+    assert w["n"] == 30 and w["unit"] == "subject"
+    # Lakens (2013) eq. 10: d_av = mean difference / ((sd1 + sd2) / 2)
+    assert w["effect_size"] == pytest.approx((x.mean() - y.mean()) / ((x.std() + y.std()) / 2))
     # paired over subjects: differences' one-sample t by hand
     m = tr.pivot_table(index="subject", columns="cue", values="score")
     d = m["on"] - m["off"]
@@ -239,12 +242,14 @@ def test_tests_match_independent_references(tmp_path):
     assert p["statistic"] == pytest.approx(d.mean() / (d.std() / math.sqrt(len(d))), rel=1e-10)
     assert p["effect_size"] == pytest.approx(d.mean() / d.std(), rel=1e-10)
     o = t.loc["One-sample t-test"]
-    assert o["estimate"] == pytest.approx(tr["score"].mean() - 3) and o["n"] == len(tr)
-    # chi-square on expected counts, Cramér's V by its definition
+    o_ref = stats.ttest_1samp(tr.groupby("subject")["score"].mean() - 3, 0)
+    assert o["statistic"] == pytest.approx(o_ref.statistic, rel=1e-10) and o["n"] == 30
+    # chi-square on expected counts with each subject counted once (its two trials' shares halved)
     c = t.loc["Pearson chi-square"]
-    table = responses.pivot_table(index="frame", columns="response", values="weight", aggfunc="sum")
+    table = responses.pivot_table(index="frame", columns="response", values="weight", aggfunc="sum") / 2
     chi2 = stats.chi2_contingency(table.to_numpy(), correction=False)[0]
-    assert c["statistic"] == pytest.approx(chi2) and c["effect_size"] == pytest.approx(math.sqrt(chi2 / (table.to_numpy().sum() * 1)))
+    assert table.to_numpy().sum() == pytest.approx(30) and c["n"] == 30 and isinstance(c["n"], (int, np.integer))
+    assert c["statistic"] == pytest.approx(chi2) and c["effect_size"] == pytest.approx(math.sqrt(chi2 / 30))
     # AMCE: statsmodels OLS gives the same point estimates
     import statsmodels.formula.api as smf
 
@@ -268,7 +273,8 @@ def test_welch_and_amce_match_r(tmp_path):
     tables = analyze_study(s, responses, items)
     tr = tables["trials"][["subject", "frame", "cue", "score"]]
     fn = rs.ro.r("""function(d) {
-      w <- t.test(d$score[d$frame == 'gain'], d$score[d$frame == 'loss'])
+      s <- aggregate(score ~ subject + frame, data = d, FUN = mean)  # the unit: a subject
+      w <- t.test(s$score[s$frame == 'gain'], s$score[s$frame == 'loss'])
       m <- estimatr::lm_robust(score ~ frame + cue, data = d, clusters = subject, se_type = 'CR2')
       data.frame(w_t = unname(w$statistic), w_df = unname(w$parameter), w_p = w$p.value,
                  a_est = unname(coef(m)[2:3]), a_se = unname(m$std.error[2:3]), a_df = unname(m$df[2:3]),

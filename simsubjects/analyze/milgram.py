@@ -24,11 +24,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
 from simsubjects.datasets.milgram1963 import LEVELS, MODEL_NAME, load_milgram1963, paper_lm5
 from ..collect.studies.milgram import CAUSES, SCENARIOS, scenario
 from .methods.survival import kaplan_meier as km
-from .methods.survival import logrank_test as logrank
+from .methods.survival import SMALL_GROUP, logrank_permutation, logrank_test as logrank
 from .tidy import n_trials, shares
 
 HUMAN = MODEL_NAME
@@ -103,8 +104,14 @@ def tests(b: pd.DataFrame) -> pd.DataFrame:
             continue
         g = b[b["model"] == m]
         base = {"model": m, "comparison": f"{m} vs {HUMAN}", "n_model": len(g), "n_human": len(h)}
+        small = min(len(g), len(h)) < SMALL_GROUP
         rows.append({**base, **logrank_test(g["breakoff_level"], g["censored"], h["breakoff_level"], h["censored"]),
-                     "note": f"{int(g['censored'].sum())} model runs censored (max stages)"})
+                     "note": f"{int(g['censored'].sum())} model runs censored (max stages)" +
+                     (f"; asymptotic p unreliable with {min(len(g), len(h))} subject(s) in a group: use the "
+                      "permutation row" if small else "")})
+        if small:  # a tiny group: the chi-square approximation is not trusted; the permutation p is exact
+            perm = logrank_permutation(g["breakoff_level"], g["censored"], h["breakoff_level"], h["censored"], LEVELS)
+            rows.append({**base, **{k: v for k, v in perm.items() if k != "method"}, "note": perm["method"]})
         unc = g[~g["censored"]]
         if len(unc) and len(h):
             u = stats.mannwhitneyu(unc["breakoff_level"], h["breakoff_level"], alternative="two-sided")
@@ -130,8 +137,13 @@ def obedience_summary(b: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for m in _order(b["model"]):
         g = b[b["model"] == m]
-        rows.append({"model": m, "n": len(g), "completed": int((g["breakoff_level"] == LEVELS).sum()),
+        k = int((g["breakoff_level"] == LEVELS).sum())
+        # Wilson score interval (statsmodels; R's prop.test(correct = FALSE)): the Wald interval collapses
+        # to a point at 0% or 100% and undercovers with Milgram's 40 or a handful of model subjects
+        lo, hi = proportion_confint(k, len(g), alpha=0.05, method="wilson") if len(g) else (np.nan, np.nan)
+        rows.append({"model": m, "n": len(g), "completed": k,
                      "percent_obedient": 100 * (g["breakoff_level"] == LEVELS).mean(),
+                     "conf.low": 100 * lo, "conf.high": 100 * hi, "interval": "Wilson 95%, unit: subject",
                      "median_breakoff": g["breakoff_level"].median(), "censored": int(g["censored"].sum()),
                      **{f"cause: {c}": int((g["cause"] == c).sum()) for c in (*CAUSES, "refused")
                         if (g["cause"] == c).any()}})

@@ -1,8 +1,9 @@
 """Order effects of any k-choice study whose trials record the order shown (simsubjects.collect.option_order).
 
-Per item and option: the mean probability of the option over the trials that showed it first and
-over those that showed it last (among the options whose order varies), their difference and a
-Welch t-test (methods.tests.welch_t); on average: each item's mean difference over its options, then a
+Per item and option: the mean probability of the option over the subjects shown it first and over
+those shown it last (among the options whose order varies: a refusal kept last is never "last"), their
+difference and a t-test with the subject as the unit (paired within subject when every subject saw
+both orders, else Welch; methods.tests), Holm/BH-adjusted over a model's cells; on average: each item's mean difference over its options, then a
 one-sample t-test of those item means against 0 (a positive estimate is a primacy effect, a negative one recency;
 Tjuatja et al. 2024 §3 measure the same contrast by reversing the options).
 The item, not the item x option cell, is the unit of the average: an item's cells are not independent
@@ -17,8 +18,9 @@ import pandas as pd
 from .methods.tests import one_sample_t, welch_t
 from .tidy import trial_total
 
-ITEM_COLUMNS = ["model", "item", "response", "p_first", "p_last", "estimate", "std.error", "statistic", "df",
-                "p.value", "conf.low", "conf.high", "n_first", "n_last"]
+ITEM_COLUMNS = ["model", "item", "response", "p_first", "p_last", "test", "estimate", "std.error", "statistic", "df",
+                "p.value", "conf.low", "conf.high", "n_first", "n_last", "unit", "family", "p.value.holm",
+                "p.value.bh"]
 AVERAGE_COLUMNS = ["model", "test", "estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n"]
 
 
@@ -43,20 +45,43 @@ def broom_fields(result: dict) -> dict:
     return {k: v for k, v in result.items() if k != "test"}
 
 
+def _first_vs_last(g: pd.DataFrame) -> dict:
+    """One option's P(first) - P(last) with the subject as the unit: each subject's mean share over its
+    trials that showed the option first (last). When every subject was shown both (all orderings, or
+    cyclic), the test is paired within subject (one-sample t of the subject differences): a Welch test
+    there would treat one subject's two halves as independent samples (the audit's s.e. 0.095 against
+    0.019). When subjects saw one order each (randomized), Welch on the subject means."""
+    unit = "subject" if "subject" in g.columns else "trial"
+    f = g[g["first"]].groupby(unit, sort=False)["share"].mean()
+    last = g[g["last"]].groupby(unit, sort=False)["share"].mean()
+    if len(f) >= 2 and f.index.sort_values().equals(last.index.sort_values()):
+        d = f - last.reindex(f.index)
+        res = {**one_sample_t(d.to_numpy(float)), "test": "Paired t-test (within subject)"}
+    else:
+        res = welch_t(f.to_numpy(float), last.to_numpy(float))
+    return {"p_first": float(f.mean()), "p_last": float(last.mean()), **res, "n_first": len(f), "n_last": len(last),
+            "unit": unit}
+
+
 def order_effects(responses: pd.DataFrame, item: str = "item") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per item x option table, average table); both empty when no trial records its order."""
+    """(per item x option table, average table); both empty when no trial records its order.
+
+    The per-item rows of one model are one family: Holm and BH adjusted p-values (analyze.multiplicity)
+    beside each raw p-value, the family named in `family`."""
+    from simsubjects.analyze.methods.multiplicity import add_adjusted
+
     r = shown_shares(responses)
     if r.empty:
         return pd.DataFrame(columns=ITEM_COLUMNS), pd.DataFrame(columns=AVERAGE_COLUMNS)
     rows = []
     for (model, it, resp), g in r.groupby(["model", item, "response"], sort=False):
-        x = g.loc[g["first"], "share"].to_numpy(float)
-        y = g.loc[g["last"], "share"].to_numpy(float)
-        if not len(x) or not len(y):
+        if not g["first"].any() or not g["last"].any():
             continue  # a refusal kept last, or an option never shown first in this run
-        rows.append({"model": model, "item": it, "response": resp, "p_first": float(x.mean()),
-                     "p_last": float(y.mean()), **broom_fields(welch_t(x, y)), "n_first": len(x), "n_last": len(y)})
-    per_item = pd.DataFrame(rows, columns=ITEM_COLUMNS)
+        rows.append({"model": model, "item": it, "response": resp, **_first_vs_last(g)})
+    per_item = pd.DataFrame(rows, columns=[c for c in ITEM_COLUMNS if c not in ("family", "p.value.holm", "p.value.bh")])
+    if len(per_item):
+        per_item = add_adjusted(per_item, by=["model"], family="order-effect cells (item x option) of a model")
+    per_item = per_item.reindex(columns=ITEM_COLUMNS)
     avg = [{"model": model, **broom_fields(one_sample_t(g.groupby("item", sort=False)["estimate"].mean().to_numpy())),
             "test": "mean P(first) - P(last) over items (each item's mean over its options; one-sample t)"}
            for model, g in per_item.groupby("model", sort=False)]

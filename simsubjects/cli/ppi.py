@@ -55,8 +55,28 @@ def read_table(path, what: str) -> pd.DataFrame:
         raise UserError(f"{what} {path}: cannot read ({type(e).__name__}: {e})") from None
 
 
-def model_predictions(responses: pd.DataFrame, unit: str, response: str | None) -> pd.DataFrame:
-    """One row per unit: the model's mean prediction over its trials (probability of `response`)."""
+def ordinal_scores(rows: pd.DataFrame, items: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Per model row, its option's ordinal position (NaN for a refusal) from the items table's `labels`,
+    `positions` and `refusal` (a study file's items): None when the items carry no positions."""
+    if items is None or not {"item", "labels", "positions"} <= set(items.columns):
+        return None
+    pos = {}
+    for rec in items.to_dict("records"):
+        refusal = rec.get("refusal")
+        refusal = list(refusal) if refusal is not None and not isinstance(refusal, float) else []
+        for j, (lab, p) in enumerate(zip(list(rec["labels"]), list(rec["positions"]))):
+            if not (j < len(refusal) and refusal[j]) and p == p:
+                pos[(str(rec["item"]), str(lab))] = float(p)
+    if not pos:
+        return None
+    return rows.assign(_pos=[pos.get((str(i), str(r))) for i, r in zip(rows["item"], rows["response"])])
+
+
+def model_predictions(responses: pd.DataFrame, unit: str, response: str | None,
+                      items: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per unit: the model's mean prediction over its trials: the probability of `response`; else
+    the answer as a number; else (survey items) the expected ordinal position over the substantive
+    options, the score of a study file's analyses."""
     import pandas as pd
 
     from simsubjects.analyze.tidy import prob_of, shares
@@ -76,11 +96,17 @@ def model_predictions(responses: pd.DataFrame, unit: str, response: str | None) 
                             f"{', '.join(map(str, rows['response'].dropna().unique()[:8]))}")
     else:
         num = pd.to_numeric(rows["response"], errors="coerce")
-        if num.isna().all():
-            raise UserError("--ppi-response: the run's responses are not numbers; name the response whose "
-                            "probability predicts the human outcome (e.g. --ppi-response Yes)")
-        s = shares(rows.assign(response=num).dropna(subset=["response"]))
-        p = s.assign(_v=s["response"] * s["share"]).groupby(["trial", unit], as_index=False)["_v"].sum()
+        ordinal = ordinal_scores(rows, items) if num.isna().all() else None
+        if num.isna().all() and (ordinal is None or ordinal["_pos"].isna().all()):
+            raise UserError("--ppi-response: the run's responses are neither numbers nor options with ordinal "
+                            "positions; name the response whose probability predicts the human outcome "
+                            "(e.g. --ppi-response Yes)")
+        if ordinal is not None:  # expected position over the substantive options, per trial
+            s = shares(ordinal.dropna(subset=["_pos"]))
+            p = s.assign(_v=s["_pos"] * s["share"]).groupby(["trial", unit], as_index=False)["_v"].sum()
+        else:
+            s = shares(rows.assign(response=num).dropna(subset=["response"]))
+            p = s.assign(_v=s["response"] * s["share"]).groupby(["trial", unit], as_index=False)["_v"].sum()
         col = "_v"
     return p.groupby(unit, as_index=False)[col].mean().rename(columns={col: "yhat"})
 
@@ -108,7 +134,7 @@ def ppi_table(dirs, kw: dict) -> pd.DataFrame:
                         "is not a number")
     hu = human.assign(**{outcome: y}).groupby(unit, as_index=False).agg(
         **{outcome: (outcome, "mean")}, **{c: (c, "first") for c in x if c in human and c != unit})
-    units = model_predictions(responses, unit, kw["ppi_response"])
+    units = model_predictions(responses, unit, kw["ppi_response"], items)
     if items is not None and unit in items:
         units = units.merge(items[[unit, *[c for c in x if c in items and c != unit]]], on=unit, how="left")
     for c in x:  # a covariate only the human file has cannot describe the model-only units

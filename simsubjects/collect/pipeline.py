@@ -145,5 +145,8 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
     if usage_before is not None:  # tokens actually used by this collection (a --dry-run counts the same)
         manifest["usage"] = {k: v - usage_before.get(k, 0) for k, v in model.usage().items()}
     manifest = redact_obj(manifest)  # what is written and shown: no URL credentials, no key, scrubbed server ids
+    from .resume_record import keep_first_record  # a finished run keeps its own record (issue 25)
+
+    manifest = keep_first_record(getattr(store, "previous_manifest", None), manifest)
     store.finish(responses, items, manifest, records)
     return responses, manifest

@@ -18,7 +18,7 @@ from ..errors import UserError
 from .spec import Study
 
 SYSTEM = ["source", "model"]
-BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n",
+BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n", "unit", "weights",
          "effect_size", "effect_size_type"]
 
 
@@ -65,7 +65,19 @@ def distribution(study: Study, responses: pd.DataFrame, trials: pd.DataFrame) ->
         d = num.reset_index(name="w").join(den.rename("den"), on=keys)
         d["share"] = d["w"] / d["den"]
         cell = trials.groupby(keys, sort=False).agg(validity=("validity", "mean"), n=("trial", "size"))
-        out["distribution"] = d.drop(columns=["w", "den"]).join(cell, on=keys)
+        d = d.drop(columns=["w", "den"]).join(cell, on=keys)
+        # rows in the scale's order (the item's options as declared), items as listed; not first-seen order
+        rank = {(it.id, o.label): j for k, it in enumerate(study.items)
+                for j, o in enumerate(((it.response.judge if it.response.kind == "free_text" else it.response)
+                                       or it.response).options)}
+        item_rank = {it.id: k for k, it in enumerate(study.items)}
+        who = d[SYSTEM].astype(str).agg("\r".join, axis=1)
+        order = pd.DataFrame({"_s": who.map({w: k for k, w in enumerate(dict.fromkeys(who))}),
+                              "_c": d["condition"].map({c: k for k, c in enumerate(dict.fromkeys(d["condition"]))}),
+                              "_i": d["item"].map(item_rank), "_o": [rank.get((i, str(r)), len(rank))
+                                                                     for i, r in zip(d["item"], d["response"])]})
+        d = d.assign(**order).sort_values(["_s", "_i", "_c", "_o"], kind="stable")
+        out["distribution"] = d.drop(columns=["_s", "_c", "_i", "_o"]).reset_index(drop=True)
     est = trials[trials.get("response_type", pd.Series("", index=trials.index)) == "estimate"]
     if len(est):
         g = est.groupby(keys, sort=False)
@@ -80,28 +92,88 @@ def _groups(trials: pd.DataFrame, by: list[str]):
         yield dict(zip([*SYSTEM, *by], k if isinstance(k, tuple) else (k,))), g
 
 
+UNIT = "subject"  # the unit of every test: a subject (a model persona row, or a human respondent)
+
+
+def unit_means(g: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """One row per subject x `cols`: the mean score over that subject's trials (its option orders and
+    repeated draws), and its weight `tw`. Orderings and draws are never units: docs/silicon.md defines a
+    subject's answer as the mean over its orderings, and counting each ordering as a subject would double
+    n and count the order effect as noise."""
+    keys = [UNIT, *[c for c in cols if c != UNIT]]
+    u = g.assign(**{c: g[c].astype(str) for c in cols}).groupby(keys, sort=False, dropna=False)
+    return u.agg(score=("score", "mean"), tw=("tw", "mean")).reset_index()
+
+
 def _broom(res, est: float, n: int, es: float, es_type: str) -> dict:
     ci = res.confidence_interval()
     t = float(res.statistic)
     return {"estimate": est, "std.error": est / t if t else math.nan, "statistic": t, "df": float(res.df),
-            "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high), "n": n,
-            "effect_size": es, "effect_size_type": es_type}
+            "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high), "n": int(n),
+            "unit": UNIT, "weights": "none", "effect_size": es, "effect_size_type": es_type}
+
+
+def _weighted(u: pd.DataFrame) -> bool:
+    """True when the units carry survey weights that differ (human rows with a weight column)."""
+    w = u["tw"].to_numpy(float)
+    return len(w) > 0 and bool(np.isfinite(w).all()) and not np.allclose(w, w[0])
+
+
+def _svy_t(y: np.ndarray, X: np.ndarray, w: np.ndarray, df: int, contrast_sign: float = 1.0) -> dict:
+    """Design-based t of the last coefficient of the weighted regression y ~ X, as survey::svyttest on
+    svydesign(ids = ~1, weights = ~w): survey's linearization variance (the conjoint module's sandwich,
+    n/(n-1) times the centered sum of squared score totals), t on `df` = degf(design) - (columns - 1)."""
+    from simsubjects.analyze.methods.conjoint import _fit
+
+    fit = _fit(X, [None] * X.shape[1], y, w, None, "cregg")
+    est, se = float(fit.coef[-1]) * contrast_sign, float(np.sqrt(fit.vcov[-1, -1]))
+    t = est / se if se > 0 else math.nan
+    q = stats.t.ppf(0.975, df)
+    return {"estimate": est, "std.error": se, "statistic": t, "df": float(df),
+            "p.value": float(2 * stats.t.sf(abs(t), df)) if se > 0 else math.nan,
+            "conf.low": est - q * se, "conf.high": est + q * se}
+
+
+def _weighted_mean_row(x: np.ndarray, w: np.ndarray) -> dict:
+    """One-sample design-based t of the weighted mean of x against 0: survey::svymean's SE and svyttest's
+    df, degf(design) - 1 = n - 2 (survey's choice for the one-sample test, one below svymean's)."""
+    return _svy_t(x, np.ones((len(x), 1)), w, len(x) - 2)
+
+
+def _factor_column(g: pd.DataFrame, factor: str) -> pd.Series | None:
+    """The column a test groups by: a declared factor, or any persona or human-table column."""
+    return g[factor].astype(str) if factor in g.columns and g[factor].notna().any() else None
 
 
 def welch(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) -> pd.DataFrame:
-    """Welch two-sample t-test of the mean score at levels[0] minus levels[1] (R's t.test(x, y)), with
-    Cohen's d from the average of the two variances (d_av; Lakens 2013) - scipy has no effect sizes."""
+    """Welch two-sample t-test of the mean subject score at levels[0] minus levels[1] (R's t.test(x, y)) on
+    one value per subject (its mean over orderings and draws), with Lakens' (2013, eq. 10) d_av: the mean
+    difference over the average of the two standard deviations - scipy has no effect sizes."""
     rows = []
     for key, g in _groups(trials, by):
-        if factor not in g.columns:
+        if _factor_column(g, factor) is None:
             continue
-        x = g.loc[g[factor].astype(str) == levels[0], "score"].to_numpy(float)
-        y = g.loc[g[factor].astype(str) == levels[1], "score"].to_numpy(float)
+        u = unit_means(g, [factor])
+        both = set(u.loc[u[factor] == levels[0], UNIT]) & set(u.loc[u[factor] == levels[1], UNIT])
+        if both:
+            raise UserError(f"analyses: welch on {factor!r}: {len(both)} subject(s) answered at both levels "
+                            f"({sorted(both)[0]!r}, ...); a within-subject comparison is type: paired")
+        x = u.loc[u[factor] == levels[0], "score"].to_numpy(float)
+        y = u.loc[u[factor] == levels[1], "score"].to_numpy(float)
         if len(x) < 2 or len(y) < 2:
             continue
+        sd = (x.std(ddof=1) + y.std(ddof=1)) / 2
+        contrast = f"{factor}: {levels[0]} - {levels[1]}"
+        both = u[u[factor].isin(levels)]
+        if _weighted(both):  # survey weights: the weighted means' difference, design-based (svyttest)
+            X = np.column_stack([np.ones(len(both)), (both[factor] == levels[0]).to_numpy(float)])
+            r = _svy_t(both["score"].to_numpy(float), X, both["tw"].to_numpy(float), len(both) - 2)
+            rows.append({**key, "test": "Survey-weighted t-test (survey::svyttest)", "contrast": contrast, **r,
+                         "n": len(both), "unit": UNIT, "weights": "survey", "effect_size": r["estimate"] / sd
+                         if sd > 0 else math.nan, "effect_size_type": "cohen_d_av"})
+            continue
         res = stats.ttest_ind(x, y, equal_var=False)
-        sd = math.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
-        rows.append({**key, "test": "Welch two-sample t-test", "contrast": f"{factor}: {levels[0]} - {levels[1]}",
+        rows.append({**key, "test": "Welch two-sample t-test", "contrast": contrast,
                      **_broom(res, x.mean() - y.mean(), len(x) + len(y),
                               (x.mean() - y.mean()) / sd if sd > 0 else math.nan, "cohen_d_av")})
     return pd.DataFrame(rows)
@@ -113,56 +185,93 @@ def paired(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) 
     for key, g in _groups(trials, by):
         if factor not in g.columns:
             continue
-        m = g.groupby(["subject", g[factor].astype(str)])["score"].mean().unstack()
+        u = unit_means(g, [factor])
+        m = u.pivot(index=UNIT, columns=factor, values="score")
         if not set(levels) <= set(m.columns):
             continue
         m = m[levels].dropna()
         if len(m) < 2:
             continue
         diff = (m[levels[0]] - m[levels[1]]).to_numpy(float)
-        res = stats.ttest_rel(m[levels[0]].to_numpy(float), m[levels[1]].to_numpy(float))
         sd = diff.std(ddof=1)
+        w = u.groupby(UNIT)["tw"].mean().reindex(m.index).to_frame()
+        if _weighted(w):  # survey weights: the weighted mean difference, design-based (survey::svyttest)
+            r = _weighted_mean_row(diff, w["tw"].to_numpy(float))
+            rows.append({**key, "test": "Survey-weighted paired t-test (survey::svyttest)",
+                         "contrast": f"{factor}: {levels[0]} - {levels[1]}", **r, "n": len(diff), "unit": UNIT,
+                         "weights": "survey", "effect_size": r["estimate"] / sd if sd > 0 else math.nan,
+                         "effect_size_type": "cohen_d_z"})
+            continue
+        res = stats.ttest_rel(m[levels[0]].to_numpy(float), m[levels[1]].to_numpy(float))
         rows.append({**key, "test": "Paired t-test", "contrast": f"{factor}: {levels[0]} - {levels[1]}",
                      **_broom(res, diff.mean(), len(diff), diff.mean() / sd if sd > 0 else math.nan, "cohen_d_z")})
     return pd.DataFrame(rows)
 
 
 def one_sample(trials: pd.DataFrame, mu, by: list[str]) -> pd.DataFrame:
-    """One-sample t-test of the mean score against mu (a number, or an item attribute such as the truth:
-    then the test is on score - truth, per trial), with d = mean difference / sd."""
+    """One-sample t-test of the mean subject score against mu (a number, or an item attribute such as the
+    truth: then each trial's score - truth, averaged per subject), with d = mean difference / sd."""
     rows = []
     for key, g in _groups(trials, by):
         ref = pd.to_numeric(g[mu], errors="coerce").to_numpy(float) if isinstance(mu, str) else float(mu)
-        x = g["score"].to_numpy(float) - ref
-        x = x[~np.isnan(x)]
+        g = g.assign(score=g["score"].to_numpy(float) - ref).dropna(subset=["score"])
+        u = unit_means(g, [])
+        x = u["score"].to_numpy(float)
         if len(x) < 2:
             continue
-        res = stats.ttest_1samp(x, 0.0)
         sd = x.std(ddof=1)
+        if _weighted(u):  # survey weights: the weighted mean, design-based (survey::svymean, svyttest)
+            r = _weighted_mean_row(x, u["tw"].to_numpy(float))
+            rows.append({**key, "test": "Survey-weighted one-sample t-test (survey::svyttest)",
+                         "contrast": f"score - {mu}", **r, "n": len(x), "unit": UNIT, "weights": "survey",
+                         "effect_size": r["estimate"] / sd if sd > 0 else math.nan, "effect_size_type": "cohen_d"})
+            continue
+        res = stats.ttest_1samp(x, 0.0)
         rows.append({**key, "test": "One-sample t-test", "contrast": f"score - {mu}",
                      **_broom(res, x.mean(), len(x), x.mean() / sd if sd > 0 else math.nan, "cohen_d")})
     return pd.DataFrame(rows)
 
 
 def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: list[str]) -> pd.DataFrame:
-    """Pearson chi-square of factor level x response on expected counts (per-trial shares summed),
-    with Cramér's V by its formula: scipy's `association` takes integer counts only."""
+    """Pearson chi-square of factor level x response on expected counts, each subject counted once: its
+    per-trial shares averaged over its orderings and draws (so a row of the table sums to the subjects at
+    that level, not to their trials), with Cramér's V by its formula: scipy's `association` takes integer
+    counts only."""
     df = shares(responses)
     rows = []
     for key, g in df.groupby([*SYSTEM, *by], sort=False):
         key = dict(zip([*SYSTEM, *by], key if isinstance(key, tuple) else (key,)))
-        if factor not in g.columns:
+        if _factor_column(g, factor) is None:
             continue
-        table = g.pivot_table(index=g[factor].astype(str), columns="response", values="share", aggfunc="sum", fill_value=0)
+        g = g.assign(**{factor: g[factor].astype(str)}).join(trials.set_index(trial_key(trials))["tw"], on=trial_key(g))
+        per_unit = g.groupby([UNIT, factor], sort=False)["trial"].transform("nunique")
+        levels = g.groupby(UNIT)[factor].nunique()
+        if (levels > 1).any():
+            raise UserError(f"analyses: chi_square on {factor!r}: {int((levels > 1).sum())} subject(s) answered "
+                            "at several levels; the test needs each subject at one level (a between factor)")
+        n = int(g[UNIT].nunique())
+        w = g.groupby(UNIT)["tw"].mean().to_frame()
+        weighted = _weighted(w)
+        if weighted:
+            # survey weights: weighted counts rescaled to Kish's effective n, (sum w)^2 / sum w^2, so the
+            # test is not credited with more respondents than the weights leave (a first-order design-
+            # effect correction in the spirit of Rao & Scott 1984; scipy/statsmodels have no Rao-Scott)
+            wt = w["tw"].to_numpy(float)
+            n_eff = wt.sum() ** 2 / (wt ** 2).sum()
+            g = g.assign(share=g["share"] * g["tw"] * n_eff / wt.sum())
+        g = g.assign(share=g["share"] / per_unit)
+        table = g.pivot_table(index=factor, columns="response", values="share", aggfunc="sum", fill_value=0)
         table = table.loc[table.sum(axis=1) > 0, table.sum(axis=0) > 0]
         if min(table.shape) < 2:
             continue
         chi2, p, dof, _ = stats.chi2_contingency(table.to_numpy(float), correction=False)
-        n = float(table.to_numpy().sum())
-        v = math.sqrt(chi2 / (n * (min(table.shape) - 1)))
-        rows.append({**key, "test": "Pearson chi-square", "contrast": f"{factor} x response", "estimate": chi2,
+        v = math.sqrt(chi2 / (float(table.to_numpy().sum()) * (min(table.shape) - 1)))
+        rows.append({**key, "test": "Pearson chi-square" + (" (survey-weighted, Kish effective n)" if weighted else ""),
+                     "contrast": f"{factor} x response", "estimate": chi2,
                      "std.error": math.nan, "statistic": chi2, "df": float(dof), "p.value": p, "conf.low": math.nan,
-                     "conf.high": math.nan, "n": n, "effect_size": v, "effect_size_type": "cramers_v"})
+                     "conf.high": math.nan, "n": n, "unit": UNIT, "weights": "survey" if weighted else "none",
+                     **({"n_effective": float(table.to_numpy().sum())} if weighted else {}),
+                     "effect_size": v, "effect_size_type": "cramers_v"})
     return pd.DataFrame(rows)
 
 
@@ -249,6 +358,18 @@ def agreement_table(trials: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def study_order_effects(study: Study, responses: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Order effects among the substantive options: a refusal ("Don't know") is always shown last, so
+    "shown last" is the last substantive option (n_ordered), not the refusal - else every item's last
+    place is the refusal and the table is empty (issue 25, finding 2)."""
+    from ..analyze.order_effects import order_effects
+
+    k = {it.id: sum(not o.refusal for o in ((it.response.judge if it.response.kind == "free_text" else it.response)
+                                              or it.response).options) for it in study.items}
+    got = order_effects(responses.assign(n_ordered=responses["item"].map(k)))
+    return dict(zip(("order_effects", "order_effects_average"), got))
+
+
 def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every analysis the file lists (the response distribution always)."""
     from ..collect.studies.registry import resolve
@@ -259,14 +380,20 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
     for i, a in enumerate(study.analyses):
         kind, by = a["type"], list(a.get("by", ["item"]))
         name = a.get("name") or f"{kind}_{i + 1}"
+        test = None
         if kind == "welch":
-            tests.append(welch(trials, a["factor"], a["levels"], by))
+            test = welch(trials, a["factor"], a["levels"], by)
         elif kind == "paired":
-            tests.append(paired(trials, a["factor"], a["levels"], by))
+            test = paired(trials, a["factor"], a["levels"], by)
         elif kind == "one_sample":
-            tests.append(one_sample(trials, a.get("mu", 0), by))
+            test = one_sample(trials, a.get("mu", 0), by)
         elif kind == "chi_square":
-            tests.append(chi_square(responses, trials, a["factor"], by))
+            test = chi_square(responses, trials, a["factor"], by)
+        if test is not None:
+            test = test.assign(analysis=name) if len(test) else test
+            tests.append(test)
+            if a.get("name"):  # a named test is also its own table (NAME.csv), as named analyses are
+                tables[a["name"]] = test
         elif kind == "amce":
             tables[name] = amce(trials, list(a["factors"]))
         elif kind == "representativeness":
@@ -276,6 +403,8 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
         elif kind == "function":
             got = resolve(a["function"])(responses, items, **(a.get("args") or {}))
             tables.update(got if isinstance(got, dict) else {name: got})
+    if "shown_position" in responses.columns:
+        tables.update(study_order_effects(study, responses))
     if tests:
         tables["tests"] = pd.concat([t for t in tests if len(t)] or [pd.DataFrame(columns=[*SYSTEM, *BROOM])],
                                     ignore_index=True)

@@ -714,7 +714,7 @@ def _human(c: Checker, d: dict, s: Study) -> None:
 def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[str], path) -> pd.DataFrame:
     """The human answers as tidy rows (source=human, method=observed), one per respondent x item."""
     items = {it.id: it for it in s.items}
-    rows = []
+    rows, lines = [], []  # lines: each row's line in the table file (header = 1)
     for i, rec in enumerate(df.to_dict("records")):
         iid = _plain(rec[m["item"]])
         if iid not in items:
@@ -739,9 +739,36 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
                      "response": label, "weight": weight, "validity": 1.0, "response_type": it.response.kind,
                      **({"estimate": estimate} if estimate is not None else {}),
                      **{g: rec[g] for g in groups}})
+        lines.append(i + 2)
     if not rows:
         raise c.err(path, "the human table has no answered rows")
+    _check_human_levels(c, s, rows, lines, m, groups, path)
     return pd.DataFrame(rows)
+
+
+def _check_human_levels(c: Checker, s: Study, rows: list[dict], lines: list[int], m: dict, groups: list[str],
+                        path) -> None:
+    """A human condition or factor level the design does not declare is an error naming its row: such
+    rows would silently drop out of every test, as an answer typo would (which is caught)."""
+    from .design import conditions
+
+    if "condition" in m and not s.condition:  # the design's own labels (a custom template: not checked)
+        between, within = conditions(s)
+        allowed = {",".join(f"{k}={v}" for k, v in {**b, **w}.items()) for b in between for w in within}
+        for line, r in zip(lines, rows):
+            if r["condition"] not in allowed:
+                raise c.err((*path, "columns", "condition"), f"row {line} of the human table: condition "
+                            f"{r['condition']!r} is not a condition of the design"
+                            f"{did_you_mean(r['condition'], sorted(allowed))}")
+    for g in groups:
+        f = s.factor(g)
+        if f is None:
+            continue
+        for line, r in zip(lines, rows):
+            v = _plain(r[g])
+            if v and v not in f.levels:
+                raise c.err((*path, "columns", "groups"), f"row {line} of the human table: {g} {v!r} is not a "
+                                                          f"declared level of factor {g!r}{did_you_mean(v, f.levels)}")
 
 
 def _human_answer(c: Checker, it: Item, value, i: int, path):
@@ -781,9 +808,7 @@ def _analyses(c: Checker, d: dict, s: Study) -> None:
         c.mapping(a, path, {"type", "name", *ANALYSIS_TYPES[kind]})
         for key in ("factor",):
             if key in ANALYSIS_TYPES[kind]:
-                f = s.factor(c.text(a, key, path, required=True))
-                if f is None:
-                    raise c.err((*path, key), f"{a[key]!r} is not a declared factor{did_you_mean(a[key], [x.name for x in s.factors])}")
+                f = s.factor(c.text(a, key, path, required=True)) or _group_factor(c, s, a, key, kind, path)
                 levels = [str(x) for x in c.listed(a, "levels", path)] if "levels" in ANALYSIS_TYPES[kind] else []
                 if kind in ("welch", "paired") and not levels:
                     if len(f.levels) != 2:
@@ -814,6 +839,24 @@ def _analyses(c: Checker, d: dict, s: Study) -> None:
             if ":" not in ref:
                 raise c.err((*path, "function"), "name a function as module:function")
         s.analyses.append(a)
+
+
+def _group_factor(c: Checker, s: Study, a: dict, key: str, kind: str, path) -> Factor:
+    """A test by a persona column or a human-table group column (e.g. party), not a manipulated factor:
+    its levels are the values seen in those columns. Between subjects by nature: a subject has one."""
+    name = a[key]
+    values: set[str] = set()
+    for df in (s.subjects, s.human):
+        if df is not None and name in df.columns and name not in RESERVED:
+            values |= {_plain(v) for v in df[name].dropna()}
+    if not values:
+        human = s.human.columns if s.human is not None else []
+        allowed = [x.name for x in s.factors] + [col for col in [*s.subjects.columns, *human]
+                                                 if col not in RESERVED and col not in ("response_type", "estimate")]
+        allowed = list(dict.fromkeys(allowed))
+        raise c.err((*path, key), f"{name!r} is neither a declared factor nor a persona or human group column"
+                                  f"{did_you_mean(name, allowed) if allowed else ' (the study declares none)'}")
+    return Factor(name=name, levels={v: v for v in sorted(values)}, assignment="between")
 
 
 def _check_placeholders(c: Checker, s: Study) -> None:

@@ -401,6 +401,42 @@ def cj_anova(data: pd.DataFrame, outcome: str, features: list[str], by: str, con
                           "p.value": float(stats.f.sf(F, df1, df2)), "n": full.n}])
 
 
+@_one_thread
+def cj_wald(data: pd.DataFrame, outcome: str, features: list[str], by: str, *, id: str,
+            constraints=()) -> pd.DataFrame:
+    """Cluster-robust omnibus test that `by` changes nothing: every group and attribute x group coefficient
+    of y ~ (features) * by is 0, errors clustered by respondent `id` (survey's linearization, as cregg).
+
+    cj_anova's F test takes a respondent's profiles as independent; with 5 to 10 correlated answers per
+    respondent it rejected 10-41% of true nulls at 5%. Here: Wald F = b' V^-1 b / q on the q tested
+    coefficients with V the clustered covariance, against F(q, G - p) (G clusters, p coefficients), as
+    survey::regTermTest(svyglm(...), method = "Wald") computes it.
+    """
+    df = _prepare(data, outcome, features, id=id, extra=(by,))
+    df[by] = pd.Categorical(df[by]).remove_unused_categories()
+    if len(df[by].cat.categories) < 2:
+        raise UserError(f"conjoint: by column {by!r} needs at least two groups")
+    X, meta = _design(df, features, [tuple(c) for c in constraints])
+    G, _ = _design(df, [by], intercept=False)
+    Xf = sparse.hstack([X, G, *[_times(X[:, 1:], G[:, [k]].toarray().ravel()) for k in range(G.shape[1])]],
+                       format="csc")
+    y = df[outcome].to_numpy(float)
+    cluster = (df[by].astype(str) + "\r" + df[id].astype(str)).to_numpy()  # ids of two groups never merge
+    full = _fit(Xf, [Column((), ())] * Xf.shape[1], y, None, cluster)
+    tested = np.arange(Xf.shape[1]) >= X.shape[1]
+    ok = tested & np.isfinite(full.coef)
+    b, V = full.coef[ok], full.vcov[np.ix_(ok, ok)]
+    q = int(np.linalg.matrix_rank(V))
+    n_clusters = len(np.unique(cluster))
+    df2 = n_clusters - full.rank
+    W = float(b @ np.linalg.pinv(V) @ b)
+    F = W / q if q else np.nan
+    p = float(stats.f.sf(F, q, df2)) if q and df2 > 0 else np.nan
+    return pd.DataFrame([{"by": by, "test": "Wald F, clustered by respondent (survey::regTermTest)", "statistic": F,
+                          "df": q, "df.residual": df2, "p.value": p, "n": full.n, "n_clusters": n_clusters,
+                          "unit": "respondent (cluster)"}])
+
+
 # ------------------------------------------------------------------ design diagnostics
 
 def freqs(data: pd.DataFrame, features: list[str], weights: str | None = None) -> pd.DataFrame:

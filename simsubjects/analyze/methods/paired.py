@@ -68,7 +68,10 @@ def wilcoxon(x, y) -> pd.DataFrame:
     ties = np.unique(np.abs(nz)).size < nz.size
     method = "exact" if nz.size < 50 and not ties else "approx"
     res = stats.wilcoxon(nz, zero_method="wilcox", correction=method == "approx", method=method)
-    return _row(test="Wilcoxon signed-rank test", estimate=float(np.median(d)), statistic=float(res.statistic),
+    # statistic: R's V, the rank sum of the positive differences (scipy's two-sided statistic is
+    # min(W+, W-), which names no direction and differs from R's whenever W+ > W-)
+    v = float(stats.rankdata(np.abs(nz))[nz > 0].sum())
+    return _row(test="Wilcoxon signed-rank test", estimate=float(np.median(d)), statistic=v,
                 **{"p.value": float(res.pvalue)}, n=int(nz.size))
 
 

@@ -12,7 +12,11 @@ by the model only, the prediction-powered variance is
 
     Var(n, N) = sigma^2 / n * (1 - rho^2 * N / (N + n)),
 
-so the effective human sample size is n / (1 - rho^2 N / (N + n)). PPI++ keeps lambda >= 0, so a
+so the effective human sample size is n / (1 - rho^2 N / (N + n)). That formula takes the optimal
+lambda = rho / kappa * N / (N + n) (kappa: the model's gradient spread over the humans'), but PPI++
+clips lambda to [0, 1]: compressed predictions (a small model's P(Yes) near 0.5) ask for lambda > 1,
+and the variance attainable is that of lambda = 1. `plan` uses the clipped lambda's variance
+(`variance` with kappa), so it never promises what lambda <= 1 cannot give. PPI++ keeps lambda >= 0, so a
 negative rho counts as 0 (the model cannot help). With unlimited model answers
 (N -> infinity) a design needs (1 - rho^2) times the humans of a human-only one. The interval's
 width is 2 z Var^(1/2); the power of the two-sided level-alpha z test against an effect delta is
@@ -37,34 +41,58 @@ COLUMNS = ["term", "design", "n_model", "sigma", "ppi_corr", "humans_for_width",
 
 def ppi_corr(grads: np.ndarray, grads_hat: np.ndarray, inv_hessian: np.ndarray, coord: int) -> tuple[float, float]:
     """(sigma^2, rho) of one coefficient, as ppi_py.ppi_power_analysis._get_ppi_corr (population moments)."""
+    sigma2, rho, _ = ppi_moments(grads, grads_hat, inv_hessian, coord)
+    return sigma2, rho
+
+
+def ppi_moments(grads: np.ndarray, grads_hat: np.ndarray, inv_hessian: np.ndarray, coord: int) -> tuple[float, float, float]:
+    """(sigma^2, rho, kappa): ppi_corr's two and kappa = sd(model gradient) / sd(human gradient) of the
+    coefficient. kappa is what the lambda <= 1 cap needs: the variance-optimal lambda is rho / kappa (times
+    N/(N+n)), so compressed predictions (kappa << rho) ask for lambda > 1, which PPI++ clips to 1."""
     n = grads.shape[0]
     gc, hc = grads - grads.mean(0), grads_hat - grads_hat.mean(0)
     cov, var_h, var_g = gc.T @ hc / n, hc.T @ hc / n, gc.T @ gc / n
     sigma2 = np.diag(inv_hessian @ var_g @ inv_hessian)[coord]
+    tau2 = np.diag(inv_hessian @ var_h @ inv_hessian)[coord]
     num = np.diag(inv_hessian @ cov @ inv_hessian)[coord]
-    den = math.sqrt(sigma2 * np.diag(inv_hessian @ var_h @ inv_hessian)[coord])
+    den = math.sqrt(sigma2 * tau2)
     rho = num / den if den > 0 else 0.0
-    return float(sigma2), float(min(rho, 1 - 1 / n))
+    kappa = math.sqrt(tau2 / sigma2) if sigma2 > 0 else math.nan
+    return float(sigma2), float(min(rho, 1 - 1 / n)), float(kappa)
 
 
 def pilot_moments(y, yhat, X=None, coord: int = 0) -> tuple[float, float]:
     """sigma^2 and rho from the pilot's units with both a human outcome and a prediction."""
+    return pilot_moments3(y, yhat, X, coord)[:2]
+
+
+def pilot_moments3(y, yhat, X=None, coord: int = 0) -> tuple[float, float, float]:
+    """sigma^2, rho and kappa (ppi_moments) from the pilot's units with both an outcome and a prediction."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     if y.size < 3:
         raise UserError(f"pilot: {y.size} units with a human outcome; need at least 3")
     if X is None:
         m = y.mean()
-        return ppi_corr((y - m)[:, None], (yhat - m)[:, None], np.eye(1), 0)
+        return ppi_moments((y - m)[:, None], (yhat - m)[:, None], np.eye(1), 0)
     theta = _ls(X, y)
     g, gh, _, inv_h = _ols_stats(theta, X, y, yhat, X, yhat, False)
-    return ppi_corr(g, gh, inv_h, coord)
+    return ppi_moments(g, gh, inv_h, coord)
 
 
-def variance(sigma2: float, rho: float, n, N) -> np.ndarray:
-    """Per-estimate variance with n humans and N model-only units (N = inf: unlimited)."""
+def variance(sigma2: float, rho: float, n, N, kappa: float | None = None) -> np.ndarray:
+    """Per-estimate variance with n humans and N model-only units (N = inf: unlimited).
+
+    kappa None: lambda unbounded (the textbook sigma^2/n (1 - rho^2 N/(N+n))). With kappa, lambda is the
+    optimum clipped to [0, 1] as PPI++ clips it, and the variance is that lambda's:
+    sigma^2/n (1 - 2 lambda rho kappa + lambda^2 kappa^2) + sigma^2 lambda^2 kappa^2 / N."""
     n = np.asarray(n, float)
-    share = 1.0 if np.isinf(N) else N / (N + n)
-    return sigma2 / n * (1 - rho ** 2 * share)
+    N = np.asarray(N, float)
+    share = np.where(np.isinf(N), 1.0, N / np.maximum(N + n, 1e-300))
+    if kappa is None or not np.isfinite(kappa) or kappa == 0:
+        return sigma2 / n * (1 - max(rho, 0.0) ** 2 * share)
+    lam = np.clip(max(rho, 0.0) * share / kappa, 0.0, 1.0)
+    model_part = np.where(np.isinf(N), 0.0, lam ** 2 * kappa ** 2 / np.where(np.isinf(N), 1.0, np.maximum(N, 1e-300)))
+    return sigma2 * ((1 - 2 * lam * rho * kappa + lam ** 2 * kappa ** 2) / n + model_part)
 
 
 def power(se, effect: float, level: float = 0.95):
@@ -79,9 +107,14 @@ def _smallest(ok: np.ndarray, grid: np.ndarray) -> float:
 
 def plan_table(sigma2: float, rho: float, *, n_model: int, width: float | None = None, effect: float | None = None,
                target_power: float = 0.8, humans: int | None = None, level: float = 0.95, term: str = "",
-               max_humans: int = 10_000_000) -> pd.DataFrame:
+               max_humans: int = 10_000_000, kappa: float | None = None) -> pd.DataFrame:
     """Humans needed without the model, with the model on `n_model` units (a fixed pool: the humans
-    answer a subset of them), and with unlimited model answers."""
+    answer a subset of them), and with unlimited model answers. `kappa` (ppi_moments): with it the
+    prediction-powered rows use lambda <= 1, as PPI++ does, and never promise more than that attains."""
+    if not sigma2 > 0:
+        raise UserError("pilot: the human outcomes do not vary (sigma = 0); a pilot with no spread cannot size a study")
+    if effect is not None and effect == 0:
+        raise UserError("--effect 0: a test has no power against a zero effect; give the smallest effect that matters")
     z = stats.norm.ppf(1 - (1 - level) / 2)
     reported, rho = rho, max(rho, 0.0)  # PPI++ clips lambda at 0: a negative correlation cannot help
     rows = []
@@ -92,8 +125,8 @@ def plan_table(sigma2: float, rho: float, *, n_model: int, width: float | None =
             if kind == "human":
                 return sigma2 / n
             if kind == "inf":
-                return variance(sigma2, rho, n, math.inf)
-            return sigma2 / n * (1 - rho ** 2 * np.clip(n_model - n, 0, None) / np.maximum(n_model, n))
+                return variance(sigma2, rho, n, math.inf, kappa)
+            return variance(sigma2, rho, n, np.clip(n_model - n, 0, None), kappa)
 
         cap = n_model if kind == "pool" else max_humans
         grid = np.unique(np.concatenate([np.arange(2, min(cap, 100_000) + 1),
@@ -158,5 +191,6 @@ def plan(pilot: pd.DataFrame, *, outcome: str = "y", prediction: str = "yhat", e
     name = term or terms[-1]
     if name not in terms:
         raise UserError(f"--term {name}: not a coefficient; choose from {', '.join(terms)}")
-    sigma2, rho = pilot_moments(lab[outcome].to_numpy(float), lab[prediction].to_numpy(float), X, terms.index(name))
-    return plan_table(sigma2, rho, n_model=int(n_model or len(pilot)), term=name, **targets)
+    sigma2, rho, kappa = pilot_moments3(lab[outcome].to_numpy(float), lab[prediction].to_numpy(float), X,
+                                        terms.index(name))
+    return plan_table(sigma2, rho, n_model=int(n_model or len(pilot)), term=name, kappa=kappa, **targets)

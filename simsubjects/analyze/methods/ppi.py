@@ -108,7 +108,18 @@ def _calc_lam(grads, grads_hat, grads_hat_u, inv_hessian, coord=None) -> float:
         num, den = v @ cov @ v, v @ var @ v
     if not den > 0:
         return 0.0  # predictions constant: nothing to learn from them
-    return float(np.clip(num / (2 * (1 + n / N) * den), 0, 1))
+    return _tolerant(float(np.clip(num / (2 * (1 + n / N) * den), 0, 1)))
+
+
+LAM_TOL = 1e-8  # a tuned lambda below this is rounding noise: 0, the human-only (classical) interval
+
+
+def _tolerant(lam):
+    """lambda with rounding noise set to 0. Constant predictions give lambda ~ 1e-17 for the difference and
+    OLS estimands, which is not 0, so `lam != 0` switched to the PPI variance formula and credited the model
+    with humans it never replaced (n_effective 19.5 from 8 humans; ppi-python: lambda = 0). At 0 the
+    estimator is exactly the classical one."""
+    return np.where(np.asarray(lam) < LAM_TOL, 0.0, lam) if np.ndim(lam) else (0.0 if lam < LAM_TOL else lam)
 
 
 # ---------------------------------------------------------------- mean
@@ -126,7 +137,7 @@ def mean_fit(y, yhat, yhat_u, lam=None):
         c = ((y - y.mean(-1, keepdims=True)) * (yhat - yhat.mean(-1, keepdims=True))).mean(-1)
         v = np.concatenate([yhat, yhat_u], axis=-1).var(-1, ddof=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            lam = np.where(v > 0, np.clip(c / ((1 + n / N) * v), 0, 1), 0.0)
+            lam = _tolerant(np.where(v > 0, np.clip(c / ((1 + n / N) * v), 0, 1), 0.0))
     lam = np.asarray(lam, float)
     lk = lam[..., None] if lam.ndim else lam
     est = (lk * yhat_u).mean(-1) + (y - lk * yhat).mean(-1)
@@ -287,12 +298,29 @@ def logistic_interval_at(theta, X, y, yhat, Xu, yhu, lam: float) -> np.ndarray:
 def logistic_fit(X, y, yhat, Xu, yhu, lam=None):
     """(estimate, std.error, lambda) following ppi_py.ppi_logistic_ci's steps (lambda for the total variance)."""
     if lam is None:
-        theta = logistic_point(X, y, yhat, Xu, yhu, 1.0)
+        # ppi-python starts lambda's tuning at the lambda = 1 fit; that objective can have no minimum (the
+        # model's predictions on the unlabeled units separate them) while lambda = 0 (the humans' own
+        # logistic fit) has one: start from the best lambda that has a minimum, and fall back to 0
+        theta, start = _first_fit(X, y, yhat, Xu, yhu, (1.0, 0.5, 0.0))
         lam = _calc_lam(*_logistic_stats(theta, X, y, yhat, Xu, yhu, True))
-        theta = logistic_point(X, y, yhat, Xu, yhu, lam)
+        theta, lam = _first_fit(X, y, yhat, Xu, yhu, dict.fromkeys((lam, min(lam, start), 0.0)))
         lam = _calc_lam(*_logistic_stats(theta, X, y, yhat, Xu, yhu, True))
+        theta, lam = _first_fit(X, y, yhat, Xu, yhu, dict.fromkeys((lam, 0.0)))
+        return theta, logistic_interval_at(theta, X, y, yhat, Xu, yhu, lam), float(lam)
     theta = logistic_point(X, y, yhat, Xu, yhu, lam)
     return theta, logistic_interval_at(theta, X, y, yhat, Xu, yhu, lam), float(lam)
+
+
+def _first_fit(X, y, yhat, Xu, yhu, lams):
+    """(theta, lambda) of the first lambda in `lams` whose rectified logistic loss has a minimum."""
+    for lam in lams:
+        try:
+            return logistic_point(X, y, yhat, Xu, yhu, float(lam)), float(lam)
+        except UserError:
+            if lam == 0:
+                raise UserError("logistic: the human outcomes are perfectly separated by the covariates (no "
+                                "finite maximum-likelihood fit even without the model)") from None
+    raise AssertionError("unreachable: the last lambda tried is 0")
 
 
 def ppi_logistic(X, y, yhat, X_unlabeled, yhat_unlabeled, *, lam: float | None = None, level: float = 0.95,
@@ -431,7 +459,11 @@ def mixed_subjects(model_units: pd.DataFrame, human_units: pd.DataFrame, *, unit
     dup = human_units[unit][human_units[unit].duplicated()]
     if len(dup):
         raise UserError(f"human data: unit {dup.iloc[0]!r} appears more than once; give one outcome per {unit}")
-    mu = model_units.drop_duplicates(unit).set_index(unit)
+    dup_m = model_units[unit][model_units[unit].duplicated()]
+    if len(dup_m):  # keeping the first would silently drop the model's other answers to that unit
+        raise UserError(f"model units: unit {dup_m.iloc[0]!r} appears more than once; give one prediction per "
+                        f"{unit} (average a unit's trials first)")
+    mu = model_units.set_index(unit)
     lacking = sorted(set(human_units[unit]) - set(mu.index), key=str)
     if lacking:
         raise UserError(f"human data: {len(lacking)} unit(s) the model did not answer (e.g. {lacking[0]!r}); "

@@ -15,9 +15,11 @@ def report_section(run) -> list[str]:
                  "One regression on all nine attributes with the two restriction interactions, errors clustered "
                  "by respondent (cregg's conventions); baseline levels are 0.")]
     if "anova_model_vs_people" in t:
-        out.append(block("Does the model's choice differ from people's? (cregg cj_anova)",
+        out.append(block("Does the model's choice differ from people's? (clustered Wald test)",
                          table(t["anova_model_vs_people"]),
-                         "F test of every attribute x (model vs people) interaction."))
+                         "Wald F test that every attribute x (model vs people) interaction is 0, errors clustered "
+                         "by respondent (survey::regTermTest); cregg's cj_anova F test would take a respondent's "
+                         "profiles as independent."))
     speed = (f"{c.get('tasks', '–')} tasks ({c.get('task_orders', '–')} task orders) in "
              f"{fmt(m.get('timings', {}).get('collection_seconds'))} s: {fmt(c.get('tasks_per_second'))} tasks per "
              f"second; forward passes {c.get('forward_passes', '–')} (one per task order at most: both answers are "

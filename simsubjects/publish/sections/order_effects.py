@@ -15,6 +15,7 @@ def report_block(tables: dict, csv: str, note: str = "") -> str | None:
     return block("Order effect: P(option) shown first vs last", table(oa) + table(
         oe.reindex(oe["estimate"].abs().sort_values(ascending=False).index), max_rows=20, csv=csv),
                  "Per question and option, the mean probability when the option was shown first minus when it "
-                 "was shown last (Welch t); on average a one-sample t across questions (each question's mean over its "
+                 "was shown last (t-test on subjects: paired when each saw both orders, else Welch; p-values also "
+                 "Holm/BH-adjusted over the model's cells); on average a one-sample t across questions (each question's mean over its "
                  "options). Positive = "
                  "primacy." + (" " + note if note else ""))

@@ -77,6 +77,15 @@ def refused_writes(out):
         raise write_error(e, "--out", Path(out)) from None
 
 
+def _budgeted(model, budget, study, spec, out, trials, params, method, n, batch_size):
+    from .budget import remaining_estimate
+
+    wrapped = budget.wrap(model, spec, chat_template=bool(params.get("chat_template")))
+    wrapped.remaining = lambda: remaining_estimate(study, model, out, trials, params, method=method, n=n,
+                                                   batch_size=batch_size, budget=budget, counter=wrapped.counter)
+    return wrapped
+
+
 def run_study(study, model_spec: str, out, **kw) -> tuple[pd.DataFrame, dict]:
     """Collect `study` (a StudyDef) into the run folder `out`; returns (responses, manifest)."""
     with refused_writes(out):  # a full disk or a read-only folder mid-run: one line, the cache kept
@@ -85,7 +94,7 @@ def run_study(study, model_spec: str, out, **kw) -> tuple[pd.DataFrame, dict]:
 
 def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exact", n: int = 50,
                overwrite: bool = False, model_options: dict | None = None, show_progress: bool = True,
-               model=None, batch_size: int = 64) -> tuple[pd.DataFrame, dict]:
+               model=None, batch_size: int = 64, budget=None) -> tuple[pd.DataFrame, dict]:
     started = time.perf_counter()
     mo = model_options or {}
     backend = check_model_options(model_spec, mo.get("base_url"), mo.get("timeout"))  # before anything is written
@@ -104,6 +113,8 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
     model = model or load_model(model_spec, **mo)
     identity = {"study": study.name, "model": model.fingerprint(), "parameters": params, **numerics}
     store = RunStore.open(out, identity, overwrite=overwrite)
+    if budget is not None:  # --max-cost: every batch priced before it is sent (collect/budget.py)
+        model = _budgeted(model, budget, study, model_spec, out, trials, params, method, n, batch_size)
     nothing_cached = True
     usage_before = model.usage() if hasattr(model, "usage") else None
     try:

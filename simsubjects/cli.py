@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # annotations only: pandas is imported on first use
     import pandas as pd
 
 from . import __version__
-from .cli_engines import batch_files, budget_of, check_engine_options, engine_options, report_fit
+from .cli_engines import batch_files, budget_of, check_engine_options, engine_of, engine_options, report_fit
 from .cli_ppi import ppi_options, register as register_ppi
 from .cli_preload import preload_group
 from .errors import UserError
@@ -342,7 +342,8 @@ def _collect_command(study, name: str | None = None):
         _, manifest = run_study(
             study, kw["model"], kw["out"], params={**params, "chat_template": kw["chat_template"]},
             method=kw["method"], n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
-            show_progress=not kw["quiet"], batch_size=kw["batch_size"], budget=budget_of(kw))
+            show_progress=not kw["quiet"], batch_size=kw["batch_size"], budget=budget_of(kw),
+            engine=engine_of(kw))
         _report_collection(kw["out"], manifest)
 
     f = engine_options(model_options(run))

@@ -28,6 +28,15 @@ def engine_options(f):
         click.option("--batch-import", "batch_import", multiple=True, type=click.Path(dir_okay=False),
                      help="A batch output file (OpenAI Batch API or vllm run-batch) to check and add to the run's "
                           "cache; repeat for several. Then run the same command without it to finish."),
+        click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                     help="ray: a local model on a pool of Ray actors (one per GPU, else --ray-actors CPU actors), "
+                          "with the same rows as local; resumes either way."),
+        click.option("--ray-address", default=None,
+                     help="With --engine ray: the cluster to join (auto: the running one; default: start a local one)."),
+        click.option("--ray-actors", default=None, type=int,
+                     help="With --engine ray: actors to start (default: one per GPU, else 2 CPU actors)."),
+        click.option("--ray-threads", default=1, show_default=True, type=int,
+                     help="With --engine ray: CPU threads (and CPUs reserved) per actor."),
         click.option("--max-cost", default=None, type=float, metavar="USD",
                      help="Stop before this command's usage, priced by --price-in/--price-out, would pass USD; "
                           "what is done is kept (resume with a larger cap). With --dry-run: say whether the run fits."),
@@ -48,6 +57,20 @@ def check_engine_options(kw: dict) -> None:
     if kw.get("max_cost") is not None and (kw.get("batch_export") or kw.get("batch_import")):
         raise UserError("--max-cost: a batch file is priced by its provider; use --dry-run --max-cost to check it fits")
     check_budget(kw.get("max_cost"), kw.get("price_in"), kw.get("price_out"))
+    from .collect.ray_engine import check_engine
+
+    if kw.get("engine") == "ray" and (kw.get("batch_export") or kw.get("batch_import") or kw.get("validate")):
+        raise UserError("--engine ray: collects; drop it with --batch-export, --batch-import or --validate")
+    if not kw.get("dry_run"):
+        check_engine(kw.get("engine", "local"), kw["model"], kw.get("ray_actors"), kw.get("ray_threads", 1),
+                     kw.get("ray_address"))
+
+
+def engine_of(kw: dict) -> dict | None:
+    if kw.get("engine") != "ray":
+        return None
+    return {"name": "ray", "address": kw.get("ray_address"), "actors": kw.get("ray_actors"),
+            "threads": kw.get("ray_threads", 1)}
 
 
 def budget_of(kw: dict):

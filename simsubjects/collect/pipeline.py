@@ -94,7 +94,7 @@ def run_study(study, model_spec: str, out, **kw) -> tuple[pd.DataFrame, dict]:
 
 def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exact", n: int = 50,
                overwrite: bool = False, model_options: dict | None = None, show_progress: bool = True,
-               model=None, batch_size: int = 64, budget=None) -> tuple[pd.DataFrame, dict]:
+               model=None, batch_size: int = 64, budget=None, engine: dict | None = None) -> tuple[pd.DataFrame, dict]:
     started = time.perf_counter()
     mo = model_options or {}
     backend = check_model_options(model_spec, mo.get("base_url"), mo.get("timeout"))  # before anything is written
@@ -110,7 +110,15 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
     # --out is checked before the model loads: a file, or a folder holding another run, fails at once.
     RunStore.check_out(out, {"study": study.name, "parameters": params, **numerics}, overwrite=overwrite)
     created = not Path(out).exists()
+    if model is None and engine and engine.get("name") == "ray":  # a pool of actors (collect/ray_engine.py)
+        from .ray_engine import RayEngine
+
+        model = RayEngine(model_spec, mo, address=engine.get("address"), actors=engine.get("actors"),
+                          threads=engine.get("threads", 1), batch_size=batch_size)
     model = model or load_model(model_spec, **mo)
+    # an engine with several workers is handed one batch per worker at once; it cuts them back into
+    # --batch-size shards, so each forward pass holds what a local run's would
+    chunk = batch_size * int(getattr(model, "parallel", 1))
     identity = {"study": study.name, "model": model.fingerprint(), "parameters": params, **numerics}
     store = RunStore.open(out, identity, overwrite=overwrite)
     if budget is not None:  # --max-cost: every batch priced before it is sent (collect/budget.py)
@@ -123,9 +131,9 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
         try:
             if study.collect is None:
                 responses, stats = collect_choices(model, trials, cache, study=study.name, method=method, n=n,
-                                                   show_progress=show_progress, chunk=batch_size)
+                                                   show_progress=show_progress, chunk=chunk)
             else:
-                responses, stats, records = study.collect(model, cache, trials, {**params, "batch_size": batch_size},
+                responses, stats, records = study.collect(model, cache, trials, {**params, "batch_size": chunk},
                                                           show_progress)
         finally:
             try:
@@ -133,6 +141,9 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
             except Exception:  # noqa: BLE001 - only decides what to clean up
                 nothing_cached = False
             cache.close()
+            engine_used = model.engine_record() if hasattr(model, "engine_record") else {"name": "local"}
+            if engine and engine.get("name") == "ray":
+                model.close()  # the actors end with the collection
         if study.finalize is not None:
             responses = study.finalize(responses, params)
         if "model" in responses:  # the spec as shown: no URL credentials, no key (simsubjects.redact)
@@ -147,6 +158,7 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
         raise
     manifest = base_manifest(study.name, model, params, study.datasets, study.templates(), started)
     manifest["identity"] = identity
+    manifest["engine"] = engine_used  # local, or ray with its nodes, actors and versions
     if trials.attrs.get("column_labels"):  # labels of study-specific columns (persona attributes) for exports
         manifest["column_labels"] = dict(trials.attrs["column_labels"])
     manifest["counts"] = {k: v for k, v in stats.items() if k not in ("failures", "short", "seconds")}

@@ -13,7 +13,7 @@ import sqlite3
 import httpx
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from tests.llama_server import llama_server  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.server

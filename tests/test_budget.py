@@ -13,7 +13,7 @@ import sqlite3
 
 import pandas as pd
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 
 BASE = ["collect", "ultimatum", "--pairs", "1", "--quiet", "--batch-size", "3"]
 

@@ -90,7 +90,7 @@ def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
 
 
 def test_two_cpu_actors_give_the_local_rows(cluster, local_rows, tmp_path):
-    from simsubjects.cli import main
+    from simsubjects.cli.commands import main
 
     out = tmp_path / "ray"
     assert main(["collect", "ultimatum", "--pairs", "1", "--quiet", "--batch-size", str(BATCH), "--engine", "ray",

@@ -62,7 +62,7 @@ def numeric_identity(backend: str, batch_size: int) -> dict:
 @contextmanager
 def refused_writes(out):
     """sqlite3's and the file system's refusals (disk full, read-only) as a UserError naming --out."""
-    from simsubjects.collect.store import write_error
+    from simsubjects.collect.output import write_error
 
     try:
         yield

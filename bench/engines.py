@@ -69,10 +69,11 @@ def main(argv=None) -> int:
     collect(local, 1, a.batch_size)  # warm-up: first-call costs (allocations, lazy imports) off the clock
     for e in engines.values():
         collect(e, 1, a.batch_size)
-    for _ in range(a.repeat):  # alternating, so a burst of other load hits every engine alike
-        times["in-process"].append(collect(local, a.pairs, a.batch_size))
-        times["ray, 1 actor"].append(collect(engines[1], a.pairs, a.batch_size))
-        times["ray, 2 actors"].append(collect(engines[2], a.pairs, a.batch_size))
+    for r in range(a.repeat):  # alternating, so a burst of other load hits every engine alike
+        for name, model in (("in-process", local), ("ray, 1 actor", engines[1]), ("ray, 2 actors", engines[2])):
+            times[name].append(collect(model, a.pairs, a.batch_size))
+            print(f"# round {r + 1}: {name} {times[name][-1]:.2f} s (load average {os.getloadavg()[0]:.1f})",
+                  file=sys.stderr, flush=True)
     for e in engines.values():
         e.close()
     ray.shutdown()

@@ -204,3 +204,24 @@ def test_batch_options_need_an_api_model_and_exact_scoring(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1, (args, err)
         assert not (tmp_path / "run").exists() and not (tmp_path / "x.jsonl").exists()
+
+
+def test_echo_and_chat_bodies(tmp_path):
+    dead = "http://127.0.0.1:9/v1"
+    assert collect(dead, tmp_path / "r", "--batch-format", "completions-echo",
+                   "--batch-export", str(tmp_path / "echo.jsonl"), pairs="1") == 0
+    lines = [json.loads(x) for x in (tmp_path / "echo.jsonl").read_text().splitlines()]
+    assert len(lines) == 11 * 3  # per trial: prompt + " Yes", prompt + " No", and the prompt alone
+    first = lines[:3]
+    key = first[0]["custom_id"].split("/")[0]
+    assert [x["custom_id"] for x in first] == [f"{key}/0", f"{key}/1", f"{key}/prompt"]
+    assert first[2]["body"]["prompt"] + first[0]["body"]["prompt"][len(first[2]["body"]["prompt"]):] \
+        == first[0]["body"]["prompt"]
+    assert all(x["body"]["echo"] is True and x["body"]["logprobs"] == 1 for x in first)
+    # the OpenAI API (no URL): chat bodies with top_logprobs, no key needed
+    assert main(["collect", "ultimatum", "--pairs", "1", "--quiet", "--model", "openai:gpt-4o-mini",
+                 "--out", str(tmp_path / "o"), "--batch-export", str(tmp_path / "chat.jsonl")]) == 0
+    chat = [json.loads(x) for x in (tmp_path / "chat.jsonl").read_text().splitlines()]
+    assert len(chat) == 11 and {x["url"] for x in chat} == {"/v1/chat/completions"}
+    body = chat[0]["body"]
+    assert body["messages"][0]["role"] == "user" and body["top_logprobs"] == 20 and body["logprobs"] is True

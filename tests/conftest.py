@@ -30,6 +30,7 @@ HEAVY_FIRST = [
     "test_multi_run.py",  # ~75 s serial
     "test_check_r.py",
     "test_openai_backend.py",
+    "test_batch_files.py",  # a llama.cpp server on loopback answers an exported batch file (~1-3 min)
     "test_fuzz.py",
     "test_secrets.py",
     "test_network.py",

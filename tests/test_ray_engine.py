@@ -134,3 +134,15 @@ def test_an_actor_killed_mid_run_changes_no_row(cluster, local_rows, tmp_path):
     assert manifest["engine"]["actors_lost"] == 1 and manifest["engine"]["shards_retried"] >= 1
     _same(local_rows, rows)
     assert manifest["failures"] == []
+
+
+def test_bad_engine_options_one_line_exit_2(tmp_path, capsys):
+    from simsubjects.cli.commands import main
+
+    for args in (["--engine", "ray", "--model", "openai:m@http://127.0.0.1:9/v1"], ["--ray-actors", "2"],
+                 ["--engine", "ray", "--ray-actors", "0"], ["--engine", "ray", "--ray-threads", "0"],
+                 ["--engine", "ray", "--validate"]):
+        capsys.readouterr()
+        assert main(["collect", "ultimatum", "--pairs", "1", "--quiet", "--out", str(tmp_path / "r"), *args]) == 2, args
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1, args
+    assert not (tmp_path / "r").exists()

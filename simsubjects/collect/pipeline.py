@@ -77,6 +77,15 @@ def refused_writes(out):
         raise write_error(e, "--out", Path(out)) from None
 
 
+def _budgeted(model, budget, study, spec, out, trials, params, method, n, batch_size):
+    from .budget import remaining_estimate
+
+    wrapped = budget.wrap(model, spec, chat_template=bool(params.get("chat_template")))
+    wrapped.remaining = lambda: remaining_estimate(study, model, out, trials, params, method=method, n=n,
+                                                   batch_size=batch_size, budget=budget, counter=wrapped.counter)
+    return wrapped
+
+
 def run_study(study, model_spec: str, out, **kw) -> tuple[pd.DataFrame, dict]:
     """Collect `study` (a StudyDef) into the run folder `out`; returns (responses, manifest)."""
     with refused_writes(out):  # a full disk or a read-only folder mid-run: one line, the cache kept
@@ -85,7 +94,7 @@ def run_study(study, model_spec: str, out, **kw) -> tuple[pd.DataFrame, dict]:
 
 def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exact", n: int = 50,
                overwrite: bool = False, model_options: dict | None = None, show_progress: bool = True,
-               model=None, batch_size: int = 64) -> tuple[pd.DataFrame, dict]:
+               model=None, batch_size: int = 64, budget=None, engine: dict | None = None) -> tuple[pd.DataFrame, dict]:
     started = time.perf_counter()
     mo = model_options or {}
     backend = check_model_options(model_spec, mo.get("base_url"), mo.get("timeout"))  # before anything is written
@@ -101,9 +110,19 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
     # --out is checked before the model loads: a file, or a folder holding another run, fails at once.
     RunStore.check_out(out, {"study": study.name, "parameters": params, **numerics}, overwrite=overwrite)
     created = not Path(out).exists()
+    if model is None and engine and engine.get("name") == "ray":  # a pool of actors (collect/ray_engine.py)
+        from .ray_engine import RayEngine
+
+        model = RayEngine(model_spec, mo, address=engine.get("address"), actors=engine.get("actors"),
+                          threads=engine.get("threads", 1), batch_size=batch_size)
     model = model or load_model(model_spec, **mo)
+    # an engine with several workers is handed one batch per worker at once; it cuts them back into
+    # --batch-size shards, so each forward pass holds what a local run's would
+    chunk = batch_size * int(getattr(model, "parallel", 1))
     identity = {"study": study.name, "model": model.fingerprint(), "parameters": params, **numerics}
     store = RunStore.open(out, identity, overwrite=overwrite)
+    if budget is not None:  # --max-cost: every batch priced before it is sent (collect/budget.py)
+        model = _budgeted(model, budget, study, model_spec, out, trials, params, method, n, batch_size)
     nothing_cached = True
     usage_before = model.usage() if hasattr(model, "usage") else None
     try:
@@ -112,9 +131,9 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
         try:
             if study.collect is None:
                 responses, stats = collect_choices(model, trials, cache, study=study.name, method=method, n=n,
-                                                   show_progress=show_progress, chunk=batch_size)
+                                                   show_progress=show_progress, chunk=chunk)
             else:
-                responses, stats, records = study.collect(model, cache, trials, {**params, "batch_size": batch_size},
+                responses, stats, records = study.collect(model, cache, trials, {**params, "batch_size": chunk},
                                                           show_progress)
         finally:
             try:
@@ -122,6 +141,9 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
             except Exception:  # noqa: BLE001 - only decides what to clean up
                 nothing_cached = False
             cache.close()
+            engine_used = model.engine_record() if hasattr(model, "engine_record") else {"name": "local"}
+            if engine and engine.get("name") == "ray":
+                model.close()  # the actors end with the collection
         if study.finalize is not None:
             responses = study.finalize(responses, params)
         if "model" in responses:  # the spec as shown: no URL credentials, no key (simsubjects.redact)
@@ -136,6 +158,7 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
         raise
     manifest = base_manifest(study.name, model, params, study.datasets, study.templates(), started)
     manifest["identity"] = identity
+    manifest["engine"] = engine_used  # local, or ray with its nodes, actors and versions
     if trials.attrs.get("column_labels"):  # labels of study-specific columns (persona attributes) for exports
         manifest["column_labels"] = dict(trials.attrs["column_labels"])
     manifest["counts"] = {k: v for k, v in stats.items() if k not in ("failures", "short", "seconds")}

@@ -75,6 +75,12 @@ def _failed_choice(k: int, method: str, reason: str, n_queries: int) -> ChoiceRe
     return ChoiceResult(probs=[nan] * k, validity=nan, method=method, n_queries=n_queries, failed=reason)
 
 
+def openai_fingerprint(model: str, n_base_urls: int, logprobs: str = "auto", api: str = "auto") -> dict:
+    """What enters an `openai` model's cache keys; also built without a model or a key, for the
+    batch files of collect/batch.py, whose custom ids are these cache keys."""
+    return {"backend": "openai", "model": model, "n_base_urls": n_base_urls, "logprobs": logprobs, "api": api}
+
+
 class OpenAIModel:
     """A model behind the OpenAI API or an OpenAI-compatible server.
 
@@ -177,10 +183,7 @@ class OpenAIModel:
                          revision=redact(revision), details=details)
 
     def fingerprint(self) -> dict:
-        return {
-            "backend": "openai", "model": self.model, "n_base_urls": len(self.base_urls),
-            "logprobs": self.logprobs, "api": self.api,
-        }
+        return openai_fingerprint(self.model, len(self.base_urls), self.logprobs, self.api)
 
     def choose(self, requests: Sequence[ChoiceRequest], method: str = "exact") -> list[ChoiceResult]:
         """method "exact": log-probabilities where the endpoint has them (else sampling);

@@ -1,0 +1,206 @@
+"""`collect ... --engine ray`: the local-model backends on a pool of Ray actors.
+
+Each actor loads the model once (`load_model`, the same hf backend as a local run: packing,
+key/value reuse and the float64 log-softmax carry over) and answers whole shards. The engine is a
+`LanguageModel` itself, so the run's collection code, cache, resume and progress bar are the local
+run's: the collection asks it for `actors` batches at a time (the chunk is batch_size x actors),
+it cuts them back into shards of --batch-size trials, the forward composition of a local run (the
+run's numeric identity, pipeline.numeric_identity), sends them to the free actors and returns when
+all are back; the batch is then committed to the run's cache as in a local run. Ray places the
+actors (one GPU each where there are GPUs, else `threads` CPUs each).
+
+An actor that dies (its process killed, its node lost) has its shard sent to another live actor;
+the run fails with one line only when every actor is gone. API models are not run under Ray: their
+concurrency is the server's (docs/scaling.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+class ModelActor:
+    """One model in one Ray worker process (wrapped by ray.remote in RayEngine)."""
+
+    def __init__(self, spec: str, options: dict, threads: int):
+        import torch
+
+        torch.set_num_threads(max(1, int(threads)))
+        from .models import load_model
+
+        self.model = load_model(spec, **options)
+
+    def describe(self) -> dict:
+        import socket
+
+        info = self.model.info
+        return {"fingerprint": self.model.fingerprint(), "spec": info.spec, "backend": info.backend,
+                "name": info.name, "revision": info.revision, "details": dict(info.details),
+                "pid": os.getpid(), "node": socket.gethostname()}
+
+    def choose(self, requests, method):
+        return self._counted(lambda: self.model.choose(requests, method=method))
+
+    def complete(self, requests):
+        return self._counted(lambda: self.model.complete(requests))
+
+    def _counted(self, ask):
+        """The answers and the usage they took (a dead actor's shard is counted where it is redone)."""
+        before = self.model.usage() if hasattr(self.model, "usage") else {}
+        answers = ask()
+        after = self.model.usage() if hasattr(self.model, "usage") else {}
+        return answers, {k: v - before.get(k, 0) for k, v in after.items()}
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--engine ray needs Ray: pip install 'simsubjects[ray]' (or pip install ray)") from None
+    return ray
+
+
+def check_engine(engine: str, spec: str, actors: int | None, threads: int, address: str | None) -> None:
+    """Before anything loads: a local model, Ray importable, sane counts."""
+    from .models import BACKENDS, parse_spec
+
+    if engine == "local":
+        if address is not None or actors is not None:
+            raise UserError("--ray-address and --ray-actors apply to --engine ray")
+        return
+    backend, _, _ = parse_spec(spec)
+    if BACKENDS[backend].server:
+        raise UserError(f"--engine ray runs local models (smollm2, hf:...); an API model's concurrency is its "
+                        f"server's: give several URLs in --model instead")
+    if actors is not None and actors < 1:
+        raise UserError(f"--ray-actors {actors}: at least 1")
+    if threads < 1:
+        raise UserError(f"--ray-threads {threads}: at least 1")
+    _ray()
+
+
+class RayEngine:
+    """A pool of ModelActors behind the LanguageModel interface."""
+
+    def __init__(self, spec: str, options: dict, *, address: str | None = None, actors: int | None = None,
+                 threads: int = 1, batch_size: int = 64):
+        ray = _ray()
+        self.ray = ray
+        self.batch_size = int(batch_size)
+        self.address = address
+        if not ray.is_initialized():
+            here = str(Path(__file__).resolve().parents[2])  # workers import this copy of simsubjects
+            env = {"PYTHONPATH": os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])}
+            try:
+                # a cluster started here listens on loopback only
+                local = {"_node_ip_address": "127.0.0.1", "include_dashboard": False} if address is None else {}
+                ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False,
+                         configure_logging=False, **local)
+            except ConnectionError as e:
+                raise UserError(f"--ray-address {address}: no Ray cluster there ({e}); start one with "
+                                "`ray start --head` or leave --ray-address out") from None
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        use_gpu = gpus > 0 and options.get("device", "auto") != "cpu"
+        n = actors or (gpus if use_gpu else 2)
+        resources = {"num_gpus": 1, "num_cpus": threads} if use_gpu else {"num_cpus": threads}
+        cpus = ray.cluster_resources().get("CPU", 0)
+        if not use_gpu and n * threads > cpus:
+            raise UserError(f"--ray-actors {n} x --ray-threads {threads}: the cluster has {cpus:g} CPUs")
+        actor_cls = ray.remote(max_restarts=0, **resources)(ModelActor)
+        self.threads = threads
+        self.actors = [actor_cls.remote(spec, options, threads) for _ in range(n)]
+        self.described = ray.get([a.describe.remote() for a in self.actors])
+        first = self.described[0]
+        if any(d["fingerprint"] != first["fingerprint"] for d in self.described):
+            raise UserError("--engine ray: the actors loaded different models (a node holds another copy of the model)")
+        self.fp = first["fingerprint"]
+        self.shards_retried = 0
+        self.use_gpu = use_gpu
+        self.totals: dict = {}  # usage of the shards answered, summed over the actors
+
+    # -- the LanguageModel interface --------------------------------------------------------------
+    @property
+    def info(self):
+        from .models.base import ModelInfo
+
+        d = self.described[0]
+        return ModelInfo(spec=d["spec"], backend=d["backend"], name=d["name"], revision=d["revision"],
+                         details={**d["details"], "engine": self.engine_record()})
+
+    def engine_record(self) -> dict:
+        ray = self.ray
+        import torch
+        import transformers
+
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        return {"name": "ray", "address": self.address or "local", "nodes": len(nodes),
+                "actors": len(self.described), "actors_lost": getattr(self, "dead_actors", 0), "actor_threads": self.threads, "gpus_per_actor": int(self.use_gpu),
+                "shard_trials": self.batch_size, "shards_retried": self.shards_retried,
+                "versions": {"ray": ray.__version__, "torch": torch.__version__,
+                             "transformers": transformers.__version__}}
+
+    def fingerprint(self) -> dict:
+        return self.fp
+
+    def choose(self, requests: Sequence, method: str = "exact") -> list:
+        return self._map("choose", list(requests), method)
+
+    def complete(self, requests: Sequence) -> list:
+        return self._map("complete", list(requests))
+
+    def usage(self) -> dict:
+        return dict(self.totals)
+
+    def close(self) -> None:
+        for a in self.actors:
+            self.ray.kill(a)
+        self.actors = []
+
+    # -- shards on actors, a dead actor's shard on another ---------------------------------------
+    def _map(self, op: str, requests: list, *args) -> list:
+        ray = self.ray
+        shards = [list(range(i, min(i + self.batch_size, len(requests)))) for i in range(0, len(requests), self.batch_size)]
+        todo = list(range(len(shards)))
+        results: list = [None] * len(requests)
+        free = list(self.actors)
+        running: dict = {}  # ObjectRef -> (shard index, actor)
+        while todo or running:
+            while todo and free:
+                s, actor = todo.pop(0), free.pop(0)
+                ref = getattr(actor, op).remote([requests[i] for i in shards[s]], *args)
+                running[ref] = (s, actor)
+            if not running:
+                raise UserError("--engine ray: every Ray actor died; the batches answered so far are kept in the "
+                                "run's cache: run the same command again to resume")
+            (ref,), _ = ray.wait(list(running), num_returns=1)
+            s, actor = running.pop(ref)
+            try:
+                answers, used = ray.get(ref)
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as e:
+                log.warning("ray: an actor died (%s); its shard goes to another", type(e).__name__)
+                self._drop(actor)
+                self.shards_retried += 1
+                todo.insert(0, s)
+                continue
+            for i, a in zip(shards[s], answers):
+                results[i] = a
+            for k, v in used.items():
+                self.totals[k] = self.totals.get(k, 0) + v
+            free.append(actor)
+        return results
+
+    def _drop(self, actor) -> None:
+        self.actors.remove(actor)
+        self.dead_actors = getattr(self, "dead_actors", 0) + 1
+
+    @property
+    def parallel(self) -> int:
+        """Shards the collection hands over at once: one per live actor."""
+        return max(1, len(self.actors))

@@ -1,0 +1,148 @@
+"""--engine ray on a real Ray cluster on loopback (`ray start --head`, 2 CPUs): two CPU actors collect a
+tiny study; its rows equal a single-process run's, also when one actor is SIGKILLed mid-run.
+
+Each actor answers whole --batch-size shards, the forward composition of a local run, so the
+probabilities are compared to 1e-12. Unit: the trial (one k-choice request of the ultimatum study).
+The cluster is bounded in time (start within 120 s) and stopped at the end of the module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pandas as pd
+import pytest
+
+from tests.llama_server import free_port
+
+# Token authentication (Ray's default for local clusters since 2.59): one random token for this test
+# cluster, shared by the head, its workers and this driver through the environment; set before Ray
+# is imported, which reads it then.
+os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16), RAY_USAGE_STATS_ENABLED="0")
+ray = pytest.importorskip("ray") if os.environ.get("SIMSUBJECTS_REQUIRE_RAY") != "1" else __import__("ray")
+
+PARAMS = {"pairs": 1, "seed": 0, "chat_template": False}
+BATCH = 4  # 11 trials: shards of 4, 4 and 3
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """`ray start --head --block` on 127.0.0.1 with 2 CPUs; its address. Stopped (SIGTERM) at the end."""
+    temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    port = free_port()
+    env = dict(os.environ)
+    cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+           "--port", str(port), "--num-cpus", "2", "--num-gpus", "0", "--include-dashboard", "false",
+           "--temp-dir", temp, "--disable-usage-stats"]
+    log = open(os.path.join(temp, "head.log"), "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    address = f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, open(os.path.join(temp, "head.log")).read()[-3000:]
+            try:
+                ray.init(address=address, log_to_driver=False)
+                break
+            except Exception:  # noqa: BLE001 - not up yet
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
+        yield address
+    finally:
+        ray.shutdown()
+        os.killpg(proc.pid, signal.SIGTERM)  # --block: the head stops its own Ray processes
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)
+        for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
+            os.environ.pop(var, None)
+
+
+@pytest.fixture(scope="module")
+def local_rows(tmp_path_factory):
+    from simsubjects.collect.pipeline import run_study
+    from simsubjects.collect.studies.registry import get_study
+
+    out = tmp_path_factory.mktemp("local") / "run"
+    rows, _ = run_study(get_study("ultimatum"), "smollm2", out, params=PARAMS, batch_size=BATCH, show_progress=False)
+    return rows
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    key = ["trial", "response"]
+    a, b = a.sort_values(key).reset_index(drop=True), b.sort_values(key).reset_index(drop=True)
+    floats = [c for c in a.columns if a[c].dtype.kind == "f"]
+    pd.testing.assert_frame_equal(a.drop(columns=floats), b.drop(columns=floats))
+    pd.testing.assert_frame_equal(a[floats], b[floats], check_exact=False, atol=1e-12, rtol=0)
+
+
+def test_two_cpu_actors_give_the_local_rows(cluster, local_rows, tmp_path):
+    from simsubjects.cli.commands import main
+
+    out = tmp_path / "ray"
+    assert main(["collect", "ultimatum", "--pairs", "1", "--quiet", "--batch-size", str(BATCH), "--engine", "ray",
+                 "--ray-address", cluster, "--ray-actors", "2", "--out", str(out)]) == 0
+    _same(local_rows, pd.read_parquet(out / "responses.parquet"))
+    engine = json.loads((out / "manifest.json").read_text())["engine"]
+    assert engine["name"] == "ray" and engine["nodes"] == 1 and engine["actors"] == 2
+    assert set(engine["versions"]) == {"ray", "torch", "transformers"}
+    # the same run folder resumes under the local engine: same identity, everything cached
+    assert main(["collect", "ultimatum", "--pairs", "1", "--quiet", "--batch-size", str(BATCH), "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["engine"] == {"name": "local"} and manifest["usage"]["requests"] == 0
+
+
+def test_an_actor_killed_mid_run_changes_no_row(cluster, local_rows, tmp_path):
+    from simsubjects.collect.pipeline import run_study
+    from simsubjects.collect.ray_engine import RayEngine
+    from simsubjects.collect.studies.registry import get_study
+
+    engine = RayEngine("smollm2", {}, address=cluster, actors=2, batch_size=BATCH)
+    victim = engine.described[0]["pid"]
+    real_map, calls = engine._map, []
+
+    def map_then_kill(op, requests, *args):
+        calls.append(len(requests))
+        if len(calls) == 2:  # the first batch is committed; the victim dies with the second in flight
+            refs_before = len(engine.actors)
+            os.kill(victim, signal.SIGKILL)
+            assert refs_before == 2
+        return real_map(op, requests, *args)
+
+    engine._map = map_then_kill
+    try:
+        rows, manifest = run_study(get_study("ultimatum"), "smollm2", tmp_path / "run", params=PARAMS,
+                                   batch_size=BATCH, show_progress=False, model=engine)
+        alive = len(engine.actors)
+    finally:
+        engine.close()
+    assert len(calls) == 2  # 8 trials, then 3 (the chunk is batch size x 2 actors)
+    assert engine.shards_retried >= 1 and alive == 1
+    assert manifest["engine"]["actors_lost"] == 1 and manifest["engine"]["shards_retried"] >= 1
+    _same(local_rows, rows)
+    assert manifest["failures"] == []
+
+
+def test_bad_engine_options_one_line_exit_2(tmp_path, capsys):
+    from simsubjects.cli.commands import main
+
+    for args in (["--engine", "ray", "--model", "openai:m@http://127.0.0.1:9/v1"], ["--ray-actors", "2"],
+                 ["--engine", "ray", "--ray-actors", "0"], ["--engine", "ray", "--ray-threads", "0"],
+                 ["--engine", "ray", "--validate"]):
+        capsys.readouterr()
+        assert main(["collect", "ultimatum", "--pairs", "1", "--quiet", "--out", str(tmp_path / "r"), *args]) == 2, args
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1, args
+    assert not (tmp_path / "r").exists()

@@ -454,7 +454,7 @@ def _flow(c: Checker, b: Block) -> None:
                                                         "a cycle; skip forward only")
             else:
                 raise c.err((*it.where, "skip_to"), f"skip_to {to!r}: no such item in block {b.id}"
-                                                    f"{did_you_mean(to, [*ids, *ENDS])} (or end_block, end)")
+                                                    f"{did_you_mean(to, [*ids, *ENDS])}")
             out.add(j)
             if e is None or X.constant(e) is True:
                 falls_through = False

@@ -129,7 +129,7 @@ class SessionRun:
     def header(self, st: State, block) -> str:
         parts = []
         if self.study.system:
-            parts.append(self.study.system)
+            parts.append(self.fill(self.study.system, st))
         if st.person.get("persona"):
             parts.append(str(st.person["persona"]))
         head = "".join(p + "\n\n" for p in parts)
@@ -215,14 +215,14 @@ class SessionRun:
                 **{k: _fmt(v) for k, v in self.env(st).items()}}
         rendered = Template(self.study.template).safe_substitute(fill)
         memory = {"transcript": st.text, "answers": st.lines, "none": ""}[self.sess.memory]
-        prompt = self.header(st, b) + memory + rendered + self.study.answer_prefix
+        prompt = self.header(st, b) + memory + rendered + self.fill(self.study.answer_prefix, st)
         return Decision(st, it, prompt, question, shown, rendered)
 
     def answer(self, d: Decision, label: str, completion: str) -> None:
         st, it = d.state, d.item
         st.answers[it.id] = label
         st.answer_hist.setdefault(it.id, []).append(label)
-        st.text += d.rendered + self.study.answer_prefix + completion + "\n\n"
+        st.text += d.rendered + self.fill(self.study.answer_prefix, st) + completion + "\n\n"
         st.lines += Template(self.sess.history).safe_substitute(question=d.question, answer=label)
         st.hist += (label,)
         st.pos += 1
@@ -252,7 +252,14 @@ class SessionRun:
                 fb = self.fill(b.feedback, st)
                 st.text += fb + "\n\n"
             more = st.round < b.rounds
-            st.pending = (b.cont if (more and b.cont is not None and b.cont < 1) else None, more)
+            cont = b.cont
+            if b.cont_expr is not None:
+                cont = self.eval(b.cont_expr, st, (*b.where, "rounds", "continue"))
+                if not 0 < cont <= 1:
+                    raise UserError(self.study.source.error((*b.where, "rounds", "continue"),
+                                                            f"continuation probability {cont!r} for subject "
+                                                            f"{st.subject}: not in (0, 1]"))
+            st.pending = (cont if (more and cont is not None and cont < 1) else None, more)
             if st.pending[0] is not None:
                 return ("chance", st.pending[0])
         self.finish_round(st, b, None)
@@ -277,7 +284,8 @@ class SessionRun:
                "weight": st.reach if self.sess.enumerate else 1.0,
                "validity": float(np.mean(st.validity)) if st.validity else float("nan"),
                "round": st.round, "step": st.step - 1, "path": st.path, "parent": st.parent, "block": b.id,
-               "reach": st.reach, "continued": int(continued), "_key": st.key}
+               "reach": st.reach, "continued": int(continued), "_key": st.key,
+               **{c: st.person[c] for c in self.persona_cols}}
         for it in b.items:
             row[it.id] = st.answers.get(it.id, "")
         row.update({k: v for k, v in st.moves.items()})

@@ -18,7 +18,9 @@ from .spec import (NAME, RESERVED, SLUG, Checker, Item, Response, Study, _design
                    placeholders)
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "response", "response_types", "design",
-       "session", "analyses"}
+       "session", "analyses", "human"}
+HUMAN = {"file", "name", "columns"}
+HUMAN_COLUMNS = {"respondent", "measure", "value", "by"}
 SESSION = {"blocks", "block_order", "memory", "paths", "max_leaves", "max_steps", "variables", "players", "history"}
 BLOCK = {"id", "items", "order", "intro", "rounds", "players", "moves", "payoffs", "update", "feedback"}
 SITEM = {"id", "text", "response", "show_if", "skip_to"}
@@ -57,6 +59,7 @@ class Block:
     intro: str = ""
     rounds: int = 1
     cont: float | None = None  # continuation probability after each round (None: always, up to rounds)
+    cont_expr: X.Expr | None = None  # or an expression (a persona column such as delta): checked in (0, 1] when run
     players: list[str] = field(default_factory=list)
     sequence: list[str] | None = None  # sequential: item ids and player names in order; None: simultaneous
     matrix: dict | None = None  # {(row, col): (mine, theirs)}
@@ -93,6 +96,8 @@ class Session:
 @dataclass
 class SessionStudy(Study):
     session: Session | None = None
+    people: pd.DataFrame | None = None  # person-level values: respondent, measure, value, and the `by` columns
+    people_by: list = field(default_factory=list)
 
 
 def is_session_file(path) -> bool:
@@ -131,6 +136,7 @@ def load_session(file, seed: int | None = None) -> SessionStudy:
     _design(c, {"design": g}, s, seed)
     s.session = _session(c, d["session"], s, named, default)
     s.items = [it.item for b in s.session.blocks for it in b.items]
+    _people(c, d, s)
     if d.get("analyses") is not None:
         c.listed(d, "analyses", ())  # the session analyses run always (docs/studies.md); reserved for more
     _check(c, s)
@@ -231,7 +237,10 @@ def _block(c: Checker, v, path, s, sess: Session, named, default, seen_items) ->
     if isinstance(r, dict):
         rd = c.mapping(r, (*path, "rounds"), ROUNDS, required=("max",))
         b.rounds = c.number(rd, "max", (*path, "rounds"), 1, integer=True, low=1)
-        b.cont = c.number(rd, "continue", (*path, "rounds"), None)
+        if isinstance(rd.get("continue"), str):  # e.g. a persona column: the treatment's delta
+            b.cont_expr, b.cont = _parse(c, rd["continue"], (*path, "rounds", "continue")), 1.0
+        else:
+            b.cont = c.number(rd, "continue", (*path, "rounds"), None)
         if b.cont is not None and not 0 < b.cont <= 1:
             raise c.err((*path, "rounds", "continue"), f"a continuation probability is in (0, 1], got {b.cont}")
     else:
@@ -375,6 +384,8 @@ def _check(c: Checker, s: SessionStudy) -> None:
     """Names, order, cycles, reachability and types of every expression and text (docs: "Logic")."""
     sess = s.session
     base = {"round": X.NUM, **persona_types(s), **{k: _vtype(v) for k, v in sess.variables.items()}}
+    for key in ("system", "answer_prefix"):  # filled per subject: persona columns and variables
+        _text(c, getattr(s, key), {**persona_types(s), **{k: X.TEXT for k in sess.variables}}, ("prompt", key), {})
     all_items = {it.id: it for b in sess.blocks for it in b.items}
     players = {n: X.T("text", frozenset(p.moves_of(sess, None) or []) or None) for n, p in sess.players.items()}
     for k, p in sess.players.items():
@@ -400,6 +411,10 @@ def _check(c: Checker, s: SessionStudy) -> None:
             known[it.id] = X.T("text", frozenset(it.labels))
         after = {**base, **known, **players}
         _text(c, b.intro, {**base, **known}, (*b.where, "intro"), all_items)
+        if b.cont_expr is not None:
+            t = _typed(c, b.cont_expr, {**base, **known}, (*b.where, "rounds", "continue"), all_items, b)
+            if t.kind != "num":
+                raise c.err((*b.where, "rounds", "continue"), f"a continuation probability is a number, got {t}")
         if b.matrix:
             after.update({n: X.NUM for n in b.payoff_names()})
         for n, e in b.rules:
@@ -475,3 +490,51 @@ def _flow(c: Checker, b: Block) -> None:
             raise c.err((*it.where, "id"), f"item {it.id!r} is unreachable: every way to it is skipped")
         if it.show_if is not None and X.constant(it.show_if) is False:
             raise c.err((*it.where, "show_if"), f"item {it.id!r} is unreachable: show_if is always false")
+
+
+def _people(c: Checker, d: dict, s: SessionStudy) -> None:
+    """`human:` person-level values (a person's share of an option, or mean payoff) by round, block or a
+    persona column, compared with the subjects' own (docs/studies.md, "People beside the model")."""
+    if d.get("human") is None:
+        return
+    from .spec import _plain, _table
+
+    p = ("human",)
+    h = c.mapping(d["human"], p, HUMAN, required=("file", "columns"))
+    df = _table(c, s, h["file"], (*p, "file"))
+    cols = c.mapping(h["columns"], (*p, "columns"), HUMAN_COLUMNS, required=("respondent", "measure", "value"))
+    s.human_name = c.text(h, "name", p, "human")
+    by = [str(x) for x in c.listed(cols, "by", (*p, "columns"))]
+    persona = set(persona_types(s))
+    for k, b in enumerate(by):
+        if b not in ("round", "block") and b not in persona:
+            raise c.err((*p, "columns", "by", k), f"{b!r}: compare by round, block or a subjects column"
+                                                  f"{did_you_mean(b, ['round', 'block', *persona])}")
+    names = {key: c.text(cols, key, (*p, "columns"), required=True) for key in ("respondent", "measure", "value")}
+    for key, col in [*names.items(), *(("by", b) for b in by)]:
+        if col not in df.columns:
+            raise c.err((*p, "columns", key), f"column {col!r} is not in {h['file']}{did_you_mean(col, df.columns)}")
+    valid = measures(s.session)
+    out = pd.DataFrame({"respondent": df[names["respondent"]].map(_plain), "measure": df[names["measure"]].map(_plain),
+                        "value": pd.to_numeric(df[names["value"]], errors="coerce"),
+                        **{b: df[b].map(_plain) if b != "round" else df[b] for b in by}})
+    for i, rec in enumerate(out.to_dict("records")):
+        if rec["measure"] not in valid:
+            raise c.err((*p, "columns", "measure"), f"row {i + 2} of {h['file']}: {rec['measure']!r} is not a "
+                                                    f"measure of the session{did_you_mean(rec['measure'], valid)}")
+        if not rec["value"] == rec["value"]:
+            raise c.err((*p, "columns", "value"), f"row {i + 2} of {h['file']}: the value is not a number")
+    if "round" in by:  # an empty round: the value is pooled over rounds
+        r = pd.to_numeric(df["round"].replace("", None), errors="coerce")
+        if ((r.dropna() % 1) != 0).any() or (r.isna() & df["round"].notna() & (df["round"].astype(str) != "")).any():
+            raise c.err((*p, "columns", "by"), f"the round column of {h['file']} holds a value that is not a "
+                                               "whole number")
+        out["round"] = r.astype("Int64")
+    s.people, s.people_by = out, by
+
+
+def measures(sess: Session) -> list[str]:
+    """What can be compared with people: `share ITEM=OPTION` and `mean NAME` (payoffs, variables)."""
+    out = [f"share {it.id}={lab}" for b in sess.blocks for it in b.items for lab in it.labels]
+    out += [f"mean {n}" for b in sess.blocks for n in b.payoff_names()] + [f"mean {v}" for v in sess.variables]
+    return list(dict.fromkeys(out))

@@ -9,6 +9,8 @@ probabilities when they were enumerated), never on decisions; by-round tables ar
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -31,6 +33,8 @@ def analyze_session(study: SessionStudy, responses: pd.DataFrame, items: pd.Data
         out["rounds_by_round"] = rounds_by_round(study, rounds)
     if len(paths) and study.session.enumerate:
         out["paths"] = path_table(paths)
+    if study.people is not None and (len(dec) or len(rounds)):
+        out["beside_people"], out["beside_people_tests"] = beside_people(study, dec, rounds)
     return out
 
 
@@ -82,8 +86,7 @@ def subject_tests(dec: pd.DataFrame) -> pd.DataFrame:
         if len(pair) < 2:
             continue
         diff = pair[last] - pair[first]
-        if diff.std(ddof=1) == 0:
-            t = stats.ttest_rel(pair[last], pair[first]) if False else None
+        if diff.std(ddof=1) == 0:  # no variation: the t statistic is undefined
             stat, p = float("nan"), float("nan")
         else:
             t = stats.ttest_rel(pair[last], pair[first])
@@ -143,3 +146,56 @@ def path_table(paths: pd.DataFrame) -> pd.DataFrame:
         columns={"response": "answers", "weight": "probability", "round": "last_round", "step": "decisions"})
     out["total"] = out.groupby([*_key(paths), "subject"])["probability"].transform("sum")
     return out.reset_index(drop=True)
+
+
+def subject_values(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame, measure: str,
+                   where: dict) -> pd.Series:
+    """Each subject's value of `measure` in the cells `where` (by round, block, persona column):
+    `share ITEM=OPTION` is the subject's mean probability of the option over its decisions there
+    (weighted by the paths' probabilities `reach`); `mean NAME` its weighted mean over the round rows."""
+    kind, rest = measure.split(" ", 1)
+    if kind == "share":
+        item, label = rest.split("=", 1)
+        d = dec[(dec["item"] == item) & (dec["response"] == label)]
+        w, x = d["reach"].astype(float), d["weight"].astype(float)
+    else:
+        d = rounds
+        w, x = d["weight"].astype(float), pd.to_numeric(d.get(rest), errors="coerce")
+    keep = pd.Series(True, index=d.index)
+    for col, v in where.items():
+        if v is None or v is pd.NA or v == "" or (isinstance(v, float) and v != v):
+            continue  # an empty cell of the human table: pooled over that column
+        keep &= (d[col] == v) if col == "round" else (d[col].astype(str) == str(v))
+    d, w, x = d[keep], w[keep], x[keep]
+    ok = x.notna()
+    num = (w[ok] * x[ok]).groupby(d.loc[ok, "subject"]).sum()
+    den = w[ok].groupby(d.loc[ok, "subject"]).sum()
+    return (num / den.where(den > 0)).dropna()
+
+
+def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
+    """Model and people side by side in each cell of the human table (by round, block, persona column):
+    the mean over subjects vs the mean over persons, each with its t interval (unit: subject, person),
+    and a Welch two-sample t-test of the difference (scipy.stats.ttest_ind, equal_var=False)."""
+    people, by = study.people, study.people_by
+    rows, tests = [], []
+    for keys, g in people.groupby(["measure", *by], sort=False, dropna=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        measure, where = keys[0], dict(zip(by, keys[1:]))
+        model = subject_values(study, dec, rounds, measure, where)
+        human = g.groupby("respondent")["value"].mean()
+        for src, vals, unit in (("model", model, "subject"), (study.human_name, human, "person")):
+            if not len(vals):
+                continue  # a cell the model did not play (e.g. a supergame of people only)
+            rows.append({"measure": measure, **where, "source": src, **_mean_ci(vals), "unit": unit})
+        if len(model) >= 2 and len(human) >= 2 and (model.var() > 0 or human.var() > 0):
+            with warnings.catch_warnings():  # identical subjects (one prompt) give a zero variance: fine
+                warnings.simplefilter("ignore", RuntimeWarning)
+                t = stats.ttest_ind(model, human, equal_var=False)
+                ci = t.confidence_interval()
+            tests.append({"measure": measure, **where, "test": "Welch two-sample t-test, model - people",
+                          "estimate": float(model.mean() - human.mean()), "statistic": float(t.statistic),
+                          "df": float(t.df), "p.value": float(t.pvalue), "conf.low": float(ci.low),
+                          "conf.high": float(ci.high), "n_model": len(model), "n_people": len(human),
+                          "unit": "subject / person"})
+    return pd.DataFrame(rows), pd.DataFrame(tests)

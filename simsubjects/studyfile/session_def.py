@@ -44,7 +44,8 @@ def session_def(study: SessionStudy, out=None) -> StudyDef:
         finalize=finalize,
         templates=lambda: [study.template],
         analyze=lambda responses, items: analyze_session(study, responses, items),
-        summary=lambda tables: {k: v for k, v in tables.items() if k in ("rounds_by_round", "paths", "subject_tests")},
+        summary=lambda tables: {k: v for k, v in tables.items() if k in ("rounds_by_round", "paths", "subject_tests",
+                                                                            "beside_people_tests")},
         methods=("exact", "sampled"),
     )
 
@@ -58,7 +59,8 @@ def describe_session(study: SessionStudy) -> str:
     lines.append(f"subjects: {len(study.subjects)}; memory: {sess.memory}; paths: {sess.paths}"
                  f"{f' (at most {leaves(sess):g} leaves per subject)' if sess.enumerate else ''}; seed: {study.seed}")
     for b in sess.blocks:
-        rounds = f"{b.rounds} rounds" + (f", continuing with probability {b.cont:g}" if b.cont is not None else "")
+        cont = b.cont_expr.text if b.cont_expr is not None else f"{b.cont:g}" if b.cont is not None else ""
+        rounds = f"{b.rounds} rounds" + (f", continuing with probability {cont}" if cont else "")
         moves = "sequential: " + " -> ".join(b.sequence) if b.sequence else "simultaneous"
         lines.append(f"block {b.id}: {len(b.items)} items ({', '.join(it.id for it in b.items)}); {rounds}; "
                      f"order {b.order}; players {', '.join(b.players) or 'none'} ({moves})"
@@ -69,6 +71,9 @@ def describe_session(study: SessionStudy) -> str:
         lines.append("variables: " + ", ".join(f"{k} = {v!r}" for k, v in sess.variables.items()))
     steps = sum(b.rounds * len(b.items) for b in sess.blocks)
     lines.append(f"decisions per path: at most {steps}")
+    if study.people is not None:
+        lines.append(f"people: {len(study.people)} person-level values of {study.people['respondent'].nunique()} "
+                     f"persons ({study.human_name}), by {', '.join(study.people_by) or 'nothing'}")
     return "\n".join(lines)
 
 

@@ -250,3 +250,88 @@ def test_sigkill_mid_session_resumes_with_identical_rows(smollm2, tmp_path):
     assert done.returncode == 0, done.stderr
     got = pd.read_parquet(out / "responses.parquet")
     pd.testing.assert_frame_equal(got.reset_index(drop=True), ref.reset_index(drop=True), check_exact=True)
+
+
+# ------------------------------------------------------------------------------ Dal Bó & Fréchette (2011)
+
+DALBO = ROOT / "examples" / "pd_dalbo"
+SHARED_DF2011 = ROOT.parent / "shared" / "data" / "games" / "DF2011.rda"
+
+
+def test_dalbo_people_equal_a_fresh_computation_from_the_article_data():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from bundle_dalbo2011 import people
+    finally:
+        sys.path.pop(0)
+    fresh = people(SHARED_DF2011)
+    bundled = pd.read_csv(DALBO / "people.csv", keep_default_na=False)
+    assert len(bundled) == len(fresh) and bundled["person"].nunique() == 266
+    assert (bundled["person"].tolist() == fresh["person"].tolist())
+    assert np.allclose(bundled["value"].astype(float), fresh["value"].astype(float), atol=1e-6)
+    assert (bundled["n"].astype(int).to_numpy() == fresh["n"].to_numpy()).all()
+
+
+def test_dalbo_payoffs_are_table_1():
+    """The payoff rules of the study file give the article's Table 1 in every treatment."""
+    study = load_session(DALBO / "study.yaml")
+    rules = dict(study.session.blocks[0].rules)
+    for R in (32, 40, 48):
+        for (me, other), (mine, theirs) in {("J", "J"): (R, R), ("J", "F"): (12, 50), ("F", "J"): (50, 12),
+                                            ("F", "F"): (25, 25)}.items():
+            env = {"R": R, "choice": me, "partner": other}
+            assert X.evaluate(rules["payoff"], env) == mine
+            assert X.evaluate(rules["partner_payoff"], env) == theirs
+    assert sorted(study.subjects["treatment"].unique()) == ["D5R32", "D5R40", "D5R48", "D75R32", "D75R40", "D75R48"]
+
+
+def test_dalbo_example_beside_people_subject_and_person_units(smollm2, tmp_path):
+    """One subject per treatment (the example has four): the model and people tables by round and
+    treatment, each computed on subject- or person-level values, and the Welch tests."""
+    from scipy import stats
+
+    for f in ("study.yaml", "people.csv"):
+        (tmp_path / f).write_bytes((DALBO / f).read_bytes())
+    subjects = pd.read_csv(DALBO / "subjects.csv")
+    subjects.groupby("treatment").head(1).to_csv(tmp_path / "subjects.csv", index=False)
+    study, r = _run(tmp_path / "study.yaml", tmp_path / "run", smollm2)
+    assert main(["analyze", str(tmp_path / "run"), "--no-plots"]) == 0
+    side = pd.read_csv(tmp_path / "run" / "analysis" / "beside_people.csv")
+    first = side[(side["round"] == 1) & side["block"].isna()]
+    people = pd.read_csv(DALBO / "people.csv", keep_default_na=False)
+    for t in subjects["treatment"].unique():
+        p = people[(people["treatment"] == t) & (people["round"].astype(str) == "1")]
+        got = first[(first["treatment"] == t) & (first["unit"] == "person")]
+        assert got["n"].iat[0] == p["person"].nunique()
+        assert abs(got["estimate"].iat[0] - p["value"].astype(float).mean()) < 1e-12
+        m = first[(first["treatment"] == t) & (first["source"] == "model")]
+        dec = r[(r["condition"] == "decision") & (r["treatment"] == t) & (r["round"] == 1) & (r["response"] == "J")]
+        assert m["n"].iat[0] == 1 and abs(m["estimate"].iat[0] - dec["weight"].iat[0]) < 1e-12
+    assert (side.loc[side["source"] == "model", "unit"] == "subject").all()
+    assert (side.loc[side["source"] != "model", "unit"] == "person").all()
+
+
+def test_beside_people_welch_test_is_scipys_on_subject_and_person_values():
+    """The Welch test of beside_people on made-up rows: scipy's ttest_ind(equal_var=False) on each
+    subject's mean (reach-weighted over its paths) and each person's value, never on decisions."""
+    from scipy import stats
+
+    from simsubjects.studyfile.session_analysis import beside_people
+
+    study = load_session(PD)
+    rows = []
+    for s, ps in (("s1", [0.2, 0.4]), ("s2", [0.7, 0.9]), ("s3", [0.5, 0.5])):
+        for path, p in enumerate(ps, 1):
+            for lab, w in (("J", p), ("F", 1 - p)):
+                rows.append({"subject": s, "item": "choice", "response": lab, "weight": w, "reach": 0.5,
+                             "round": 1, "path": path, "condition": "decision"})
+    dec = pd.DataFrame(rows)
+    study.people = pd.DataFrame({"respondent": ["a", "b", "c", "d"], "measure": "share choice=J",
+                                 "value": [0.1, 0.3, 0.2, 0.6], "round": 1})
+    study.people_by = ["round"]
+    side, tests = beside_people(study, dec, dec.iloc[:0])
+    model = np.array([0.3, 0.8, 0.5])
+    ref = stats.ttest_ind(model, [0.1, 0.3, 0.2, 0.6], equal_var=False)
+    assert tests["n_model"].iat[0] == 3 and tests["n_people"].iat[0] == 4
+    assert abs(tests["statistic"].iat[0] - ref.statistic) < 1e-12 and abs(tests["p.value"].iat[0] - ref.pvalue) < 1e-12
+    assert abs(side.loc[side["source"] == "model", "estimate"].iat[0] - model.mean()) < 1e-12

@@ -86,7 +86,8 @@ def _run(study_file, out, model, **params):
     from simsubjects.studyfile.session_def import session_def
 
     study = load_session(study_file)
-    p = {"studyfile": file_parameters(study), "seed": study.seed, "paths": params.pop("paths", None)}
+    p = {"studyfile": file_parameters(study), "seed": study.seed, "paths": params.pop("paths", None),
+         "session_scorer": "incremental-kv"}
     responses, _ = run_study(session_def(study, out=out), "smollm2", out, params=p, model=model,
                              show_progress=False, **params)
     return study, responses
@@ -133,7 +134,9 @@ def test_pd_example_rows_rebuild_every_history(pd_run, smollm2):
 
 def test_pd_distribution_is_the_models_on_the_rebuilt_transcript(pd_run, smollm2):
     """Round 3: each subject's prompt rebuilt by hand from the rows (system, the earlier rounds, their
-    feedback), the ten scored in one batch as the run did, gives the recorded distributions exactly."""
+    feedback), scored from scratch by the packed scorer, gives the recorded distributions (which the
+    run computed with reused keys/values: the same numbers up to float sums in another order, ~1e-6;
+    a wrong transcript moves them by far more)."""
     from simsubjects.collect.models.base import ChoiceRequest
 
     study, r, _ = pd_run
@@ -150,7 +153,7 @@ def test_pd_distribution_is_the_models_on_the_rebuilt_transcript(pd_run, smollm2
     for s, one in zip([f"s{i}" for i in range(1, 11)], res):
         got = r[(r["condition"] == "decision") & (r["subject"] == s) & (r["round"] == 3)]
         assert got["response"].tolist() == ["J", "F"]
-        assert np.allclose(got["weight"].to_numpy(), one.probs, atol=1e-12, rtol=0)
+        assert np.allclose(got["weight"].to_numpy(), one.probs, atol=1e-5, rtol=0)
 
 
 def test_pd_analysis_subject_is_the_unit(pd_run, capsys):

@@ -89,6 +89,7 @@ class State:
     key: tuple = ()  # branch indices (enumerate): orders the leaves
     hist: tuple = ()  # labels drawn
     skip: str | None = None
+    asked: list = field(default_factory=list)  # the path's requests so far (the chain of its keys/values)
     pending: tuple | None = None  # (continuation probability or None, more rounds) at a round's end
     done: bool = False
     validity: list = field(default_factory=list)  # this round's decisions' Z
@@ -336,6 +337,17 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
     chunk = int(params.get("batch_size") or 64)
     run = SessionRun(study, model, method, n, params.get("paths"))
     fp = model.fingerprint()
+    from .models.incremental import PathScorer, supports
+
+    chain_of: dict[int, list] = {}  # id(request) -> the earlier requests of its path
+    if method == "exact" and supports(model):  # a local model: each path's keys/values are reused
+        scorer = PathScorer(model)
+
+        def ask(rs):
+            return scorer.choose(rs, [chain_of[id(r)] for r in rs])
+    else:  # a server (chat turns are text here), or sampled answers: the decisions of a step in one batch
+        def ask(rs):
+            return model.choose(rs, method=method)
     states = run.initial()
     failures, queries, asked = [], 0, 0
     with progress(len(states), f"{study.name} paths ({model.info.spec})", show_progress) as bar:
@@ -351,13 +363,16 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
             if not pending:
                 break
             reqs = [ChoiceRequest(d.prompt, d.completions, n) for d in pending]
+            chain_of.clear()
+            for d, rq in zip(pending, reqs):
+                chain_of[id(rq)] = d.state.asked
             keys = [cache_key(fp, r, method) for r in reqs]
-            results, fails = cached_map(cache, reqs, keys, lambda rs: model.choose(rs, method=method),
-                                        lambda v: ChoiceResult(**v), chunk)
+            results, fails = cached_map(cache, reqs, keys, ask, lambda v: ChoiceResult(**v), chunk)
             asked += len(reqs)
             grown = []
-            for i, (d, res) in enumerate(zip(pending, results)):
+            for i, (d, res, rq) in enumerate(zip(pending, results, reqs)):
                 st = d.state
+                st.asked = st.asked + [rq]  # a new list: branches of an enumerated tree share the old one
                 if res is None or not np.isfinite(res.probs).all():
                     failures.append({"trial": run.node(st), "reason": fails.get(i, "no valid answer")})
                     continue

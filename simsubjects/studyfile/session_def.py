@@ -100,7 +100,12 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     method = kw["method"] or "exact"
     if method not in ("exact", "sampled"):
         raise UserError(f"--method {method}: a session supports exact, sampled")
-    params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": kw.get("paths")}
+    from ..collect.models.incremental import SCORER
+
+    # a local model scores a session's growing prompts with reused keys/values: another order of
+    # float sums than the packed scorer, so the scorer is part of the run's identity
+    params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": kw.get("paths"),
+              "session_scorer": SCORER}
     _, manifest = run_study(session_def(study, out=kw["out"]), kw["model"], kw["out"], params=params, method=method,
                             n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                             show_progress=not kw["quiet"], batch_size=kw["batch_size"])

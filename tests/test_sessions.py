@@ -338,3 +338,55 @@ def test_beside_people_welch_test_is_scipys_on_subject_and_person_values():
     assert tests["n_model"].iat[0] == 3 and tests["n_people"].iat[0] == 4
     assert abs(tests["statistic"].iat[0] - ref.statistic) < 1e-12 and abs(tests["p.value"].iat[0] - ref.pvalue) < 1e-12
     assert abs(side.loc[side["source"] == "model", "estimate"].iat[0] - model.mean()) < 1e-12
+
+
+# ------------------------------------------------------------------------------ an OpenAI-compatible server
+
+from tests.llama_server import llama_server  # noqa: E402,F401 (fixture)
+
+
+def test_session_on_the_loopback_llama_server(llama_server, tmp_path, monkeypatch, capsys):
+    """The same session on llama.cpp's OpenAI-compatible server: exact where it returns
+    log-probabilities, the transcript sent as text; each decision's distribution is the server's own
+    answer to the prompt rebuilt from the rows."""
+    from simsubjects.collect.models.base import ChoiceRequest
+    from simsubjects.collect.models.openai_api import OpenAIModel
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    text = PD.read_text().replace("subjects: 10", "subjects: 2").replace("rounds: 5", "rounds: 2")
+    (tmp_path / "s.yaml").write_text(text)
+    out = tmp_path / "run"
+    assert main(["collect", str(tmp_path / "s.yaml"), "--model", f"openai:smollm2@{llama_server}", "--out", str(out),
+                 "-q"]) == 0, capsys.readouterr().err
+    r = pd.read_parquet(out / "responses.parquet")
+    dec = r[r["condition"] == "decision"]
+    assert set(dec["method"]) == {"exact"} and len(dec) == 2 * 2 * 2
+    assert np.allclose(dec.groupby("trial")["weight"].sum(), 1.0, atol=1e-9)
+    rounds = r[r["condition"] == "round"].sort_values(["subject", "round"])
+    first = rounds[rounds["round"] == 1].iloc[0]
+    study = load_session(tmp_path / "s.yaml")
+    prompt = (study.system + "\n\nRound 1. Do you choose J or F?\nYour choice: " + first["choice"] + "\n\n"
+              f"You chose {first['choice']} and the other person chose {first['partner']}. You earned "
+              f"{first['payoff']:g} points (total {first['total']:g}).\n\nRound 2. Do you choose J or F?\nYour choice:")
+    m = OpenAIModel("smollm2", llama_server, timeout=30, max_retries=3, backoff=0.05)
+    res = m.choose([ChoiceRequest(prompt, (" J", " F"))])[0]
+    got = dec[(dec["subject"] == first["subject"]) & (dec["round"] == 2)]
+    assert np.allclose(got["weight"].to_numpy(), res.probs, atol=1e-9)
+
+
+def test_paths_option_and_replicate_plan(tmp_path, capsys):
+    """--paths is refused where it means nothing (before any model loads); a session file is a row of
+    `replicate`'s plan like any study file."""
+    from simsubjects.replicate import plan_all
+
+    other = ROOT / "tests" / "data" / "studyfiles" / "bad" / "valid_base.yaml"
+    assert main(["collect", str(other), "--paths", "2", "--out", str(tmp_path / "a")]) == 2
+    assert "not a session" in capsys.readouterr().err
+    (tmp_path / "e.yaml").write_text(ENUM)
+    assert main(["collect", str(tmp_path / "e.yaml"), "--paths", "2", "--out", str(tmp_path / "b")]) == 2
+    assert "enumerates its paths" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    papers, rows = plan_all([str(DALBO / "study.yaml")], 1.0, [], tmp_path / "rep")
+    assert rows[0][2].name == "pd_dalbo" and rows[0][3]["session_scorer"] == "incremental-kv"
+    trials, items = rows[0][2].make(**{k: v for k, v in rows[0][3].items() if k == "paths"})
+    assert len(trials) == 24 and items["item"].tolist() == ["choice"]

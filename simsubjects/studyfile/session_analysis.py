@@ -199,3 +199,54 @@ def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
                           "conf.high": float(ci.high), "n_model": len(model), "n_people": len(human),
                           "unit": "subject / person"})
     return pd.DataFrame(rows), pd.DataFrame(tests)
+
+
+def plot_session(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list:
+    """By round: each answer's share (and, with `human:`, people's beside it), and the mean payoffs;
+    points are means over subjects (persons) with 95% t intervals over subjects (persons)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    rb = tables.get("rounds_by_round")
+    if rb is not None and len(rb):
+        for kind, ylabel in (("share", "share of subjects' answers"), ("mean", "mean over subjects")):
+            d = rb[rb["measure"].str.startswith(kind + " ") & ~rb["measure"].str.contains("partner=|player=")]
+            if not len(d):
+                continue
+            fig, ax = plt.subplots(figsize=(6, 4))
+            for (block, measure), g in d.groupby(["block", "measure"], sort=False):
+                g = g.sort_values("round")
+                ax.errorbar(g["round"], g["estimate"], yerr=[g["estimate"] - g["conf.low"].fillna(g["estimate"]),
+                                                              g["conf.high"].fillna(g["estimate"]) - g["estimate"]],
+                            marker="o", capsize=3, label=f"{block}: {measure}")
+            ax.set(xlabel="round", ylabel=ylabel, title=f"{'Answers' if kind == 'share' else 'Payoffs'} by round")
+            ax.legend(fontsize=7)
+            fig.tight_layout()
+            paths.append(outdir / f"session_{kind}_by_round.png")
+            fig.savefig(paths[-1], dpi=110)
+            plt.close(fig)
+    side = tables.get("beside_people")
+    if side is not None and len(side) and "round" in side:
+        d = side[side["round"].notna()]
+        if "block" in d:
+            d = d[d["block"].isna() | (d["block"].astype(str) == "")]
+        if len(d):
+            groups = [c for c in d.columns if c not in ("measure", "round", "source", "estimate", "std.error",
+                                                        "conf.low", "conf.high", "n", "unit", "block")]
+            fig, ax = plt.subplots(figsize=(7, 6))
+            for keys, g in d.groupby(["measure", "source", *groups], sort=False, dropna=False):
+                g = g.sort_values("round")
+                ax.errorbar(g["round"], g["estimate"], yerr=1.96 * g["std.error"].fillna(0), marker="o" if keys[1] == "model"
+                            else "s", linestyle="-" if keys[1] == "model" else "--", capsize=2,
+                            label=" ".join(str(k) for k in keys))
+            ax.set(xlabel="round", ylabel="mean over subjects / persons", title="Model and people by round")
+            ax.xaxis.get_major_locator().set_params(integer=True)
+            ax.legend(fontsize=6, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+            fig.tight_layout()
+            paths.append(outdir / "session_beside_people_by_round.png")
+            fig.savefig(paths[-1], dpi=110)
+            plt.close(fig)
+    return paths

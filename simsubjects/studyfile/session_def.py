@@ -29,7 +29,7 @@ def session_items(study: SessionStudy) -> pd.DataFrame:
 
 def session_def(study: SessionStudy, out=None) -> StudyDef:
     from ..collect.sessions import collect_session
-    from .session_analysis import analyze_session
+    from .session_analysis import analyze_session, plot_session
 
     def finalize(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
         if out is not None:
@@ -44,6 +44,7 @@ def session_def(study: SessionStudy, out=None) -> StudyDef:
         finalize=finalize,
         templates=lambda: [study.template],
         analyze=lambda responses, items: analyze_session(study, responses, items),
+        plot=plot_session,
         summary=lambda tables: {k: v for k, v in tables.items() if k in ("rounds_by_round", "paths", "subject_tests",
                                                                             "beside_people_tests")},
         methods=("exact", "sampled"),

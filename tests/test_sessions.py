@@ -377,7 +377,7 @@ def test_session_on_the_loopback_llama_server(llama_server, tmp_path, monkeypatc
 def test_paths_option_and_replicate_plan(tmp_path, capsys):
     """--paths is refused where it means nothing (before any model loads); a session file is a row of
     `replicate`'s plan like any study file."""
-    from simsubjects.replicate import plan_all
+    from simsubjects.cli.replicate import plan_all
 
     other = ROOT / "tests" / "data" / "studyfiles" / "bad" / "valid_base.yaml"
     assert main(["collect", str(other), "--paths", "2", "--out", str(tmp_path / "a")]) == 2

@@ -43,6 +43,10 @@ class PathScorer:
     def __init__(self, model, budget_bytes: int = 2 << 30):
         self.model, self.budget, self.used = model, budget_bytes, 0
         self.entries: OrderedDict[str, tuple] = OrderedDict()  # key -> (ctx, last logits, kv)
+        # per request: its token plan and its chain key, computed once (a path's earlier prompts are
+        # not tokenized again at every step: the cost of a step stays that of its new tokens)
+        self.plans: dict[tuple, tuple] = {}
+        self.keys: dict[tuple, str] = {}
 
     def choose(self, requests: Sequence[ChoiceRequest], chains: Sequence[Sequence[ChoiceRequest]]) -> list[ChoiceResult]:
         """Exact choices of `requests`; chains[i]: the earlier requests of request i's path, in order."""
@@ -51,30 +55,46 @@ class PathScorer:
         out = []
         with torch.inference_mode():
             for r, chain in zip(requests, chains):
-                ctx, stail, tails = m.plan([r])[0]
-                logits, kv = self._context([*chain, r], ctx)
+                ctx, stail, tails = self._plan(r)
+                logits, kv = self._context([*chain, r])
                 first = torch.log_softmax(logits, dim=-1)
                 lps = [self._tail(kv, len(ctx), first, t) for t in [stail, *tails]]
                 out.append(exact_choice([lp - lps[0] for lp in lps[1:]]))
         return out
 
-    def _context(self, chain: list[ChoiceRequest], ctx: list[int]):
-        """(last logits, kv) of `ctx`, the context of chain[-1], built along the chain."""
-        ctxs = [self.model.plan([c])[0][0] for c in chain[:-1]] + [ctx]
-        keys, h = [], hashlib.sha256()
-        for c in ctxs:
-            h.update(repr(c).encode())
-            keys.append(h.hexdigest())
-        start = len(ctxs) - 1
+    def _plan(self, r: ChoiceRequest) -> tuple:
+        k = (r.prompt, r.completions)
+        if k not in self.plans:
+            self.plans[k] = self.model.plan([r])[0]
+        return self.plans[k]
+
+    def _keys(self, chain: list[ChoiceRequest]) -> list[str]:
+        """Chain keys: chain[i]'s is a hash of the contexts of chain[0..i] (the cut that built its kv)."""
+        if len(self.keys) > 200_000:  # a bound on memory; the keys are recomputed as needed
+            self.keys.clear()
+            self.plans.clear()
+        out, prev = [], ""
+        for c in chain:
+            k = (prev, c.prompt, c.completions)
+            if k not in self.keys:
+                self.keys[k] = hashlib.sha256((prev + repr(self._plan(c)[0])).encode()).hexdigest()
+            prev = self.keys[k]
+            out.append(prev)
+        return out
+
+    def _context(self, chain: list[ChoiceRequest]):
+        """(last logits, kv) of the context of chain[-1], built along the chain."""
+        keys = self._keys(chain)
+        start = len(keys) - 1
         while start > 0 and keys[start] not in self.entries:
             start -= 1
         prev = self.entries[keys[start]] if keys[start] in self.entries else None
-        if prev is not None and start == len(ctxs) - 1:
+        if prev is not None and start == len(keys) - 1:
             self.entries.move_to_end(keys[start])
             return prev[1], prev[2]
         first = start + 1 if prev is not None else 0
-        for i in range(first, len(ctxs)):
-            c = ctxs[i]
+        for i in range(first, len(keys)):
+            c = self._plan(chain[i])[0]
             if prev is None:
                 logits, kv = _prefill(self.model.model, c, None, 0)
                 fed = len(c)

@@ -390,3 +390,27 @@ def test_paths_option_and_replicate_plan(tmp_path, capsys):
     assert rows[0][2].name == "pd_dalbo" and rows[0][3]["session_scorer"] == "incremental-kv"
     trials, items = rows[0][2].make(**{k: v for k, v in rows[0][3].items() if k == "paths"})
     assert len(trials) == 24 and items["item"].tolist() == ["choice"]
+
+
+def test_show_if_and_sequential_moves_on_the_model(smollm2, tmp_path):
+    """show_if: q2 is asked only on the branches where q1 was 'No' (enumerated, so both happen);
+    sequential moves: the partner's scheduled move of the round is in the question the subject sees."""
+    text = (BAD / "valid_base.yaml").read_text().replace("memory: transcript", "memory: answers\n  paths: enumerate")
+    text = text.replace("partner: {strategy: tit_for_tat, responds_to: move, first: C}",
+                        "partner: {strategy: schedule, moves: [D, C, D]}")
+    text = text.replace('text: "Round ${round}: C or D?"', 'text: "Round ${round}: the other chose ${partner}. C or D?"')
+    text = text.replace("      rounds: 3\n", "      rounds: 2\n      moves: {order: [partner, move]}\n")
+    (tmp_path / "s.yaml").write_text(text)
+    study, r = _run(tmp_path / "s.yaml", tmp_path / "run", smollm2)
+    dec = r[r["condition"] == "decision"].drop_duplicates("trial").set_index("trial")
+    q1 = dec[dec["item"] == "q1"]
+    for t, rec in dec[dec["item"] == "q2"].iterrows():
+        assert rec["parent"] in q1.index and t.endswith("|No")  # the history after q1 was No
+    assert len(dec[dec["item"] == "q2"]) == 2  # one per subject
+    moves = dec[dec["item"] == "move"]
+    assert set(moves.loc[moves["round"] == 1, "question"]) == {"Round 1: the other chose D. C or D?"}
+    assert set(moves.loc[moves["round"] == 2, "question"]) == {"Round 2: the other chose C. C or D?"}
+    paths = r[r["condition"] == "path"]
+    # leaves per subject: q1=Yes (4 game leaves) + q1=No x q2 (2 x 4)
+    assert (paths.groupby("subject").size() == 12).all()
+    assert np.allclose(paths.groupby("subject")["weight"].sum(), 1.0, atol=1e-9)

@@ -32,6 +32,8 @@ BENCHES = [
      ["--subjects", "4", "--baseline-stages", "10"], ["--subjects", "2", "--stages", "5,10", "--baseline-stages", "5"]),
     ("Option-order averaging: every ordering vs one", "option_order.py", ["--questions", "2", "--repeat", "3"],
      ["--questions", "1", "--repeat", "2"]),
+    ("Sessions: cost per step from round 1 to 20, reused keys/values vs re-encoding", "sessions.py",
+     ["--subjects", "2", "--rounds", "20"], ["--subjects", "1", "--rounds", "10"]),
     ("AMCE bootstrap (10,000 draws, all MoCa factors)", "bootstrap.py", ["--draws", "10000"], ["--draws", "2000"]),
     ("--engine ray vs in-process (same study, same run)", "engines.py", ["--pairs", "6", "--repeat", "3"],
      ["--pairs", "2", "--repeat", "2"]),

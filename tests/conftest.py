@@ -25,6 +25,7 @@ if WORKER:
 # scheduling). Measured with --durations (see docs/testing.md); unlisted files keep their order.
 HEAVY_FIRST = [
     "test_kill_resume.py",  # ~220 s serial: a dozen CLI subprocesses, each importing torch
+    "test_sessions.py",  # sessions on the model, a SIGKILL resume (two CLI starts)
     "test_replicate.py",
     "test_ray_engine.py",  # a loopback Ray cluster, two actors loading the model (~2-4 min)
     "test_multi_run.py",  # ~75 s serial

@@ -85,6 +85,17 @@ def replicate_row(path: str, out, seed: int | None = None):
     """
     from ..collect.studies.registry import Paper, Plan
 
+    from .session import is_session_file, load_session
+
+    if is_session_file(path):  # a session: its own declaration, the same place in the replication
+        from ..collect.models.incremental import SCORER
+        from .session_def import session_def
+
+        study = load_session(path, seed=seed)
+        paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title, note="a session file")
+        plan = Plan(paper, lambda scale: {}, f"the session file's own design ({path}; --scale does not change it)")
+        params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": None, "session_scorer": SCORER}
+        return paper, plan, session_def(study, out=Path(out) / study.name), params
     study = load_study(path, seed=seed)
     paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title, note="a study file")
     plan = Plan(paper, lambda scale: {}, f"the study file's own design ({path}; --scale does not change it)")

@@ -73,4 +73,11 @@ def study_def(folder, manifest: dict):
         raise UserError(f"{folder}: the copy of the study file ({o.file}) is missing; re-run the collection")
     params = manifest.get("parameters") or {}
     seed = params.get("seed")  # the run's seed (collect --seed), so seeded tables are drawn as collected
-    return from_file(load_study(path, seed=seed if isinstance(seed, int) else None))
+    seed = seed if isinstance(seed, int) else None
+    from .session import is_session_file, load_session
+
+    if is_session_file(path):  # a session file (blocks, rounds, players): its own StudyDef
+        from .session_def import session_def
+
+        return session_def(load_session(path, seed=seed))
+    return from_file(load_study(path, seed=seed))

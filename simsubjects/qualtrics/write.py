@@ -1,0 +1,240 @@
+"""`study import qualtrics SURVEY.qsf DIR [--responses FILE]`: write the study folder, whole or not at all."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+from pathlib import Path
+
+import yaml
+
+from ..errors import UserError
+from .build import Conversion, Item, convert
+from .human import Human, human_rows
+from .qsf import load_qsf
+from .responses import read_export
+
+JUDGE = ("Question: ${question}\nSomeone answered: ${answer}\n"
+         "Does this answer respond to the question? Answer Yes or No.")
+
+
+def _lit(text: str) -> str:
+    """Item texts in study.yaml are templates: a literal dollar sign is written $$."""
+    return text.replace("$", "$$")
+
+
+def _slug(name: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return s if s[:1].isalpha() else f"qualtrics-{s}".rstrip("-")
+
+
+def _response(it: Item):
+    if it.kind == "yesno":
+        return "yesno"
+    if it.kind == "estimate":
+        r = {"type": "estimate", "integer": it.integer}
+        if it.min is not None:
+            r["min"] = it.min
+        if it.max is not None:
+            r["max"] = it.max
+        return r
+    if it.kind == "free_text":
+        return {"type": "free_text", "max_tokens": 48, "judge": {"prompt": JUDGE, "response": "yesno"}}
+    opts = []
+    for o in it.options:
+        d = {"label": o.label}
+        if o.position is not None:
+            d["position"] = int(o.position) if float(o.position).is_integer() else o.position
+        if o.refusal:
+            d["refusal"] = True
+        opts.append(d)
+    return {"type": "choice", "options": opts}
+
+
+def _item_text(it: Item, conv: Conversion, after: dict) -> object:
+    text = f"{it.context}\n\n{it.text}" if it.context else it.text
+    f = after.get(it.block)
+    if f is None or not any(f.context.values()):
+        return _lit(text)
+    # asked after a randomizer: the arm's descriptive text (its vignette) comes first, per level
+    return {f.name: {lv: _lit(f"{f.context.get(lv, '')}\n\n{text}".strip()) for lv in f.levels}}
+
+
+def study_yaml(conv: Conversion, human: Human | None, subjects: int) -> dict:
+    s = conv.survey
+    names = {b: s.blocks[b].name for b in s.order}
+    after = {}  # block name -> the randomizer shown before it (the last one)
+    seen_arms: list = []
+    for b in s.order:
+        f = next((f for f in conv.factors if b in f.blocks), None)
+        if f is not None:
+            seen_arms.append(f)
+        elif seen_arms:
+            after[names[b]] = seen_arms[-1]
+    items = []
+    for it in conv.items:
+        attrs = {"qid": it.qid, "tag": it.tag, "block": it.block, "qtype": it.qtype}
+        if it.arm:
+            attrs[it.arm[0]] = it.arm[1]
+        items.append({"id": it.id, "text": _item_text(it, conv, after), "response": _response(it), "attributes": attrs})
+    d = {"study": _slug(s.name), "title": f"{s.name} (imported from Qualtrics)",
+         "citation": f"Qualtrics survey {s.id or s.file.name} ({s.file.name})",
+         "description": "Written by `simsubjects study import qualtrics`; what was not converted is listed in "
+                        "IMPORT_NOTES.md.",
+         "prompt": {"template": "${question}\n${options}", "answer_prefix": "\nAnswer:"},
+         "design": {"subjects": subjects, "seed": 0}, "items": items}
+    if conv.factors:
+        d["design"]["factors"] = {f.name: {"assignment": "between", "levels": dict(f.levels)} for f in conv.factors}
+    analyses: list = ["distribution"]
+    if human is not None and human.rows:
+        d["human"] = {"file": "human.csv", "name": "qualtrics",
+                      "columns": {"respondent": "respondent", "item": "item", "response": "response",
+                                  "condition": "condition", **({"groups": [f.name for f in conv.factors]}
+                                                               if conv.factors else {})}}
+        if any(it.kind in ("choice", "yesno", "estimate") for it in conv.items):
+            analyses.append({"type": "agreement", "name": "agreement"})
+    for f in conv.factors:
+        if len(f.levels) == 2:
+            analyses.append({"type": "welch", "factor": f.name, "name": f"{f.name}_welch"})
+        analyses.append({"type": "chi_square", "factor": f.name, "name": f"{f.name}_chi_square"})
+    d["analyses"] = analyses
+    return d
+
+
+def _md(text: str) -> str:
+    """User text in Markdown as text: markup characters escaped, one line."""
+    text = re.sub(r"\s+", " ", str(text))
+    return re.sub(r"([\\`*_{}\[\]<>()#+!|~])", r"\\\1", text)
+
+
+def notes_md(conv: Conversion, human: Human | None, responses: str | None) -> str:
+    s = conv.survey
+    kinds = {}
+    for it in conv.items:
+        kinds[it.kind] = kinds.get(it.kind, 0) + 1
+    out = [f"# Import notes: {_md(s.name)}", "",
+           f"Survey file: `{_md(s.file.name)}` ({_md(s.id)}); {len(s.questions)} questions in {len(s.order)} blocks "
+           f"shown; {len(conv.items)} items ({', '.join(f'{n} {k}' for k, n in kinds.items())}).", ""]
+    if conv.factors:
+        out += ["## Randomizers (between-subject factors)", ""]
+        for f in conv.factors:
+            out.append(f"- `{f.name}` (flow {f.flow_id}): " + ", ".join(f"{lv} = block {_md(n)}" for lv, n in f.levels.items()))
+        out.append("")
+    out += ["## Not converted", "", f"{len(conv.notes)} element(s).", ""]
+    if conv.notes:
+        out += ["| QID | type | reason |", "| --- | --- | --- |"]
+        out += [f"| {_md(n.qid)} | {_md(n.type)} | {_md(n.reason)} |" for n in conv.notes]
+        out.append("")
+    if conv.piped_refs:
+        out += ["## Piped text", "", "Shown to the model as `[piped: ...]` (a model subject has no earlier answers "
+                "or embedded data to pipe):", ""]
+        out += [f"- {_md(q)}: {_md(r)}" for q, r in conv.piped_refs]
+        out.append("")
+    if human is not None:
+        out += ["## Responses", "", f"Export: `{_md(responses)}`; {human.respondents} respondents imported, "
+                f"{len(human.rows)} answer rows, {len(human.texts)} text answers (human_text.csv, not scored).", ""]
+        if human.dropped_unfinished or human.dropped_preview:
+            out.append(f"Dropped by --finished-only: {human.dropped_unfinished} unfinished, {human.dropped_preview} "
+                       "preview responses.")
+        if human.unfinished or human.preview:
+            out.append(f"Kept: {human.unfinished} unfinished and {human.preview} preview responses (add "
+                       "--finished-only to drop them).")
+        for n in human.notes:
+            out.append(f"- {_md(n.qid)} ({_md(n.type)}): {_md(n.reason)}")
+        if human.missing_items:
+            out += ["", f"Items with no column in the export ({len(human.missing_items)}): "
+                    + ", ".join(_md(x) for x in human.missing_items)]
+        out += ["", f"Answers that match no option: {len(human.unmatched)}.", ""]
+        if human.unmatched:
+            out += ["| respondent | item | column | value | reason |", "| --- | --- | --- | --- | --- |"]
+            out += [f"| {_md(u['respondent'])} | {_md(u['item'])} | {_md(u['column'])} | {_md(u['value'])} | "
+                    f"{_md(u['reason'])} |" for u in human.unmatched]
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _codebook(conv: Conversion) -> list[dict]:
+    rows = []
+    for it in conv.items:
+        base = {"item": it.id, "qid": it.qid, "tag": it.tag, "block": it.block, "qtype": it.qtype, "kind": it.kind,
+                "arm": f"{it.arm[0]}={it.arm[1]}" if it.arm else ""}
+        if it.options:
+            rows += [{**base, "choice_id": o.choice_id, "recode": o.recode, "label": o.label,
+                      "position": "" if o.position is None else o.position, "refusal": o.refusal} for o in it.options]
+        else:
+            rows.append(base)
+    return rows
+
+
+def _target(folder: str) -> Path:
+    dest = Path(folder)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise UserError(f"{folder}: exists and is not an empty folder; choose a new folder")
+    for parent in dest.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"{folder}: {parent} is a file, not a folder")
+            break
+    return dest
+
+
+def import_qualtrics(survey: str, folder: str, responses: str | None = None, finished_only: bool = False,
+                     subjects: int | None = None) -> tuple[Path, Conversion, Human | None]:
+    """Read everything and check it before anything is written; then write a temporary folder, check it
+    as `study check` does, and rename it into place (whole or absent, even if killed midway)."""
+    dest = _target(folder)
+    conv = convert(load_qsf(survey))
+    if not conv.items:
+        raise UserError(f"{survey}: no question could be converted (see the notes: "
+                        + "; ".join(f"{n.qid} {n.type}" for n in conv.notes[:5]) + ")")
+    human = None
+    if responses:
+        human = human_rows(conv, read_export(responses), finished_only)
+    n = subjects or max(1, _cells(conv))
+    data = study_yaml(conv, human, n)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        header = ("# Imported from a Qualtrics survey by `simsubjects study import qualtrics`.\n"
+                  "# What was not converted: IMPORT_NOTES.md. Field by field: docs/studies.md, docs/qualtrics.md.\n")
+        (tmp / "study.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100),
+                                        encoding="utf-8")
+        if human is not None and human.rows:
+            _write_csv(tmp / "human.csv", human.rows,
+                       ["respondent", "item", "response", "condition", *[f.name for f in conv.factors]])
+        if human is not None and human.texts:
+            _write_csv(tmp / "human_text.csv", human.texts,
+                       ["respondent", "item", "text", "condition", *[f.name for f in conv.factors]])
+        _write_csv(tmp / "codebook.csv", _codebook(conv),
+                   ["item", "qid", "tag", "block", "qtype", "kind", "arm", "choice_id", "recode", "label", "position",
+                    "refusal"])
+        (tmp / "IMPORT_NOTES.md").write_text(notes_md(conv, human, Path(responses).name if responses else None),
+                                             encoding="utf-8")
+        from ..studyfile.spec import load_study
+
+        load_study(tmp / "study.yaml")  # what `study check` reads: a failure here is the importer's bug
+        if dest.exists():
+            dest.rmdir()
+        tmp.rename(dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest, conv, human
+
+
+def _cells(conv: Conversion) -> int:
+    n = 1
+    for f in conv.factors:
+        n *= len(f.levels)
+    return n

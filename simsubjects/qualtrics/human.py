@@ -25,6 +25,7 @@ class Human:
     unmatched: list[dict] = field(default_factory=list)  # {respondent, item, column, value, reason}
     notes: list[Note] = field(default_factory=list)
     missing_items: list[str] = field(default_factory=list)  # items with no column in the export
+    embedded: list[str] = field(default_factory=list)  # embedded-data columns kept
 
 
 def _cell(ex: Export, row: list[str], col: int | None) -> str:
@@ -81,6 +82,13 @@ def human_rows(conv: Conversion, ex: Export, finished_only: bool) -> Human:
     asked_cols = {it.id: [[ex.column([n], [i]) for n, i in zip(ns, ims)] for ns, ims in it.asked] for it in conv.items}
     has_do = {f.name: ex.column([f"{f.flow_id}_DO"], [f"{f.flow_id}_DO"]) is not None or
               any(n.startswith(f"{f.flow_id}_DO_") for n in ex.names) for f in conv.factors}
+    # embedded data the export holds: respondent columns of the human rows (and their groups)
+    from ..studyfile.spec import NAME, RESERVED
+
+    taken = {*RESERVED, "respondent", "response", *(f.name for f in conv.factors)}
+    embedded = {e: ex.column([e], [e]) for e in conv.survey.embedded
+                if ex.column([e], [e]) is not None and e not in taken and NAME.match(e)}
+    h.embedded = list(embedded)
     for f in conv.factors:
         if not has_do[f.name]:
             h.notes.append(Note(f.flow_id, "BlockRandomizer", f"the export has no display-order column {f.flow_id}_DO: "
@@ -108,6 +116,7 @@ def human_rows(conv: Conversion, ex: Export, finished_only: bool) -> Human:
             arms[f.name] = lv
         else:
             condition = ",".join(f"{k}={v}" for k, v in arms.items())
+            arms.update({e: _cell(ex, row, c) for e, c in embedded.items()})
             for it in conv.items:
                 if it.arm is not None and arms.get(it.arm[0]) != it.arm[1]:
                     continue

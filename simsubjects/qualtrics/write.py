@@ -16,6 +16,7 @@ from .human import Human, human_rows
 from .qsf import load_qsf
 from .responses import read_export
 
+RESERVED_COLS = {"respondent", "item", "response", "condition"}
 JUDGE = ("Question: ${question}\nSomeone answered: ${answer}\n"
          "Does this answer respond to the question? Answer Yes or No.")
 
@@ -89,10 +90,11 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int) -> dict:
         d["design"]["factors"] = {f.name: {"assignment": "between", "levels": dict(f.levels)} for f in conv.factors}
     analyses: list = ["distribution"]
     if human is not None and human.rows:
+        groups = [f.name for f in conv.factors] + [e for e in human.embedded if e not in RESERVED_COLS]
         d["human"] = {"file": "human.csv", "name": "qualtrics",
                       "columns": {"respondent": "respondent", "item": "item", "response": "response",
-                                  "condition": "condition", **({"groups": [f.name for f in conv.factors]}
-                                                               if conv.factors else {})}}
+                                  "condition": "condition",
+                                  **({"groups": groups} if groups else {})}}
         if any(it.kind in ("choice", "yesno", "estimate") for it in conv.items):
             analyses.append({"type": "agreement", "name": "agreement"})
     for f in conv.factors:
@@ -212,7 +214,7 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
                                         encoding="utf-8")
         if human is not None and human.rows:
             _write_csv(tmp / "human.csv", human.rows,
-                       ["respondent", "item", "response", "condition", *[f.name for f in conv.factors]])
+                       ["respondent", "item", "response", "condition", *[f.name for f in conv.factors], *human.embedded])
         if human is not None and human.texts:
             _write_csv(tmp / "human_text.csv", human.texts,
                        ["respondent", "item", "text", "condition", *[f.name for f in conv.factors]])

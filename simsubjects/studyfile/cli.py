@@ -186,6 +186,8 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects):
     click.echo(f"not converted: {len(conv.notes)} element(s) (also in {dest}/IMPORT_NOTES.md)")
     for n in conv.notes:
         click.echo(f"  {n.qid}  {n.type}: {n.reason}")
+    for qid, ref in conv.piped_refs:
+        click.echo(f"  {qid}  piped text {ref}: shown as [piped: ...]")
     if human is not None:
         for u in human.unmatched[:20]:
             click.echo(f"  unmatched: {u['respondent']} {u['item'] or u['column']} = {u['value']!r}: {u['reason']}")

@@ -127,6 +127,13 @@ def _options(choices, notes: list, q: Question) -> list[Opt]:
     return out
 
 
+def _names(tag: str, c, rest: str = "") -> list[str]:
+    """A choice's column names: with choice export tags `tag_choicetag` (Qualtrics' newer exports) or the bare
+    choice tag, and `tag_choiceid` (legacy exports ignore the choice tags); the first is the item id."""
+    out = [f"{tag}_{c.export_tag}{rest}", f"{c.export_tag}{rest}"] if c.export_tag else []
+    return out + [f"{tag}_{c.id}{rest}"]
+
+
 def convert(s: Survey) -> Conversion:
     notes: list[Note] = []
     refs: list[tuple[str, str]] = []
@@ -203,12 +210,12 @@ def _question_items(q: Question, block: str, items: list, notes: list, refs: lis
             return
         items.append(Item(q.tag, kind="choice", text=text, options=opts, columns=[q.tag], imports=[q.qid], **base))
     elif q.type == "MC" and sel in ("MAVR", "MAHR", "MACOL", "MSB"):
-        cols = [(f"{q.tag}_{c.export_tag or c.id}", f"{q.qid}-{c.id}") for c in q.choices]
-        asked = [([a for a, _ in cols], [b for _, b in cols])]
-        for c, (col, imp) in zip(q.choices, cols):
+        cols = [(_names(q.tag, c), f"{q.qid}-{c.id}") for c in q.choices]
+        asked = [([n for a, _ in cols for n in a], [b for _, b in cols])]
+        for c, (names, imp) in zip(q.choices, cols):
             label = c.text or f"Choice {c.id}"
-            items.append(Item(col, kind="yesno", text=f"{text}\nOption: {label}\nDo you select this option?",
-                              columns=[col], imports=[imp], asked=asked, **base))
+            items.append(Item(names[0], kind="yesno", text=f"{text}\nOption: {label}\nDo you select this option?",
+                              columns=names, imports=[imp], asked=asked, **base))
         excl = [c.text for c in q.choices if c.exclusive]
         if excl:
             notes.append(Note(q.qid, q.kind, f"exclusive option(s) {', '.join(map(repr, excl))}: each option is an "
@@ -234,9 +241,10 @@ def _question_items(q: Question, block: str, items: list, notes: list, refs: lis
         integer = str(cfg.get("NumDecimals", "0")) in ("0", "") or q.type == "CS"
         choices = q.choices or []
         for c in choices:
-            col = f"{q.tag}_{c.export_tag or c.id}"
-            items.append(Item(col, kind="estimate", text=f"{text}\n{c.text}\nAnswer with a number from {lo:g} to {hi:g}.",
-                              min=lo, max=hi, integer=integer, columns=[col], imports=[f"{q.qid}-{c.id}"], **base))
+            names = _names(q.tag, c)
+            items.append(Item(names[0], kind="estimate",
+                              text=f"{text}\n{c.text}\nAnswer with a number from {lo:g} to {hi:g}.",
+                              min=lo, max=hi, integer=integer, columns=names, imports=[f"{q.qid}-{c.id}"], **base))
         if not choices:
             notes.append(Note(q.qid, q.kind, "a slider without statements; not imported"))
     elif q.type == "TE" and sel in ("SL", "ML", "ESTB"):
@@ -262,7 +270,7 @@ def _question_items(q: Question, block: str, items: list, notes: list, refs: lis
         for o in opts:
             o.position, o.refusal = None, False
         items.append(Item(f"{q.tag}_first", kind="rank_first", text=f"{text}\nWhich option do you rank first?",
-                          options=opts, columns=[f"{q.tag}_{c.export_tag or c.id}" for c in q.choices],
+                          options=opts, columns=[_names(q.tag, c)[0] for c in q.choices],
                           imports=[f"{q.qid}-{c.id}" for c in q.choices], **base))
         notes.append(Note(q.qid, q.kind, "rank order: its first choice is imported as a k-choice item "
                                          f"{q.tag}_first; the later ranks need the session format's rank type"))
@@ -287,17 +295,17 @@ def _matrix_items(q: Question, part: Question, text: str, items: list, notes: li
                                                    "not imported"))
             return
         for st in statements:
-            col = f"{tag}_{st.export_tag or st.id}"
-            items.append(Item(col, kind="choice", text=f"{head}\nStatement: {st.text}", options=opts, columns=[col],
-                              imports=[f"{part.qid}-{st.id}"], **base))
+            names = _names(tag, st)
+            items.append(Item(names[0], kind="choice", text=f"{head}\nStatement: {st.text}", options=opts,
+                              columns=names, imports=[f"{part.qid}-{st.id}"], **base))
     elif sub == "MultipleAnswer":
         for st in statements:
-            cols = [(f"{tag}_{st.export_tag or st.id}_{a.id}", f"{part.qid}-{st.id}-{a.id}") for a in part.answers]
-            asked = [([a for a, _ in cols], [b for _, b in cols])]
-            for a, (col, imp) in zip(part.answers, cols):
-                items.append(Item(col, kind="yesno", text=f"{head}\nStatement: {st.text}\nOption: {a.text}\n"
+            cols = [(_names(tag, st, f"_{a.id}"), f"{part.qid}-{st.id}-{a.id}") for a in part.answers]
+            asked = [([n for a, _ in cols for n in a], [b for _, b in cols])]
+            for a, (names, imp) in zip(part.answers, cols):
+                items.append(Item(names[0], kind="yesno", text=f"{head}\nStatement: {st.text}\nOption: {a.text}\n"
                                                           "Do you select this option?",
-                                  columns=[col], imports=[imp], asked=asked, **base))
+                                  columns=names, imports=[imp], asked=asked, **base))
     else:
         notes.append(Note(part.qid, part.kind, f"matrix of type {part.selector}/{sub} (text or other entries) is not "
                                                "converted"))

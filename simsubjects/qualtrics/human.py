@@ -79,7 +79,8 @@ def human_rows(conv: Conversion, ex: Export, finished_only: bool) -> Human:
     h = Human([], [], 0)
     cols = {it.id: ex.column(it.columns, it.imports) for it in conv.items}
     h.missing_items = [it.id for it in conv.items if cols[it.id] is None]
-    asked_cols = {it.id: [[ex.column([n], [i]) for n, i in zip(ns, ims)] for ns, ims in it.asked] for it in conv.items}
+    asked_cols = {it.id: [[ex.column([n]) for n in ns] + [ex.column([], [i]) for i in ims] for ns, ims in it.asked]
+                  for it in conv.items}
     has_do = {f.name: ex.column([f"{f.flow_id}_DO"], [f"{f.flow_id}_DO"]) is not None or
               any(n.startswith(f"{f.flow_id}_DO_") for n in ex.names) for f in conv.factors}
     # embedded data the export holds: respondent columns of the human rows (and their groups)

@@ -107,7 +107,10 @@ def test_human_rows_count_equals_a_direct_count_of_the_csv(qsf, tmp_path, capsys
 def test_insights_and_legacy_exports_give_the_same_rows(tmp_path, capsys):
     """The same responses exported with three header rows (ImportIds) and with two (V1..V10) agree."""
     pairs = [(q, sorted(q.parent.glob("*Insights.csv")), sorted(q.parent.glob("*Legacy.csv")) or
-              [p for p in q.parent.glob("*.csv") if "Insights" not in p.name]) for q in SURVEYS]
+              [p for p in q.parent.glob("*.csv") if "Insights" not in p.name]) for q in SURVEYS
+             # its legacy export names two matrices' columns alike (question_one_1, from their shared choice
+             # export tags): only the ImportIds of the three-row export tell them apart
+             if q.parent.name != "Multiple_Answer_Matrix_Questions"]
     n = 0
     for qsf, ins, leg in pairs:
         if not ins or not leg:
@@ -119,7 +122,10 @@ def test_insights_and_legacy_exports_give_the_same_rows(tmp_path, capsys):
         # the legacy export of one survey lacks columns added later (listed as "no column" in the notes)
         common = set(a["respondent"]) & set(b["respondent"])
         items = set(a["item"]) & set(b["item"])
-        a, b = (x[x["respondent"].isin(common) & x["item"].isin(items)].reset_index(drop=True) for x in (a, b))
+        # check-all 'No' rows depend on which of a question's columns an export holds: compared are the
+        # answers and the selections ('Yes')
+        a, b = (x[x["respondent"].isin(common) & x["item"].isin(items) & (x["response"] != "No")].reset_index(drop=True)
+                for x in (a, b))
         if len(common):
             pd.testing.assert_frame_equal(a, b)
             n += 1
@@ -136,11 +142,11 @@ EXPECTED_NOTES = {("QID7", "choice randomization"), ("QID8", "JavaScript"), ("QI
 def test_experiment_unsupported_elements_listed_on_screen_and_in_notes(tmp_path, capsys):
     out = _import(capsys, EXP / "framing_experiment.qsf", tmp_path / "s", "--responses",
                   str(EXP / "framing_experiment.csv"))
-    notes = (tmp_path / "s" / "IMPORT_NOTES.md").read_text()
+    notes = (tmp_path / "s" / "IMPORT_NOTES.md").read_text().replace("\\", "")
     for qid, word in EXPECTED_NOTES - {("QID7", "exclusive")}:
         assert any(qid in line and word.lower() in line.lower() for line in out.splitlines()), (qid, word)
         assert any(qid in line and word.lower() in line.lower() for line in notes.splitlines()), (qid, word)
-    assert "q://QID3/ChoiceGroup/SelectedChoices" in out and "e://Field/panel" in notes.replace("\\", "")
+    assert "q://QID3/ChoiceGroup/SelectedChoices" in out and "e://Field/panel" in notes
     # piped text is shown as a marker, entities decoded, HTML stripped
     study = load_study(tmp_path / "s" / "study.yaml")
     texts = {it.id: it for it in study.items}
@@ -151,7 +157,7 @@ def test_experiment_unsupported_elements_listed_on_screen_and_in_notes(tmp_path,
     assert [o.refusal for o in texts["rate_2"].response.options] == [False] * 4 + [True]
     assert texts["support_gain"].attributes["randomizer_fl_3"] == "gain_frame"
     # the unmatched answer (rate_1 = 7) is listed, not dropped silently
-    assert "R_fix013x rate_1 = '7'" in out and "R\\_fix013x" in notes
+    assert "R_fix013x rate_1 = '7'" in out and "R_fix013x" in notes
     # unfinished and preview are counted; --finished-only drops them
     assert "kept 1 unfinished and 1 preview" in out
     out2 = _import(capsys, EXP / "framing_experiment.qsf", tmp_path / "f", "--responses",

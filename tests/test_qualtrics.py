@@ -218,8 +218,9 @@ def test_experiment_on_the_embedded_model_per_arm_means_and_report(smollm2, tmp_
         for lv, mean in direct.items():
             assert math.isclose(by[("human", item, lv)], mean, rel_tol=0, abs_tol=1e-12), (item, lv)
             assert ("model", item, lv) in by.index  # the model answered in both arms
-    welch = pd.read_csv(run / "analysis" / "randomizer_fl_3_welch.csv")
-    h = welch[(welch["source"] == "human") & (welch["item"] == "rate_1")].iloc[0]
+    tests = pd.read_csv(run / "analysis" / "tests.csv")
+    h = tests[(tests["source"] == "human") & (tests["item"] == "rate_1") & (tests["test"] == "Welch two-sample t-test")
+              & (tests["contrast"] == "randomizer_fl_3: gain_frame - loss_frame")].iloc[0]
     d = _direct_arm_means("rate_1")
     assert math.isclose(h["estimate"], d["gain_frame"] - d["loss_frame"], abs_tol=1e-12)
     # each kind ran on the model and is analyzed: check-all, matrix, slider, rank (first), text entry

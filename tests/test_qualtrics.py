@@ -108,9 +108,7 @@ def test_insights_and_legacy_exports_give_the_same_rows(tmp_path, capsys):
     """The same responses exported with three header rows (ImportIds) and with two (V1..V10) agree."""
     pairs = [(q, sorted(q.parent.glob("*Insights.csv")), sorted(q.parent.glob("*Legacy.csv")) or
               [p for p in q.parent.glob("*.csv") if "Insights" not in p.name]) for q in SURVEYS
-             # its legacy export names two matrices' columns alike (question_one_1, from their shared choice
-             # export tags): only the ImportIds of the three-row export tell them apart
-             if q.parent.name != "Multiple_Answer_Matrix_Questions"]
+]
     n = 0
     for qsf, ins, leg in pairs:
         if not ins or not leg:
@@ -137,6 +135,17 @@ def test_insights_and_legacy_exports_give_the_same_rows(tmp_path, capsys):
 EXPECTED_NOTES = {("QID7", "choice randomization"), ("QID8", "JavaScript"), ("QID9", "rank order"),
                   ("QID10", "text entry"), ("QID12", "timing"), ("QID13", "trash"), ("FL_6", "embedded data"),
                   ("FL_8", "EndSurvey"), ("QO_1", "quotas"), ("QID7", "exclusive")}
+
+
+def test_ambiguous_legacy_columns_are_listed_not_guessed(tmp_path, capsys):
+    """The legacy export of this survey names two matrices' cells alike (question_one_1, from their shared
+    choice export tags); only the ImportIds of the three-row export tell them apart."""
+    d = DATA / "Multiple_Answer_Matrix_Questions"
+    out = _import(capsys, d / "Multiple_Answer_Matrix_Questions.qsf", tmp_path / "s", "--responses",
+                  str(d / "Multiple_Answer_Matrix_Questions.csv"))
+    assert "column 'question_one_1' of the export could be item" in out
+    human = pd.read_csv(tmp_path / "s" / "human.csv")
+    assert not human["item"].str.endswith("question_one_1").any()
 
 
 def test_experiment_unsupported_elements_listed_on_screen_and_in_notes(tmp_path, capsys):

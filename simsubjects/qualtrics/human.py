@@ -78,6 +78,7 @@ def human_rows(conv: Conversion, ex: Export, finished_only: bool) -> Human:
     channel = ex.meta("DistributionChannel", "distributionChannel")
     h = Human([], [], 0)
     cols = {it.id: ex.column(it.columns, it.imports) for it in conv.items}
+    _ambiguous(h, conv, ex, cols)
     h.missing_items = [it.id for it in conv.items if cols[it.id] is None]
     asked_cols = {it.id: [[ex.column([n]) for n in ns] + [ex.column([], [i]) for i in ims] for ns, ims in it.asked]
                   for it in conv.items}
@@ -125,6 +126,25 @@ def human_rows(conv: Conversion, ex: Export, finished_only: bool) -> Human:
     return h
 
 
+def _ambiguous(h: Human, conv: Conversion, ex: Export, cols: dict) -> None:
+    """Two items read from one column (a legacy export names two questions' columns alike, e.g. from shared
+    choice export tags): the item named exactly like the column keeps it; the others are listed, not guessed."""
+    claims: dict[int, list[Item]] = {}
+    for it in conv.items:
+        if cols[it.id] is not None:
+            claims.setdefault(cols[it.id], []).append(it)
+    for col, its in claims.items():
+        if len(its) < 2:
+            continue
+        keep = next((it for it in its if it.id == ex.names[col]), None)
+        for it in its:
+            if it is not keep:
+                cols[it.id] = None
+                h.notes.append(Note(it.qid, it.qtype, f"column {ex.names[col]!r} of the export could be item {it.id} "
+                                    f"or {', '.join(x.id for x in its if x is not it)}; not read for {it.id} (an export "
+                                    "with three header rows names each column's question by its ImportId)"))
+
+
 def _answered_arm(f: Factor, conv: Conversion, cols: dict, row: list[str], ex: Export) -> str | None:
     answered = {it.arm[1] for it in conv.items if it.arm and it.arm[0] == f.name and _cell(ex, row, cols[it.id])}
     return answered.pop() if len(answered) == 1 else None
@@ -133,6 +153,8 @@ def _answered_arm(f: Factor, conv: Conversion, cols: dict, row: list[str], ex: E
 def _answer(h: Human, it: Item, ex: Export, row, col, asked, resp: str, condition: str, arms: dict) -> None:
     value = _cell(ex, row, col)
     base = {"respondent": resp, "item": it.id, "condition": condition, **arms}
+    if col is None and it.kind != "rank_first":
+        return  # the export has no column for it (listed in the notes)
     colname = ex.names[col] if col is not None else ""
     if it.kind == "yesno":
         if not any(_cell(ex, row, c) for group in asked for c in group):

@@ -76,7 +76,7 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int) -> dict:
             after[names[b]] = seen_arms[-1]
     items = []
     for it in conv.items:
-        attrs = {"qid": it.qid, "tag": it.tag, "block": it.block, "qtype": it.qtype}
+        attrs = {"qid": it.qid, "tag": it.tag, "block": it.block, "qtype": it.qtype, "answer_kind": it.kind}
         if it.arm:
             attrs[it.arm[0]] = it.arm[1]
         items.append({"id": it.id, "text": _item_text(it, conv, after), "response": _response(it), "attributes": attrs})
@@ -97,6 +97,8 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int) -> dict:
                                   **({"groups": groups} if groups else {})}}
         if any(it.kind in ("choice", "yesno", "estimate") for it in conv.items):
             analyses.append({"type": "agreement", "name": "agreement"})
+    if any(it.kind in ("yesno", "estimate") for it in conv.items):  # check-all shares, slider means, with intervals
+        analyses.append({"type": "function", "function": "simsubjects.qualtrics.summaries:summaries"})
     for f in conv.factors:
         if len(f.levels) == 2:
             analyses.append({"type": "welch", "factor": f.name, "name": f"{f.name}_welch"})

@@ -189,6 +189,8 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects):
     for qid, ref in conv.piped_refs:
         click.echo(f"  {qid}  piped text {ref}: shown as [piped: ...]")
     if human is not None:
+        for n in human.notes:
+            click.echo(f"  {n.qid}  {n.type}: {n.reason}")
         for u in human.unmatched[:20]:
             click.echo(f"  unmatched: {u['respondent']} {u['item'] or u['column']} = {u['value']!r}: {u['reason']}")
         if len(human.unmatched) > 20:

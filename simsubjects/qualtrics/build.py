@@ -79,6 +79,7 @@ class Conversion:
     factors: list[Factor]
     notes: list[Note]
     piped_refs: list[tuple[str, str]]  # (qid, reference)
+    session_notes: list | None = None  # what session.yaml leaves out (None: no session written)
 
 
 def _slug(text: str, taken: set) -> str:

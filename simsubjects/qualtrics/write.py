@@ -113,7 +113,7 @@ def _md(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]<>()#+!|~])", r"\\\1", text)
 
 
-def notes_md(conv: Conversion, human: Human | None, responses: str | None) -> str:
+def notes_md(conv: Conversion, human: Human | None, responses: str | None, session_notes=None) -> str:
     s = conv.survey
     kinds = {}
     for it in conv.items:
@@ -130,6 +130,15 @@ def notes_md(conv: Conversion, human: Human | None, responses: str | None) -> st
     if conv.notes:
         out += ["| QID | type | reason |", "| --- | --- | --- |"]
         out += [f"| {_md(n.qid)} | {_md(n.type)} | {_md(n.reason)} |" for n in conv.notes]
+        out.append("")
+    if session_notes is not None:
+        out += ["## The session (session.yaml)", "", "The blocks in order with each earlier answer in the transcript; "
+                "display logic as show_if and skip logic as skip_to where their conditions are answers to earlier "
+                "questions; a randomizer's arm as a column of subjects.csv. Left out of the session "
+                f"({len(session_notes)}):", ""]
+        if session_notes:
+            out += ["| QID | type | reason |", "| --- | --- | --- |"]
+            out += [f"| {_md(n.qid)} | {_md(n.type)} | {_md(n.reason)} |" for n in session_notes]
         out.append("")
     if conv.piped_refs:
         out += ["## Piped text", "", "Shown to the model as `[piped: ...]` (a model subject has no earlier answers "
@@ -223,18 +232,42 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
         _write_csv(tmp / "codebook.csv", _codebook(conv),
                    ["item", "qid", "tag", "block", "qtype", "kind", "arm", "choice_id", "recode", "label", "position",
                     "refusal"])
-        (tmp / "IMPORT_NOTES.md").write_text(notes_md(conv, human, Path(responses).name if responses else None),
-                                             encoding="utf-8")
+        session_notes = _write_session(tmp, conv, data, n)
         from ..studyfile.spec import load_study
 
         load_study(tmp / "study.yaml")  # what `study check` reads: a failure here is the importer's bug
+        (tmp / "IMPORT_NOTES.md").write_text(notes_md(conv, human, Path(responses).name if responses else None,
+                                                      session_notes), encoding="utf-8")
         if dest.exists():
             dest.rmdir()
         tmp.rename(dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    conv.session_notes = session_notes
     return dest, conv, human
+
+
+def _write_session(tmp: Path, conv: Conversion, data: dict, n: int) -> list | None:
+    """DIR/session.yaml (and subjects.csv for a randomizer's arms) where the package reads sessions and the
+    survey has k-choice items; checked as `study check` checks it. None: no session written."""
+    try:
+        from ..studyfile.session import load_session
+    except ImportError:  # a package without sessions (docs/studies.md, "Sessions")
+        return None
+    from .session import session_yaml
+
+    sdata, rows, notes = session_yaml(conv, n, data["study"])
+    if not sdata["session"]["blocks"]:
+        return None
+    header = ("# The survey as a session: blocks in order, display and skip logic (docs/qualtrics.md).\n"
+              "# The respondents, numeric and text items are in study.yaml; IMPORT_NOTES.md lists the rest.\n")
+    (tmp / "session.yaml").write_text(header + yaml.safe_dump(sdata, sort_keys=False, allow_unicode=True, width=100),
+                                      encoding="utf-8")
+    if conv.factors:
+        _write_csv(tmp / "subjects.csv", rows, list(rows[0]))
+    load_session(tmp / "session.yaml")
+    return notes
 
 
 def _cells(conv: Conversion) -> int:

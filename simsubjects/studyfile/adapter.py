@@ -84,6 +84,12 @@ def study_for_run(run_dir, manifest: dict) -> StudyDef | None:
     if not path.is_file():
         raise UserError(f"{run_dir}: the copy of the study file ({info['file']}) is missing; re-run the collection")
     seed = params.get("seed")  # the run's seed (collect --seed), so seeded tables are drawn as collected
+    from .session import is_session_file, load_session
+
+    if is_session_file(path):
+        from .session_def import session_def
+
+        return session_def(load_session(path, seed=seed if isinstance(seed, int) else None))
     return study_def(load_study(path, seed=seed if isinstance(seed, int) else None))
 
 

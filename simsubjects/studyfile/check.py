@@ -28,6 +28,12 @@ def token_counter():
 
 
 def describe(path, show: int = 3) -> str:
+    from .session import is_session_file, load_session
+
+    if is_session_file(path):
+        from .session_def import describe_session
+
+        return describe_session(load_session(path))
     study = load_study(path)
     trials, items = build_trials(study)
     count, how = token_counter()

@@ -38,6 +38,9 @@ def file_command(path: str) -> click.Command:
         _collect_file(path, kw)
 
     f = model_options(run)
+    f = click.option("--paths", default=None, type=click.IntRange(1, 10_000),
+                     help="A session's paths per subject (each drawn from the exact distributions; default: the "
+                          "file's session.paths).")(f)
     f = click.option("--judge-model", default=None,
                      help="Model that classifies free-text answers (default: the answering model).")(f)
     f = click.option("--n", default=50, show_default=True, type=click.IntRange(1),
@@ -57,6 +60,14 @@ def _collect_file(path: str, kw: dict) -> None:
 
     # --seed given: it replaces design.seed (before the seeded tables are drawn)
     seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
+    from .session import is_session_file
+
+    if is_session_file(path):
+        from .session_def import collect_session_file
+
+        return collect_session_file(path, kw, seeded)
+    if kw.get("paths") is not None:
+        raise UserError(f"--paths: {path} is not a session (no session: key); see docs/studies.md")
     study = load_study(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
     bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
     if bad:

@@ -1,0 +1,455 @@
+"""Running a session study file: every subject's path step by step, every decision's exact distribution.
+
+All paths advance together: at each step, the decisions of every running path (the subjects of a
+round, and their paths) go to the model in one batch through the run's request cache (committed
+before the next step), so a killed run re-reads the stored distributions, redraws the same answers
+(seeded) and goes on where it stopped, with identical rows. A path continues with an answer drawn
+from the decision's distribution (numpy `default_rng` seeded by (seed, subject, path)); with
+`paths: enumerate` every option and every continuation outcome is a branch, carried with its exact
+probability (`reach`), and the leaves of a subject's tree sum to 1.
+
+Rows (docs/studies.md, "Paths and rows"), told apart by `condition` as Milgram's are:
+* "decision": one row per decision x option: weight = probability (exact) or count (sampled);
+* "round": one row per path x round (enumerate: per tree node at a round's end) with the round's
+  answers, moves, payoffs and variables; weight 1 (sampled) or the node's probability (enumerate);
+* "path": one row per path (enumerate: per leaf) with its probability and final variables.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import time
+from dataclasses import dataclass, field
+from string import Template
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UserError
+from ..studyfile import expr as X
+from ..studyfile.design import shown_options
+from .models.base import ChoiceRequest, ChoiceResult
+from .runner import cache_key, cached_map, progress
+
+LEAF_TOLERANCE = 1e-9
+
+
+def _rng(*parts) -> np.random.Generator:
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+@dataclass
+class Decision:
+    state: "State"
+    item: object  # SItem
+    prompt: str
+    question: str
+    shown: list  # shown_options(...)
+    rendered: str  # the question as shown (template filled)
+
+    @property
+    def completions(self) -> tuple[str, ...]:
+        return tuple(s[2] for s in self.shown)
+
+
+@dataclass
+class State:
+    """One path of one subject, with its program counter (block, round, position in the round)."""
+
+    subject: str
+    person: dict
+    path: int
+    rng: np.random.Generator | None
+    blocks: list[int]
+    reach: float = 1.0
+    bi: int = 0
+    round: int = 1
+    order: list | None = None  # this round's sequence of item ids and player names
+    pos: int = 0
+    answers: dict = field(default_factory=dict)
+    answer_hist: dict = field(default_factory=dict)  # item -> answers round by round ('' not shown)
+    moves: dict = field(default_factory=dict)
+    move_hist: dict = field(default_factory=dict)
+    variables: dict = field(default_factory=dict)
+    payoffs: dict = field(default_factory=dict)
+    text: str = ""  # the transcript so far (memory: transcript)
+    lines: str = ""  # question/answer lines (memory: answers)
+    step: int = 1  # the number of the next decision in the path
+    parent: str = ""
+    key: tuple = ()  # branch indices (enumerate): orders the leaves
+    hist: tuple = ()  # labels drawn
+    skip: str | None = None
+    pending: tuple | None = None  # (continuation probability or None, more rounds) at a round's end
+    done: bool = False
+    validity: list = field(default_factory=list)  # this round's decisions' Z
+
+
+class SessionRun:
+    def __init__(self, study, model, method: str, n: int, paths: int | None):
+        self.study, self.sess, self.model = study, study.session, model
+        self.method, self.n = method, n
+        self.paths = 1 if self.sess.enumerate else int(paths or self.sess.paths)
+        self.rows: list[dict] = []
+        self.round_rows: list[dict] = []
+        self.leaves: list[State] = []
+        self.spec = model.info.spec
+        self.persona_cols = [c for c in study.subjects.columns if c not in ("subject", "persona")]
+
+    # ---------------------------------------------------------------------------------- states
+    def initial(self) -> list[State]:
+        out = []
+        nb = len(self.sess.blocks)
+        for rec in self.study.subjects.to_dict("records"):
+            s = str(rec["subject"])
+            for p in range(1, self.paths + 1):
+                blocks = list(range(nb))
+                if self.sess.block_order == "randomized":
+                    blocks = [int(i) for i in _rng(self.study.seed, "blocks", s, p).permutation(nb)]
+                rng = None if self.sess.enumerate else _rng(self.study.seed, "path", s, p)
+                out.append(State(s, rec, p, rng, blocks, variables=dict(self.sess.variables)))
+        return out
+
+    def env(self, st: State) -> dict:
+        return {"round": st.round, **{c: st.person[c] for c in self.persona_cols}, **st.variables,
+                **st.answers, **st.moves, **st.payoffs}
+
+    def fill(self, text: str, st: State) -> str:
+        return Template(text).substitute({k: _fmt(v) for k, v in self.env(st).items()})
+
+    def header(self, st: State, block) -> str:
+        parts = []
+        if self.study.system:
+            parts.append(self.study.system)
+        if st.person.get("persona"):
+            parts.append(str(st.person["persona"]))
+        head = "".join(p + "\n\n" for p in parts)
+        if self.sess.memory != "transcript" and block.intro:
+            head += self.fill(block.intro, st) + "\n\n"
+        return head
+
+    def node(self, st: State) -> str:
+        if self.sess.enumerate:
+            return f"{st.subject}|e|{st.step}|{'.'.join(st.hist)}"
+        return f"{st.subject}|p{st.path}|{st.step}"
+
+    # ---------------------------------------------------------------------------------- program
+    def advance(self, st: State):
+        """Run `st` to its next decision (a Decision), a chance node (('chance', p)), or its end (None)."""
+        sess = self.sess
+        while True:
+            if st.bi >= len(st.blocks):
+                st.done = True
+                return None
+            b = sess.blocks[st.blocks[st.bi]]
+            if st.order is None:  # a round starts
+                seq = b.sequence or [it.id for it in b.items]
+                if b.order == "randomized":
+                    perm = _rng(self.study.seed, "items", st.subject, st.path, b.id, st.round).permutation(len(seq))
+                    seq = [seq[int(i)] for i in perm]
+                if b.sequence is None:  # simultaneous: players move on the rounds before, first
+                    seq = [*b.players, *seq]
+                st.order, st.pos, st.moves, st.payoffs, st.validity = seq, 0, {}, {}, []
+                st.skip = None
+                if st.round == 1 and b.intro and sess.memory == "transcript":
+                    st.text += self.fill(b.intro, st) + "\n\n"
+                for it in b.items:
+                    st.answers.pop(it.id, None)
+            if st.pos >= len(st.order):
+                chance = self.end_round(st, b)
+                if chance is not None:
+                    return chance
+                continue
+            name = st.order[st.pos]
+            if name in b.players:
+                self.play(st, b, name)
+                st.pos += 1
+                continue
+            it = next(x for x in b.items if x.id == name)
+            if st.skip is not None and name != st.skip:
+                self.unanswered(st, it)
+                continue
+            st.skip = None
+            if it.show_if is not None and not self.eval(it.show_if, st, (*it.where, "show_if")):
+                self.unanswered(st, it)
+                continue
+            return self.decision(st, b, it)
+
+    def unanswered(self, st: State, it) -> None:
+        st.answers[it.id] = ""
+        st.answer_hist.setdefault(it.id, []).append("")
+        st.pos += 1
+
+    def play(self, st: State, b, name: str) -> None:
+        p = self.sess.players[name]
+        # the subject's answers so far: simultaneous players move first in a round, so these are the
+        # rounds before; a sequential player sees the answers given before it in this round too
+        answers = st.answer_hist.get(p.responds_to, []) if p.responds_to else []
+        person = _plain(st.person.get(p.match)) if p.match else None
+        move = p.play(st.round, st.move_hist.get(name, []), answers, person)
+        st.moves[name] = move
+        st.move_hist.setdefault(name, []).append(move)
+
+    def eval(self, e: X.Expr, st: State, where):
+        try:
+            return X.evaluate(e, self.env(st))
+        except X.ExprError as err:
+            raise UserError(f"{self.study.source.error(where, str(err))} (subject {st.subject}, round "
+                            f"{st.round})") from None
+
+    def decision(self, st: State, b, it) -> Decision:
+        r = it.item.response
+        shown = shown_options(r, tuple(range(sum(not o.refusal for o in r.options))))
+        question = self.fill(it.item.text, st)
+        options = r.option_separator.join(s[3] for s in shown)
+        fill = {"question": question, "options": options, "item": it.id, "persona": str(st.person.get("persona", "")),
+                **{k: _fmt(v) for k, v in self.env(st).items()}}
+        rendered = Template(self.study.template).safe_substitute(fill)
+        memory = {"transcript": st.text, "answers": st.lines, "none": ""}[self.sess.memory]
+        prompt = self.header(st, b) + memory + rendered + self.study.answer_prefix
+        return Decision(st, it, prompt, question, shown, rendered)
+
+    def answer(self, d: Decision, label: str, completion: str) -> None:
+        st, it = d.state, d.item
+        st.answers[it.id] = label
+        st.answer_hist.setdefault(it.id, []).append(label)
+        st.text += d.rendered + self.study.answer_prefix + completion + "\n\n"
+        st.lines += Template(self.sess.history).safe_substitute(question=d.question, answer=label)
+        st.hist += (label,)
+        st.pos += 1
+        for e, to in it.skip_to:
+            if e is None or self.eval(e, st, (*it.where, "skip_to")):
+                if to == "end":
+                    st.bi = len(st.blocks)
+                    st.order = None
+                elif to == "end_block":
+                    st.pos = len(st.order)
+                else:
+                    st.skip = to
+                break
+
+    def end_round(self, st: State, b):
+        """Payoffs, updates, feedback and the round's row; then a chance node or the next round/block."""
+        if st.pending is None:
+            if b.matrix:
+                iid, pl = b.matrix_moves
+                mine, theirs = b.matrix.get((st.answers.get(iid, ""), st.moves.get(pl, "")), (float("nan"),) * 2)
+                st.payoffs.update({"payoff": mine, f"{pl}_payoff": theirs})
+            for name, e in b.rules:
+                st.payoffs[name] = self.eval(e, st, (*b.where, "payoffs", "rules", name))
+            new = {k: self.eval(e, st, (*b.where, "update", k)) for k, e in b.update}
+            st.variables.update(new)
+            if b.feedback:
+                fb = self.fill(b.feedback, st)
+                st.text += fb + "\n\n"
+            more = st.round < b.rounds
+            st.pending = (b.cont if (more and b.cont is not None and b.cont < 1) else None, more)
+            if st.pending[0] is not None:
+                return ("chance", st.pending[0])
+        self.finish_round(st, b, None)
+        return None
+
+    def finish_round(self, st: State, b, go_on: bool | None) -> None:
+        _, more = st.pending
+        st.pending = None
+        cont = more if go_on is None else go_on
+        self.round_row(st, b, cont)
+        if cont:
+            st.round += 1
+        else:
+            st.bi, st.round = st.bi + 1, 1
+        st.order = None
+
+    def round_row(self, st: State, b, continued: bool) -> None:
+        trial = f"{self.node(st)}|r{st.round}" if self.sess.enumerate else f"{st.subject}|p{st.path}|r{st.round}|{b.id}"
+        row = {"study": self.study.name, "trial": trial, "item": b.id, "condition": "round", "subject": st.subject,
+               "source": "model", "model": self.spec, "method": "session",
+               "response": st.answers.get(b.matrix_moves[0], "") if b.matrix else "",
+               "weight": st.reach if self.sess.enumerate else 1.0,
+               "validity": float(np.mean(st.validity)) if st.validity else float("nan"),
+               "round": st.round, "step": st.step - 1, "path": st.path, "parent": st.parent, "block": b.id,
+               "reach": st.reach, "continued": int(continued), "_key": st.key}
+        for it in b.items:
+            row[it.id] = st.answers.get(it.id, "")
+        row.update({k: v for k, v in st.moves.items()})
+        row.update({k: float(v) for k, v in st.payoffs.items() if isinstance(v, (int, float))})
+        row.update({k: v for k, v in st.variables.items()})
+        self.round_rows.append(row)
+
+    # ---------------------------------------------------------------------------------- outcome
+    def record(self, d: Decision, res: ChoiceResult, drawn: int | None) -> None:
+        st = d.state
+        trial = self.node(st)
+        labels = [s[0].label for s in d.shown]
+        for i, label in enumerate(labels):
+            w = res.probs[i] if res.method == "exact" else float(res.counts[i])
+            self.rows.append({"study": self.study.name, "trial": trial, "item": d.item.id, "condition": "decision",
+                              "subject": st.subject, "source": "model", "model": self.spec, "method": res.method,
+                              "response": label, "weight": w, "validity": res.validity, "round": st.round,
+                              "step": st.step, "path": st.path, "parent": st.parent,
+                              "block": self.sess.blocks[st.blocks[st.bi]].id, "player": "subject",
+                              "drawn": int(drawn is None or drawn == i), "reach": st.reach,
+                              "question": d.question, "block_order": " | ".join(self.sess.blocks[i].id
+                                                                                 for i in st.blocks),
+                              "item_order": " | ".join(x for x in st.order if x not in self.sess.players),
+                              "n_samples": res.n_samples, "n_queries": res.n_queries, "_key": st.key,
+                              **{c: st.person[c] for c in self.persona_cols}})
+
+
+def _plain(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return "" if v is None else str(v)
+
+
+def _draw(probs, u: float) -> int:
+    acc = 0.0
+    for i, p in enumerate(probs):
+        acc += p
+        if u < acc:
+            return i
+    return max(i for i, p in enumerate(probs) if p > 0)
+
+
+def collect_session(study, model, cache, params: dict, show_progress: bool = True):
+    """(responses, stats, None): every path of every subject, run in lockstep through the cache."""
+    t0 = time.perf_counter()
+    method = params.get("method", "exact")
+    n = int(params.get("n") or 50)
+    chunk = int(params.get("batch_size") or 64)
+    run = SessionRun(study, model, method, n, params.get("paths"))
+    fp = model.fingerprint()
+    states = run.initial()
+    failures, queries, asked = [], 0, 0
+    with progress(len(states), f"{study.name} paths ({model.info.spec})", show_progress) as bar:
+        while states:
+            pending, nxt = [], []
+            for st in states:
+                more, decisions = _advance(run, st)
+                nxt += more
+                pending += decisions
+            finished = [s for s in nxt if s.done]
+            run.leaves += finished
+            bar.update(0 if run.sess.enumerate else len(finished))
+            if not pending:
+                break
+            reqs = [ChoiceRequest(d.prompt, d.completions, n) for d in pending]
+            keys = [cache_key(fp, r, method) for r in reqs]
+            results, fails = cached_map(cache, reqs, keys, lambda rs: model.choose(rs, method=method),
+                                        lambda v: ChoiceResult(**v), chunk)
+            asked += len(reqs)
+            grown = []
+            for i, (d, res) in enumerate(zip(pending, results)):
+                st = d.state
+                if res is None or not np.isfinite(res.probs).all():
+                    failures.append({"trial": run.node(st), "reason": fails.get(i, "no valid answer")})
+                    continue
+                queries += res.n_queries
+                st.validity.append(res.validity)
+                if run.sess.enumerate:
+                    for j, p in enumerate(res.probs):
+                        if p <= 0:
+                            continue
+                        child = _branch(st, j)
+                        child.reach = st.reach * p
+                        grown.append((d, child, j))
+                    run.record(d, res, None)
+                else:
+                    j = _draw(res.probs, float(st.rng.random()))
+                    run.record(d, res, j)
+                    st.reach *= res.probs[j]
+                    grown.append((d, st, j))
+            states = []
+            for d, st, j in grown:  # st: the path (or, enumerating, the branch) that answered option j
+                st.parent = run.node(st) if not run.sess.enumerate else run.node(d.state)
+                st.step += 1
+                run.answer(Decision(st, d.item, d.prompt, d.question, d.shown, d.rendered), d.shown[j][0].label,
+                           d.shown[j][2])
+                states.append(st)
+    rows = _finish(run)
+    total = sum(1 for r in rows if r["condition"] == "decision")
+    stats = {"trials": asked, "answered": asked - len(failures), "rows": len(rows), "failures": failures,
+             "short": [], "queries": queries, "paths": len(run.leaves),
+             "mean_validity": float(np.mean([r["validity"] for r in rows if r["condition"] == "decision"]))
+             if total else None, "seconds": round(time.perf_counter() - t0, 3)}
+    return pd.DataFrame(rows), stats, None
+
+
+def _branch(st: State, j: int) -> State:
+    child = copy.copy(st)
+    for k in ("answers", "answer_hist", "moves", "move_hist", "variables", "payoffs", "validity"):
+        v = getattr(st, k)
+        setattr(child, k, copy.deepcopy(v))
+    child.key = st.key + (j,)
+    return child
+
+
+def _advance(run: SessionRun, st: State) -> tuple[list[State], list[Decision]]:
+    """Run `st` through chance nodes to its next decision: the states (one, or its branches) and their decisions."""
+    states, decisions, todo = [], [], [st]
+    while todo:
+        s = todo.pop(0)
+        res = run.advance(s)
+        if isinstance(res, tuple):  # a continuation draw after a round
+            b = run.sess.blocks[s.blocks[s.bi]]
+            p = res[1]
+            if run.sess.enumerate:  # both outcomes, each with its probability
+                for go, w in ((False, 1 - p), (True, p)):
+                    child = _branch(s, int(go))
+                    child.reach = s.reach * w
+                    run.finish_round(child, b, go)
+                    todo.append(child)
+            else:
+                go = bool(s.rng.random() < p)
+                s.reach *= p if go else 1 - p
+                run.finish_round(s, b, go)
+                todo.append(s)
+            continue
+        states.append(s)
+        if res is not None:
+            decisions.append(res)
+    return states, decisions
+
+
+def _finish(run: SessionRun) -> list[dict]:
+    """Number the paths (enumerate: leaves in branch order), add the path rows, drop helper keys."""
+    sess = run.sess
+    rows = run.rows + run.round_rows
+    if sess.enumerate:
+        by_subject: dict[str, list[State]] = {}
+        for leaf in run.leaves:
+            by_subject.setdefault(leaf.subject, []).append(leaf)
+        first: dict[tuple, int] = {}
+        for s, leaves in by_subject.items():
+            leaves.sort(key=lambda x: x.key)
+            total = sum(x.reach for x in leaves)
+            if abs(total - 1) > LEAF_TOLERANCE:
+                raise UserError(f"{run.study.file}: the leaves of subject {s}'s tree sum to {total!r}, not 1; "
+                                "report this as a bug")
+            for k, leaf in enumerate(leaves, 1):
+                leaf.path = k
+                for m in range(len(leaf.key) + 1):
+                    first.setdefault((s, leaf.key[:m]), k)
+        for r in rows:
+            r["path"] = first.get((r["subject"], r["_key"]), r["path"])
+    paths = []
+    for leaf in run.leaves:
+        paths.append({"study": run.study.name, "trial": f"{leaf.subject}|path{leaf.path}", "item": "path",
+                      "condition": "path", "subject": leaf.subject, "source": "model", "model": run.spec,
+                      "method": "session", "response": " ".join(leaf.hist),
+                      "weight": leaf.reach if sess.enumerate else 1.0, "validity": float("nan"),
+                      "round": leaf.round, "step": leaf.step - 1, "path": leaf.path, "parent": leaf.parent,
+                      "reach": leaf.reach, **{k: v for k, v in leaf.variables.items()}})
+    out = rows + paths
+    for r in out:
+        r.pop("_key", None)
+    return out

@@ -1,0 +1,138 @@
+"""Other players of a session: scripted strategies and recorded people's moves (docs/studies.md, "Players").
+
+A scripted player's move is a function of the rounds before (the repeated-game strategies of
+Axelrod 1984 and of Dal Bó & Fréchette 2011's strategy estimation: always cooperate/defect,
+tit-for-tat, grim trigger) or of a fixed schedule; a recorded player replays a person's moves
+from a table. Both are deterministic, so they add no branch to an enumerated tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .load import did_you_mean
+
+STRATEGIES = {"always": {"move"}, "tit_for_tat": {"responds_to", "first"},
+              "grim_trigger": {"responds_to", "cooperate", "defect"}, "schedule": {"moves"}}
+TABLE = {"table", "round", "move", "match"}
+
+
+@dataclass
+class Player:
+    name: str
+    kind: str  # always | tit_for_tat | grim_trigger | schedule | table
+    where: tuple
+    move: str = ""
+    responds_to: str = ""
+    first: str = ""
+    cooperate: str = ""
+    defect: str = ""
+    schedule: list = field(default_factory=list)
+    recorded: dict = field(default_factory=dict)  # (match value, round) -> move
+    match: str = ""
+
+    branches = 1  # deterministic: no branch in an enumerated tree
+
+    def moves_of(self, sess, block) -> list[str]:
+        """The moves this player can make (the options of the item it answers, or its listed moves)."""
+        if self.responds_to:
+            try:
+                return [o.label for o in sess.item(self.responds_to).item.response.options]
+            except StopIteration:
+                return []
+        if self.kind == "always":
+            return [self.move]
+        if self.kind == "schedule":
+            return list(dict.fromkeys(self.schedule))
+        return sorted(set(self.recorded.values()))
+
+    def check(self, c, sess, items: dict) -> None:
+        if self.responds_to:
+            if self.responds_to not in items:
+                raise c.err((*self.where, "responds_to"), f"{self.responds_to!r} is not an item"
+                                                          f"{did_you_mean(self.responds_to, items)}")
+            labels = items[self.responds_to].labels
+            for key in ("first", "cooperate", "defect"):
+                v = getattr(self, key)
+                if v and v not in labels:
+                    raise c.err((*self.where, key), f"{v!r} is not an option of {self.responds_to} "
+                                                    f"({', '.join(labels)})")
+
+    def play(self, round_: int, own: list[str], answers: list[str], person=None) -> str:
+        """The move in round `round_` (1, 2, ...): `own` its earlier moves, `answers` the subject's
+        earlier answers to `responds_to` ('' where the item was not shown)."""
+        if self.kind == "always":
+            return self.move
+        if self.kind == "schedule":
+            return self.schedule[min(round_, len(self.schedule)) - 1]
+        if self.kind == "tit_for_tat":
+            # round 1: `first`; then the subject's last answer (its own last move if that item was skipped)
+            if round_ == 1:
+                return self.first
+            last = answers[-1] if answers else ""
+            return last or own[-1]
+        if self.kind == "grim_trigger":
+            return self.defect if self.defect in answers else self.cooperate
+        # recorded: the person's move in this round, else their last recorded move
+        key = (person, round_)
+        while key not in self.recorded and key[1] > 1:
+            key = (person, key[1] - 1)
+        return self.recorded[key]
+
+
+def parse_player(c, name: str, v, path, study) -> Player:
+    if isinstance(v, str):
+        v = {"strategy": v}
+    if not isinstance(v, dict):
+        raise c.err(path, "a player is a mapping: {strategy: tit_for_tat, ...} or {table: FILE, ...}")
+    if "model" in v:
+        raise c.err((*path, "model"), "model players are not in this version: use a scripted strategy or a table "
+                                      "of recorded moves")
+    if "table" in v:
+        return _recorded(c, name, v, path, study)
+    if "strategy" not in v:
+        raise c.err(path, "a player needs strategy: (always, tit_for_tat, grim_trigger, schedule) or table: FILE")
+    kind = v["strategy"]
+    if kind not in STRATEGIES:
+        raise c.err((*path, "strategy"), f"unknown strategy {kind!r}{did_you_mean(kind, STRATEGIES)}")
+    c.mapping(v, path, {"strategy", *STRATEGIES[kind]}, required=tuple(STRATEGIES[kind]))
+    p = Player(name, kind, path)
+    if kind == "always":
+        p.move = c.text(v, "move", path, required=True)
+    elif kind == "schedule":
+        p.schedule = [str(c.typed(x, (*path, "moves", i), (str, int), "a move"))
+                      for i, x in enumerate(c.listed(v, "moves", path, required=True))]
+        if not p.schedule:
+            raise c.err((*path, "moves"), "a schedule lists at least one move")
+    else:
+        p.responds_to = c.text(v, "responds_to", path, required=True)
+        for key in STRATEGIES[kind] - {"responds_to"}:
+            setattr(p, key, c.text(v, key, path, required=True))
+    return p
+
+
+def _recorded(c, name: str, v, path, study) -> Player:
+    from .spec import _plain, _table
+
+    d = c.mapping(v, path, TABLE, required=("table", "round", "move", "match"))
+    df = _table(c, study, d["table"], (*path, "table"))
+    for key in ("round", "move", "match"):
+        col = c.text(d, key, path, required=True)
+        if col not in df.columns:
+            raise c.err((*path, key), f"column {col!r} is not in {d['table']}{did_you_mean(col, df.columns)}")
+    p = Player(name, "table", path, match=d["match"])
+    if d["match"] not in study.subjects.columns:
+        raise c.err((*path, "match"), f"column {d['match']!r} is not a column of the subjects table "
+                                      f"(design.subjects): it pairs each subject with a recorded person")
+    for i, rec in enumerate(df.to_dict("records")):
+        try:
+            r = int(rec[d["round"]])
+        except (TypeError, ValueError):
+            raise c.err((*path, "round"), f"row {i + 2} of {d['table']}: round {rec[d['round']]!r} is not a "
+                                          "whole number") from None
+        p.recorded[(_plain(rec[d["match"]]), r)] = _plain(rec[d["move"]])
+    people = {k for k, _ in p.recorded}
+    for s in study.subjects[d["match"]].map(_plain):
+        if s not in people or (s, 1) not in p.recorded:
+            raise c.err((*path, "match"), f"subject {d['match']} = {s!r} has no round-1 move in {d['table']}")
+    return p

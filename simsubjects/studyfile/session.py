@@ -1,0 +1,477 @@
+"""A session study file (`session:` instead of `items:`): blocks, logic, rounds, payoffs, players.
+
+The format is documented in docs/studies.md ("Sessions"). Everything is checked here without a
+model: each problem is one StudyFileError line `FILE:LINE: KEY: what to fix` (exit code 2), so
+`study check` and `collect` refuse a bad file before a model loads or a file is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from . import expr as X
+from .load import StudyFileError, did_you_mean, read_source
+from .players import Player, parse_player
+from .spec import (NAME, RESERVED, SLUG, Checker, Item, Response, Study, _design, _prompt, parse_response,
+                   placeholders)
+
+TOP = {"study", "title", "citation", "license", "description", "prompt", "response", "response_types", "design",
+       "session", "analyses"}
+SESSION = {"blocks", "block_order", "memory", "paths", "max_leaves", "max_steps", "variables", "players", "history"}
+BLOCK = {"id", "items", "order", "intro", "rounds", "players", "moves", "payoffs", "update", "feedback"}
+SITEM = {"id", "text", "response", "show_if", "skip_to"}
+SKIP = {"if", "to"}
+ROUNDS = {"max", "continue"}
+PAYOFFS = {"matrix", "moves", "rules"}
+MEMORY = ("none", "answers", "transcript")
+MAX_STEPS = 100_000  # the largest max_steps a file may declare: a path is held in memory
+DEFAULT_HISTORY = "Q: ${question}\nA: ${answer}\n"
+ENDS = ("end_block", "end")
+SESSION_NAMES = {"round", "payoff"}
+
+
+@dataclass
+class SItem:
+    item: Item
+    show_if: X.Expr | None = None
+    skip_to: list = field(default_factory=list)  # [(Expr or None, target)]
+    where: tuple = ()
+
+    @property
+    def id(self) -> str:
+        return self.item.id
+
+    @property
+    def labels(self) -> list[str]:
+        return [o.label for o in self.item.response.options]
+
+
+@dataclass
+class Block:
+    id: str
+    items: list[SItem]
+    where: tuple
+    order: str = "fixed"
+    intro: str = ""
+    rounds: int = 1
+    cont: float | None = None  # continuation probability after each round (None: always, up to rounds)
+    players: list[str] = field(default_factory=list)
+    sequence: list[str] | None = None  # sequential: item ids and player names in order; None: simultaneous
+    matrix: dict | None = None  # {(row, col): (mine, theirs)}
+    matrix_moves: tuple = ()  # (item id, player name)
+    rules: list = field(default_factory=list)  # [(name, Expr)]
+    update: list = field(default_factory=list)  # [(variable, Expr)]
+    feedback: str = ""
+
+    def payoff_names(self) -> list[str]:
+        out = ["payoff", f"{self.matrix_moves[1]}_payoff"] if self.matrix else []
+        return out + [n for n, _ in self.rules]
+
+
+@dataclass
+class Session:
+    blocks: list[Block]
+    memory: str = "transcript"
+    paths: int | str = 1
+    max_leaves: int = 1024
+    max_steps: int = 10_000
+    variables: dict = field(default_factory=dict)
+    players: dict[str, Player] = field(default_factory=dict)
+    block_order: str = "fixed"
+    history: str = DEFAULT_HISTORY
+
+    @property
+    def enumerate(self) -> bool:
+        return self.paths == "enumerate"
+
+    def item(self, iid: str) -> SItem:
+        return next(it for b in self.blocks for it in b.items if it.id == iid)
+
+
+@dataclass
+class SessionStudy(Study):
+    session: Session | None = None
+
+
+def is_session_file(path) -> bool:
+    """A study file with a top-level `session:` key (read cheaply: the YAML is parsed once more later)."""
+    try:
+        src = read_source(path)
+    except StudyFileError:
+        return False
+    return isinstance(src.data, dict) and "session" in src.data
+
+
+def load_session(file, seed: int | None = None) -> SessionStudy:
+    src = read_source(file)
+    c = Checker(src)
+    if src.data is None:
+        raise StudyFileError(f"{src.file}: the file is empty")
+    d = c.mapping(src.data, (), TOP, required=("study", "title", "session"))
+    name = c.text(d, "study", ())
+    if not SLUG.match(name):
+        raise c.err(("study",), f"{name!r}: use lower-case letters, digits, - and _, starting with a letter")
+    s = SessionStudy(file=src.file, source=src, name=name, title=c.text(d, "title", (), required=True),
+                     citation=c.text(d, "citation", (), ""), license=c.text(d, "license", (), ""),
+                     description=c.text(d, "description", (), ""))
+    s.files[src.file.name] = src.file
+    _prompt(c, {"prompt": d.get("prompt") or {"template": "${question}\n${options}"}}, s)
+    if isinstance(d.get("prompt"), dict) and "template" not in d["prompt"]:
+        s.template = "${question}\n${options}"
+    named = {}
+    for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
+        if not NAME.match(str(k)):
+            raise c.err(("response_types", k), "a response type name is letters, digits and _")
+        named[k] = parse_response(c, v, ("response_types", k), named)
+    default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
+    g = d.get("design") or {}
+    c.mapping(g, ("design",), {"subjects", "seed"})
+    _design(c, {"design": g}, s, seed)
+    s.session = _session(c, d["session"], s, named, default)
+    s.items = [it.item for b in s.session.blocks for it in b.items]
+    if d.get("analyses") is not None:
+        c.listed(d, "analyses", ())  # the session analyses run always (docs/studies.md); reserved for more
+    _check(c, s)
+    return s
+
+
+# ------------------------------------------------------------------------------------------ parsing
+
+def _session(c: Checker, v, s: Study, named, default) -> Session:
+    p = ("session",)
+    d = c.mapping(v, p, SESSION, required=("blocks",))
+    sess = Session(blocks=[])
+    sess.memory = c.choice(d, "memory", p, MEMORY, "transcript")
+    sess.block_order = c.choice(d, "block_order", p, ("fixed", "randomized"), "fixed")
+    sess.max_steps = c.number(d, "max_steps", p, 10_000, integer=True, low=1)
+    if sess.max_steps > MAX_STEPS:
+        raise c.err((*p, "max_steps"), f"at most {MAX_STEPS} decisions per path, got {sess.max_steps}")
+    sess.max_leaves = c.number(d, "max_leaves", p, 1024, integer=True, low=1)
+    paths = d.get("paths", 1)
+    if paths == "enumerate":
+        sess.paths = "enumerate"
+    else:
+        sess.paths = c.number(d, "paths", p, 1, integer=True, low=1)
+        if sess.paths > 10_000:
+            raise c.err((*p, "paths"), f"at most 10000 paths per subject, got {sess.paths}")
+    sess.history = c.text(d, "history", p, DEFAULT_HISTORY)
+    bad = [x for x in placeholders(sess.history) if x not in ("question", "answer")]
+    if bad:
+        raise c.err((*p, "history"), f"placeholder ${bad[0]} has no value (available: $question, $answer)")
+    for k, val in c.typed(d.get("variables") or {}, (*p, "variables"), dict, "a mapping").items():
+        if not NAME.match(str(k)) or k in RESERVED or k in SESSION_NAMES:
+            raise c.err((*p, "variables", k), f"variable name {k!r}: letters, digits and _, not a reserved name")
+        sess.variables[str(k)] = c.typed(val, (*p, "variables", k), (int, float, str, bool),
+                                         "a number, text or true/false")
+    for k, val in c.typed(d.get("players") or {}, (*p, "players"), dict, "a mapping").items():
+        if not NAME.match(str(k)) or k in RESERVED or k in SESSION_NAMES or k in sess.variables:
+            raise c.err((*p, "players", k), f"player name {k!r}: letters, digits and _, not a reserved name "
+                                            "or a variable")
+        sess.players[str(k)] = parse_player(c, str(k), val, (*p, "players", k), s)
+    blocks = c.listed(d, "blocks", p, required=True)
+    if not blocks:
+        raise c.err((*p, "blocks"), "no blocks: list at least one")
+    seen_items: dict[str, int] = {}
+    seen_blocks: set[str] = set()
+    for i, b in enumerate(blocks):
+        blk = _block(c, b, (*p, "blocks", i), s, sess, named, default, seen_items)
+        if blk.id in seen_blocks or blk.id in seen_items:
+            raise c.err((*p, "blocks", i, "id"), f"duplicate id {blk.id!r} (block ids and item ids are one set)")
+        seen_blocks.add(blk.id)
+        sess.blocks.append(blk)
+    steps = sum(b.rounds * len(b.items) for b in sess.blocks)
+    if steps > sess.max_steps:
+        big = max(sess.blocks, key=lambda b: b.rounds * len(b.items))
+        raise c.err((*big.where, "rounds"), f"{steps} decisions per path exceed max_steps ({sess.max_steps}); "
+                                            "fewer rounds, or raise session.max_steps")
+    if sess.block_order == "randomized" and any(it.skip_to for b in sess.blocks for it in b.items):
+        raise c.err((*p, "block_order"), "skip_to needs block_order: fixed (randomized blocks reorder the targets)")
+    if sess.enumerate:
+        n = leaves(sess)
+        if n > sess.max_leaves:
+            raise c.err((*p, "paths"), f"paths: enumerate gives up to {n:g} leaves, more than max_leaves "
+                                       f"({sess.max_leaves}); use paths: K (sampled paths) or raise max_leaves")
+    return sess
+
+
+def leaves(sess: Session) -> float:
+    """An upper bound of the enumerated tree's leaves (every item shown; continuation branches)."""
+    total = 1.0
+    for b in sess.blocks:
+        per_round = 1.0
+        for it in b.items:
+            per_round *= len(it.labels)
+        for name in b.players:
+            per_round *= sess.players[name].branches
+        n = per_round
+        for _ in range(b.rounds - 1):
+            n = per_round * ((1 + n) if b.cont is not None else n)
+            if n > 1e15:
+                return n
+        total *= n
+    return total
+
+
+def _block(c: Checker, v, path, s, sess: Session, named, default, seen_items) -> Block:
+    d = c.mapping(v, path, BLOCK, required=("id", "items"))
+    bid = c.text(d, "id", path, required=True)
+    if not NAME.match(bid):
+        raise c.err((*path, "id"), f"block id {bid!r}: letters, digits and _")
+    raw = c.listed(d, "items", path, required=True)
+    if not raw:
+        raise c.err((*path, "items"), "no items: list at least one")
+    items = []
+    for j, it in enumerate(raw):
+        items.append(_item(c, it, (*path, "items", j), s, named, default, seen_items))
+    b = Block(bid, items, path, order=c.choice(d, "order", path, ("fixed", "randomized"), "fixed"),
+              intro=c.text(d, "intro", path, ""), feedback=c.text(d, "feedback", path, ""))
+    r = d.get("rounds", 1)
+    if isinstance(r, dict):
+        rd = c.mapping(r, (*path, "rounds"), ROUNDS, required=("max",))
+        b.rounds = c.number(rd, "max", (*path, "rounds"), 1, integer=True, low=1)
+        b.cont = c.number(rd, "continue", (*path, "rounds"), None)
+        if b.cont is not None and not 0 < b.cont <= 1:
+            raise c.err((*path, "rounds", "continue"), f"a continuation probability is in (0, 1], got {b.cont}")
+    else:
+        b.rounds = c.number(d, "rounds", path, 1, integer=True, low=1)
+    if b.rounds > sess.max_steps:
+        raise c.err((*path, "rounds"), f"{b.rounds} rounds exceed max_steps ({sess.max_steps}) decisions per path")
+    names = c.listed(d, "players", path) if "players" in d else list(sess.players)
+    for k, n in enumerate(names):
+        if n not in sess.players:
+            raise c.err((*path, "players", k), f"unknown player {n!r}{did_you_mean(n, sess.players)}")
+    b.players = [str(n) for n in names]
+    ids = [it.id for it in items]
+    moves = d.get("moves", "simultaneous")
+    if moves != "simultaneous":
+        if moves == "sequential":
+            moves = {"order": [*b.players, *ids]}
+        m = c.mapping(moves, (*path, "moves"), {"order"}, required=("order",))
+        order = [str(x) for x in c.listed(m, "order", (*path, "moves"), required=True)]
+        for k, x in enumerate(order):
+            if x not in ids and x not in b.players:
+                raise c.err((*path, "moves", "order", k), f"{x!r} is neither an item of this block nor one of its "
+                                                          f"players{did_you_mean(x, [*ids, *b.players])}")
+        missing = [x for x in [*ids, *b.players] if x not in order]
+        if missing or len(set(order)) != len(order):
+            raise c.err((*path, "moves", "order"), f"list every item and player of the block once"
+                                                   f"{f' (missing {missing[0]!r})' if missing else ''}")
+        if b.order == "randomized":
+            raise c.err((*path, "order"), "sequential moves fix the order; use order: fixed")
+        b.sequence = order
+    _payoffs(c, d, path, b, sess)
+    for k, e in c.typed(d.get("update") or {}, (*path, "update"), dict, "a mapping").items():
+        if k not in sess.variables:
+            raise c.err((*path, "update", k), f"{k!r} is not a declared variable (session.variables)"
+                                              f"{did_you_mean(k, sess.variables)}")
+        b.update.append((str(k), _parse(c, e, (*path, "update", k))))
+    for it in items:
+        if it.skip_to and b.order == "randomized":
+            raise c.err((*it.where, "skip_to"), "skip_to needs the block's order: fixed")
+    return b
+
+
+def _payoffs(c: Checker, d: dict, path, b: Block, sess: Session) -> None:
+    if d.get("payoffs") is None:
+        return
+    p = (*path, "payoffs")
+    pd_ = c.mapping(d["payoffs"], p, PAYOFFS)
+    if ("matrix" in pd_) == ("rules" in pd_):
+        raise c.err(p, "give matrix: (with moves: [ITEM, PLAYER]) or rules: {name: EXPR}")
+    if "matrix" in pd_:
+        moves = c.listed(pd_, "moves", p, required=True)
+        if len(moves) != 2:
+            raise c.err((*p, "moves"), "moves: [ITEM, PLAYER]: the row's item and the column's player")
+        iid, pl = str(moves[0]), str(moves[1])
+        it = next((x for x in b.items if x.id == iid), None)
+        if it is None:
+            raise c.err((*p, "moves", 0), f"{iid!r} is not an item of block {b.id}"
+                                          f"{did_you_mean(iid, [x.id for x in b.items])}")
+        if pl not in b.players:
+            raise c.err((*p, "moves", 1), f"{pl!r} is not a player of block {b.id}{did_you_mean(pl, b.players)}")
+        rows = it.labels
+        cols = sess.players[pl].moves_of(sess, b) or rows
+        m = c.mapping(pd_["matrix"], (*p, "matrix"), set(rows), required=tuple(rows))
+        out = {}
+        for r in rows:
+            mr = c.mapping(m[r], (*p, "matrix", r), set(cols), required=tuple(cols))
+            for col in cols:
+                cell = c.typed(mr[col], (*p, "matrix", r, col), list, "[mine, theirs]")
+                if len(cell) != 2:
+                    raise c.err((*p, "matrix", r, col), "a cell is [mine, theirs]: two numbers")
+                out[(r, col)] = tuple(float(c.typed(x, (*p, "matrix", r, col), (int, float), "a number"))
+                                      for x in cell)
+        b.matrix, b.matrix_moves = out, (iid, pl)
+        if "rules" in pd_:
+            pass
+    else:
+        for k, e in c.typed(pd_["rules"], (*p, "rules"), dict, "a mapping").items():
+            if not NAME.match(str(k)) or k in sess.variables or k in sess.players or k == "round":
+                raise c.err((*p, "rules", k), f"payoff name {k!r}: letters, digits and _, not a variable, player "
+                                              "or round")
+            b.rules.append((str(k), _parse(c, e, (*p, "rules", k))))
+
+
+def _item(c: Checker, v, path, s, named, default, seen) -> SItem:
+    d = c.mapping(v, path, SITEM, required=("id", "text"))
+    iid = c.text(d, "id", path, required=True)
+    if not NAME.match(iid) or iid in RESERVED or iid in SESSION_NAMES:
+        raise c.err((*path, "id"), f"item id {iid!r}: letters, digits and _ (an expression names it), "
+                                   "not a reserved name")
+    if iid in seen:
+        raise c.err((*path, "id"), f"duplicate item id {iid!r} (first at line {seen[iid]})")
+    seen[iid] = c.src.line((*path, "id")) or 0
+    if d.get("response") is not None:
+        resp = parse_response(c, d["response"], (*path, "response"), named)
+    elif default is not None:
+        resp = default
+    else:
+        raise c.err(path, "no response: give the item response: ..., or a study-level response:")
+    if resp.kind != "choice":
+        raise c.err((*path, "response"), "a session decision is a k-choice question (choice, yesno, likert); "
+                                         "estimates and free text are not in sessions yet")
+    text = c.text(d, "text", path, required=True)
+    it = SItem(Item(iid, text, resp, {}, path), where=path)
+    if d.get("show_if") is not None:
+        it.show_if = _parse(c, d["show_if"], (*path, "show_if"))
+    sk = d.get("skip_to")
+    if sk is not None:
+        for k, one in enumerate(sk if isinstance(sk, list) else [sk]):
+            w = (*path, "skip_to", k) if isinstance(sk, list) else (*path, "skip_to")
+            if isinstance(one, str):
+                one = {"to": one}
+            o = c.mapping(one, w, SKIP, required=("to",))
+            it.skip_to.append((_parse(c, o["if"], (*w, "if")) if o.get("if") is not None else None,
+                               c.text(o, "to", w, required=True)))
+    return it
+
+
+def _parse(c: Checker, text, path) -> X.Expr:
+    try:
+        return X.parse(text)
+    except X.ExprError as e:
+        raise c.err(path, str(e)) from None
+
+
+# ------------------------------------------------------------------------------------------ checks
+
+def persona_types(s: Study) -> dict[str, X.T]:
+    out = {}
+    for col in s.subjects.columns:
+        if col in ("subject", "persona"):
+            continue
+        dt = s.subjects[col].dtype
+        out[col] = X.BOOL if pd.api.types.is_bool_dtype(dt) else X.NUM if pd.api.types.is_numeric_dtype(dt) else X.TEXT
+    return out
+
+
+def _vtype(v) -> X.T:
+    return X.BOOL if isinstance(v, bool) else X.NUM if isinstance(v, (int, float)) else X.TEXT
+
+
+def _check(c: Checker, s: SessionStudy) -> None:
+    """Names, order, cycles, reachability and types of every expression and text (docs: "Logic")."""
+    sess = s.session
+    base = {"round": X.NUM, **persona_types(s), **{k: _vtype(v) for k, v in sess.variables.items()}}
+    all_items = {it.id: it for b in sess.blocks for it in b.items}
+    players = {n: X.T("text", frozenset(p.moves_of(sess, None) or []) or None) for n, p in sess.players.items()}
+    for k, p in sess.players.items():
+        p.check(c, sess, all_items)
+    known: dict[str, X.T] = {}  # answers of the items before (earlier blocks, earlier in this block)
+    for b in sess.blocks:
+        if sess.block_order == "randomized":
+            known = {}  # another block may come first: only this block's earlier items are known
+        order = b.sequence or [it.id for it in b.items]
+        moved: dict[str, X.T] = {}
+        for name in order:
+            if name in b.players:
+                moved[name] = players[name]
+                continue
+            it = all_items[name]
+            env = {**base, **known, **moved}
+            if b.order == "randomized":
+                env = {**base, **{k: v for k, v in known.items() if k not in {x.id for x in b.items}}, **moved}
+            for e, where in ([(it.show_if, (*it.where, "show_if"))] if it.show_if else []) + \
+                    [(e, (*it.where, "skip_to")) for e, _ in it.skip_to if e is not None]:
+                _typed(c, e, env, where, all_items, b, want="bool")
+            _text(c, it.item.text, env, (*it.where, "text"), all_items)
+            known[it.id] = X.T("text", frozenset(it.labels))
+        after = {**base, **known, **players}
+        _text(c, b.intro, {**base, **known}, (*b.where, "intro"), all_items)
+        if b.matrix:
+            after.update({n: X.NUM for n in b.payoff_names()})
+        for n, e in b.rules:
+            after[n] = _typed(c, e, after, (*b.where, "payoffs", "rules", n), all_items, b)
+        for n, e in b.update:
+            t = _typed(c, e, after, (*b.where, "update", n), all_items, b)
+            if t.kind != base[n].kind:
+                raise c.err((*b.where, "update", n), f"{n} holds {base[n]}, but the expression gives {t}")
+        _text(c, b.feedback, after, (*b.where, "feedback"), all_items)
+        _flow(c, b)
+
+
+def _typed(c, e: X.Expr, env, where, all_items, b, want: str | None = None) -> X.T:
+    for n in sorted(e.names()):
+        if n not in env and n in all_items:
+            raise c.err(where, f"{n!r} is this item or one after it: an expression reads earlier answers only")
+        if n not in env and any(n == p for p in b.players):
+            raise c.err(where, f"{n!r} moves at the same time (simultaneous moves): known after the round only")
+    try:
+        t = X.typecheck(e, env)
+    except X.ExprError as err:
+        raise c.err(where, str(err)) from None
+    if want and t.kind != want:
+        raise c.err(where, f"a condition is true/false, but {e.text!r} gives {t}")
+    return t
+
+
+def _text(c, text: str, env, where, all_items) -> None:
+    for p in placeholders(text):
+        if p == "$":
+            raise c.err(where, "a lone $ starts no placeholder; write $$ for a dollar sign")
+        if p not in env:
+            hint = ": an item answered later" if p in all_items else did_you_mean(p, env)
+            raise c.err(where, f"placeholder ${p} has no value here{hint}")
+
+
+def _flow(c: Checker, b: Block) -> None:
+    """skip_to targets (forward only: no cycles) and items no path reaches."""
+    ids = [it.id for it in b.items]
+    edges: dict[int, set[int]] = {}
+    n = len(ids)
+    for i, it in enumerate(b.items):
+        out = set()
+        falls_through = True
+        for e, to in it.skip_to:
+            if to in ENDS:
+                j = n
+            elif to in ids:
+                j = ids.index(to)
+                if j <= i:
+                    raise c.err((*it.where, "skip_to"), f"skip_to {to!r} goes back to {'itself' if j == i else 'an earlier item'}: "
+                                                        "a cycle; skip forward only")
+            else:
+                raise c.err((*it.where, "skip_to"), f"skip_to {to!r}: no such item in block {b.id}"
+                                                    f"{did_you_mean(to, [*ids, *ENDS])}")
+            out.add(j)
+            if e is None or X.constant(e) is True:
+                falls_through = False
+                break
+        if falls_through:
+            out.add(i + 1)
+        edges[i] = out
+    reach, todo = {0}, [0]
+    while todo:
+        i = todo.pop()
+        shown = b.items[i].show_if is None or X.constant(b.items[i].show_if) is not False
+        for j in (edges[i] if shown else {i + 1}):
+            if j < n and j not in reach:
+                reach.add(j)
+                todo.append(j)
+    for i, it in enumerate(b.items):
+        if i not in reach:
+            raise c.err((*it.where, "id"), f"item {it.id!r} is unreachable: every way to it is skipped")
+        if it.show_if is not None and X.constant(it.show_if) is False:
+            raise c.err((*it.where, "show_if"), f"item {it.id!r} is unreachable: show_if is always false")

@@ -1,0 +1,102 @@
+"""A session study file as the package's study declaration (StudyDef), and its `study check` view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..collect.studies.registry import StudyDef
+from .adapter import copy_files
+from .design import items_table
+from .session import SessionStudy, leaves
+
+
+def session_trials(study: SessionStudy, paths: int | None = None) -> pd.DataFrame:
+    """One row per subject x path: what a collection starts (decisions are made as the paths run)."""
+    sess = study.session
+    k = 1 if sess.enumerate else int(paths or sess.paths)
+    rows = [{"trial": f"{s}|p{p}", "item": "session", "condition": "", "subject": s, "prompt": "", "options": (),
+             "labels": (), "path": p} for s in study.subjects["subject"] for p in range(1, k + 1)]
+    return pd.DataFrame(rows)
+
+
+def session_items(study: SessionStudy) -> pd.DataFrame:
+    items = items_table(study)
+    block = {it.id: b.id for b in study.session.blocks for it in b.items}
+    return items.assign(block=items["item"].map(block))
+
+
+def session_def(study: SessionStudy, out=None) -> StudyDef:
+    from ..collect.sessions import collect_session
+    from .session_analysis import analyze_session
+
+    def finalize(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
+        if out is not None:
+            copy_files(study, Path(out))
+        return responses
+
+    return StudyDef(
+        name=study.name,
+        help=study.title,
+        build=lambda paths=None, **_: (session_trials(study, paths), session_items(study)),
+        collect=lambda model, cache, trials, params, show: collect_session(study, model, cache, params, show),
+        finalize=finalize,
+        templates=lambda: [study.template],
+        analyze=lambda responses, items: analyze_session(study, responses, items),
+        summary=lambda tables: {k: v for k, v in tables.items() if k in ("rounds_by_round", "paths", "subject_tests")},
+        methods=("exact", "sampled"),
+    )
+
+
+def describe_session(study: SessionStudy) -> str:
+    """`study check` of a session: blocks, rounds, players, paths; no model loads."""
+    sess = study.session
+    lines = [f"{study.file}: valid (a session)", f"study: {study.name} - {study.title}"]
+    if study.citation:
+        lines.append(f"citation: {study.citation}")
+    lines.append(f"subjects: {len(study.subjects)}; memory: {sess.memory}; paths: {sess.paths}"
+                 f"{f' (at most {leaves(sess):g} leaves per subject)' if sess.enumerate else ''}; seed: {study.seed}")
+    for b in sess.blocks:
+        rounds = f"{b.rounds} rounds" + (f", continuing with probability {b.cont:g}" if b.cont is not None else "")
+        moves = "sequential: " + " -> ".join(b.sequence) if b.sequence else "simultaneous"
+        lines.append(f"block {b.id}: {len(b.items)} items ({', '.join(it.id for it in b.items)}); {rounds}; "
+                     f"order {b.order}; players {', '.join(b.players) or 'none'} ({moves})"
+                     + ("; payoffs: matrix" if b.matrix else "; payoffs: rules" if b.rules else ""))
+    for name, p in sess.players.items():
+        lines.append(f"player {name}: {p.kind}" + (f" (responds to {p.responds_to})" if p.responds_to else ""))
+    if sess.variables:
+        lines.append("variables: " + ", ".join(f"{k} = {v!r}" for k, v in sess.variables.items()))
+    steps = sum(b.rounds * len(b.items) for b in sess.blocks)
+    lines.append(f"decisions per path: at most {steps}")
+    return "\n".join(lines)
+
+
+def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
+    """`collect SESSION.yaml`: checked whole before the model loads; the run resumes like any other."""
+    from ..cli import _model_kwargs, _report_collection
+    from ..collect.pipeline import run_study
+    from ..errors import UserError
+    from .adapter import file_parameters
+    from .session import load_session
+
+    study = load_session(path, seed=kw["seed"] if seeded else None)
+    bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
+    if bad:
+        raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
+    if kw.get("paths") is not None and study.session.enumerate:
+        raise UserError(f"--paths: {path} enumerates its paths (session.paths: enumerate)")
+    for flag in ("dry_run", "validate", "judge_model"):
+        if kw.get(flag):
+            raise UserError(f"--{flag.replace('_', '-')}: not available for a session yet")
+    if kw["chat_template"] or study.chat_template:
+        raise UserError("--chat-template: sessions are written as text for now (chat turns are not in this "
+                        "version); leave it off")
+    method = kw["method"] or "exact"
+    if method not in ("exact", "sampled"):
+        raise UserError(f"--method {method}: a session supports exact, sampled")
+    params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": kw.get("paths")}
+    _, manifest = run_study(session_def(study, out=kw["out"]), kw["model"], kw["out"], params=params, method=method,
+                            n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
+                            show_progress=not kw["quiet"], batch_size=kw["batch_size"])
+    _report_collection(kw["out"], manifest)

@@ -27,8 +27,9 @@ class _Logic:
     """Qualtrics logic (`{"0": {"0": {Expression}, "1": {...}, "Type": "If"}, "Type": "BooleanExpression"}`)
     as an expression over earlier answers, or None with the reason it cannot be."""
 
-    def __init__(self, conv: Conversion, before: dict[str, Item]):
+    def __init__(self, conv: Conversion, before: dict[str, Item], ids: dict[str, str]):
         self.conv = conv
+        self.ids = ids  # item id -> session item id
         self.before = before  # item id -> Item, the items asked before this one
         self.by_qid: dict[str, list[Item]] = {}
         for it in before.values():
@@ -72,20 +73,20 @@ class _Logic:
             return None, f"it refers to {qid}, which is not asked before in the session"
         neg = op == "NotSelected"
         if aid is not None:  # a matrix cell: statement cid, answer aid
-            single = [it for it in items if it.id.endswith(f"_{cid}") and it.kind == "choice"]
+            single = [it for it in items if it.kind == "choice" and it.imports[:1] == [f"{qid}-{cid}"]]
             target = single[0] if single else None
             opt = next((o for o in target.options if o.choice_id == aid), None) if target else None
             if target is None or opt is None:
                 return None, f"matrix cell {qid}/{cid}/{aid} is not a single-answer item"
-            return self._cmp(target.id, opt.label, neg)
-        check = [it for it in items if it.kind == "yesno" and it.columns and it.imports[0] == f"{qid}-{cid}"]
+            return self._cmp(self.ids[target.id], opt.label, neg)
+        check = [it for it in items if it.kind == "yesno" and it.imports[:1] == [f"{qid}-{cid}"]]
         if check:
-            return self._cmp(check[0].id, "Yes", neg)
+            return self._cmp(self.ids[check[0].id], "Yes", neg)
         one = [it for it in items if it.kind == "choice"]
         opt = next((o for o in one[0].options if o.choice_id == cid), None) if one else None
         if opt is None:
             return None, f"choice {qid}/{cid} is not an option of an imported item"
-        return self._cmp(one[0].id, opt.label, neg)
+        return self._cmp(self.ids[one[0].id], opt.label, neg)
 
     @staticmethod
     def _cmp(iid: str, label: str, neg: bool) -> tuple[str | None, str]:
@@ -111,54 +112,117 @@ def _response(it: Item):
     return {"type": "choice", "options": opts}
 
 
+def _session_ids(items: list[Item]) -> dict[str, str]:
+    """Session item ids are names an expression can use: other characters become _, unique, not reserved."""
+    from ..studyfile.spec import RESERVED
+
+    out, taken = {}, set()
+    for it in items:
+        sid = re.sub(r"[^A-Za-z0-9_]", "_", it.id)
+        if not sid[:1].isalpha() or sid in RESERVED or sid in ("round", "payoff"):
+            sid = f"q_{sid}"
+        base, k = sid, 2
+        while sid in taken:
+            sid, k = f"{base}_{k}", k + 1
+        taken.add(sid)
+        out[it.id] = sid
+    return out
+
+
+def _skipped(conv: Conversion, items: list[Item], ids: dict, notes: list) -> dict[str, list[str]]:
+    """Skip logic as conditions on the questions it skips: "if Q1 is X, skip to Q4" = every item between Q1
+    and Q4 is shown only if not (Q1 == X); to the end of the block or survey likewise (exact, and the
+    condition reads an earlier answer, as show_if must)."""
+    out: dict[str, list[str]] = {}
+    order = [it.id for it in items]
+    for q in conv.survey.questions.values():
+        own = [it for it in items if it.qid == q.qid]
+        seen = set()
+        for sk in q.payload.get("_SkipLogic") or []:
+            key = (sk.get("Condition"), sk.get("ChoiceLocator") or sk.get("Locator"))
+            if key in seen:  # Qualtrics applies the first skip whose condition holds: a repeat never fires
+                continue
+            seen.add(key)
+            if not own:
+                notes.append(Note(q.qid, q.kind, "skip logic on a question that is not in the session"))
+                break
+            last = order.index(own[-1].id)
+            before = {it.id: it for it in items[:last + 1]}
+            cond = {"Type": "Expression", "LogicType": "Question", "Operator": sk.get("Condition"),
+                    "LeftOperand": sk.get("ChoiceLocator") or sk.get("Locator")}
+            e, why = _Logic(conv, before, ids).expression(cond)
+            dest = str(sk.get("SkipToDestination") or "")
+            block = own[-1].block
+            later = items[last + 1:]
+            if dest == "ENDOFSURVEY":
+                skipped = later
+            elif dest == "ENDOFBLOCK":
+                skipped = [it for it in later if it.block == block]
+            else:
+                stop = next((i for i, it in enumerate(later) if it.qid == dest), None)
+                if stop is None or any(it.block != block for it in later[:stop]):
+                    e, why = None, f"destination {dest} is not later in the block"
+                skipped = later[:stop or 0]
+            if e is None:
+                notes.append(Note(q.qid, q.kind, f"skip logic not converted ({why}); the questions after it are "
+                                                 "asked of every subject"))
+                continue
+            for it in skipped:
+                out.setdefault(it.id, []).append(f"not ({e})")
+    return out
+
+
 def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict, list[dict], list[Note]]:
     """(session.yaml data, the subjects table rows, notes of what the session leaves out)."""
     s = conv.survey
     notes: list[Note] = []
-    blocks, before = [], {}
-    factors = {f.name: f for f in conv.factors}
-    taken: set = set()
+    for it in conv.items:
+        if it.kind not in ("choice", "yesno", "rank_first"):
+            notes.append(Note(it.qid, it.qtype, f"{it.id}: sessions score k-choice decisions only; this {it.kind} "
+                                                "item is in study.yaml, not session.yaml"))
+    items = [it for it in conv.items if it.kind in ("choice", "yesno", "rank_first")]
+    ids = _session_ids(items)
+    skips = _skipped(conv, items, ids, notes)
+    blocks, before, taken = [], {}, set()
     for bid in s.order:
         bname = s.blocks[bid].name
         slug = re.sub(r"[^a-z0-9]+", "_", bname.lower()).strip("_") or "block"
         while slug in taken:
             slug += "_"
         taken.add(slug)
-        items = []
-        for it in [x for x in conv.items if x.block == bname]:
-            if it.kind not in ("choice", "yesno", "rank_first"):
-                notes.append(Note(it.qid, it.qtype, f"{it.id}: sessions score k-choice decisions only; this "
-                                                    f"{it.kind} item is in study.yaml, not session.yaml"))
-                continue
+        out = []
+        for it in [x for x in items if x.block == bname]:
             text = f"{it.context}\n\n{it.text}" if it.context else it.text
-            d = {"id": it.id, "text": text.replace("$", "$$"), "response": _response(it)}
-            conds = []
-            if it.arm:
-                conds.append(f"{it.arm[0]} == '{it.arm[1]}'")
+            d = {"id": ids[it.id], "text": text.replace("$", "$$"), "response": _response(it)}
+            conds = [f"{it.arm[0]} == '{it.arm[1]}'"] if it.arm else []
             q = s.questions[it.qid]
             if q.payload.get("DisplayLogic"):
-                e, why = _Logic(conv, before).expr(q.payload["DisplayLogic"])
+                e, why = _Logic(conv, before, ids).expr(q.payload["DisplayLogic"])
                 if e is None:
                     notes.append(Note(it.qid, it.qtype, f"{it.id}: display logic not converted ({why}); shown to "
                                                         "every subject"))
                 else:
                     conds.append(e)
+            conds += [c for c in dict.fromkeys(skips.get(it.id, [])) if c not in conds]
             if conds:
                 d["show_if"] = " and ".join(f"({c})" for c in conds) if len(conds) > 1 else conds[0]
-            items.append((it, d))
+            out.append(d)
             before[it.id] = it
-        _skips(conv, items, notes)
-        if items:
-            blocks.append({"id": slug, "items": [d for _, d in items]})
+        if out:
+            blocks.append({"id": slug, "items": out})
+    renamed = [f"{a} -> {b}" for a, b in ids.items() if a != b]
+    if renamed:
+        notes.append(Note("(items)", "ids", f"session item ids are names: {', '.join(renamed[:12])}"
+                                            + (f" and {len(renamed) - 12} more" if len(renamed) > 12 else "")))
     rows = []
     for k in range(subjects):
         row = {"id": f"s{k + 1}"}
-        for name, f in factors.items():
+        for f in conv.factors:
             levels = list(f.levels)
-            row[name] = levels[k % len(levels)]  # balanced: subject k gets level k mod L, in block order
+            row[f.name] = levels[k % len(levels)]  # balanced: subject k gets level k mod L, in block order
         rows.append(row)
     design = {"seed": 0}
-    if factors:
+    if conv.factors:
         design["subjects"] = {"table": "subjects.csv", "id": "id", "template": "You are taking part in a survey."}
     else:
         design["subjects"] = subjects
@@ -166,35 +230,6 @@ def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict
             "citation": f"Qualtrics survey {s.id or s.file.name} ({s.file.name})",
             "description": "Written by `simsubjects study import qualtrics`: the survey's blocks in order, display "
                            "and skip logic; see IMPORT_NOTES.md.",
-            "prompt": {"answer_prefix": "\nAnswer:"}, "design": design,
+            "prompt": {"template": "${question}\n${options}", "answer_prefix": "\nAnswer:"}, "design": design,
             "session": {"memory": "transcript", "blocks": blocks}}
     return data, rows, notes
-
-
-def _skips(conv: Conversion, items: list, notes: list) -> None:
-    """Skip logic on a question's own choice: `skip_to: {if: ..., to: ...}` on its last item."""
-    for pos, (it, d) in enumerate(items):
-        q = conv.survey.questions[it.qid]
-        if pos + 1 < len(items) and items[pos + 1][0].qid == it.qid:
-            continue  # the question's last item carries its skips
-        out = []
-        for sk in q.payload.get("_SkipLogic") or []:
-            m = LOCATOR.match(str(sk.get("ChoiceLocator") or sk.get("Locator") or ""))
-            dest = str(sk.get("SkipToDestination") or "")
-            cond = {"Type": "Expression", "LogicType": "Question", "Operator": "Selected" if sk.get("Condition") ==
-                    "Selected" else sk.get("Condition"), "LeftOperand": sk.get("ChoiceLocator") or sk.get("Locator")}
-            e, why = _Logic(conv, {x.id: x for x, _ in items[:pos + 1]}).expression(cond) if m else (None, "locator")
-            to = {"ENDOFBLOCK": "end_block", "ENDOFSURVEY": "end"}.get(dest)
-            if to is None:
-                later = [x.id for x, _ in items[pos + 1:] if x.qid == dest]
-                to = later[0] if later else None
-                if to is None:
-                    why = why or f"destination {dest} is not later in the block"
-            if e is None or to is None:
-                notes.append(Note(it.qid, it.qtype, f"skip logic not converted ({why or 'condition'})"))
-                continue
-            out.append({"if": e, "to": to})
-        if len(out) == 1:
-            d["skip_to"] = out[0]
-        elif out:
-            d["skip_to"] = out  # several skips: read in order, the first that holds applies

@@ -133,8 +133,9 @@ def notes_md(conv: Conversion, human: Human | None, responses: str | None, sessi
         out.append("")
     if session_notes is not None:
         out += ["## The session (session.yaml)", "", "The blocks in order with each earlier answer in the transcript; "
-                "display logic as show_if and skip logic as skip_to where their conditions are answers to earlier "
-                "questions; a randomizer's arm as a column of subjects.csv. Left out of the session "
+                "display logic as show_if, and skip logic as show_if on the questions it skips, where their "
+                "conditions are answers to earlier questions; a randomizer's arm as a column of subjects.csv "
+                "that its blocks' items are shown on. Left out of the session "
                 f"({len(session_notes)}):", ""]
         if session_notes:
             out += ["| QID | type | reason |", "| --- | --- | --- |"]

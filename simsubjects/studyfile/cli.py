@@ -206,5 +206,8 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects):
             click.echo(f"  unmatched: {u['respondent']} {u['item'] or u['column']} = {u['value']!r}: {u['reason']}")
         if len(human.unmatched) > 20:
             click.echo(f"  ... {len(human.unmatched) - 20} more unmatched answers in IMPORT_NOTES.md")
+    if conv.session_notes is not None:
+        click.echo(f"session: {dest}/session.yaml (blocks in order, display and skip logic); "
+                   f"{len(conv.session_notes)} element(s) left out of it, listed in IMPORT_NOTES.md")
     click.echo(f"wrote {dest}/study.yaml; next:\n  simsubjects study check {dest}/study.yaml\n"
                f"  simsubjects collect {dest}/study.yaml --model smollm2 --out runs/{dest.name}")

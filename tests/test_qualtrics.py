@@ -56,6 +56,8 @@ def test_sample_survey_imports_checks_and_dry_runs(qsf, tmp_path, capsys):
     assert study.human is None and len(study.items) > 0
     assert main(["study", "check", str(tmp_path / "bare" / "study.yaml")]) == 0
     assert "valid" in capsys.readouterr().out
+    assert main(["study", "check", str(tmp_path / "bare" / "session.yaml")]) == 0  # the survey as a session
+    assert "valid (a session)" in capsys.readouterr().out
     for export in sorted(qsf.parent.glob("*.csv")):
         dest = tmp_path / export.stem
         _import(capsys, qsf, dest, "--responses", str(export))
@@ -243,6 +245,39 @@ def test_experiment_on_the_embedded_model_per_arm_means_and_report(smollm2, tmp_
     assert main(["report", str(run)]) == 0
     html = (run / "report.html").read_text()
     assert "randomizer_fl_3=gain_frame" in html and "qualtrics" in html
+
+
+# ------------------------------------------------------------------------------ the session
+
+def _session(tmp_path, capsys, qsf: Path) -> dict:
+    import yaml
+
+    _import(capsys, qsf, tmp_path / "s")
+    data = yaml.safe_load((tmp_path / "s" / "session.yaml").read_text())
+    return {it["id"]: it for b in data["session"]["blocks"] for it in b["items"]}
+
+
+def test_skip_and_display_logic_become_show_if(tmp_path, capsys):
+    """Survey_Logic: 'if Q1 is Choice 1, skip to the end of the block' = every later item of the block is
+    shown only if not (Q1 == ...); display logic on 'Displayed' (not an answer) is listed, not converted."""
+    items = _session(tmp_path, capsys, DATA / "Survey_Logic" / "Survey_Logic_EVERYWHERE.qsf")
+    assert "show_if" not in items["Q1"]
+    for later in ("Q2", "Q3", "Q4", "Q5_1", "Q5_3"):
+        assert "not (Q1 == 'Click to write Choice 1')" in items[later]["show_if"], later
+    assert "not (Q2 == 'Click to write Choice 1')" in items["Q3"]["show_if"]  # Q2's skip to QID4 skips Q3
+    assert "Q2 ==" not in items["Q4"]["show_if"]
+    assert "not (Q3 == 'Click to write Choice 2')" in items["Q5_1"]["show_if"]  # Q3 -> end of survey
+    notes = (tmp_path / "s" / "IMPORT_NOTES.md").read_text().replace("\\", "")
+    assert "QID2 | MC/SAVR/TX | Q2: display logic not converted (operator Displayed" in notes
+
+
+def test_randomizer_arm_is_a_subjects_column_the_arm_blocks_are_shown_on(tmp_path, capsys):
+    items = _session(tmp_path, capsys, EXP / "framing_experiment.qsf")
+    assert items["support_gain"]["show_if"] == "randomizer_fl_3 == 'gain_frame'"
+    assert items["support_loss"]["show_if"] == "randomizer_fl_3 == 'loss_frame'"
+    assert "show_if" not in items["rate_1"] and "likely_1" not in items  # numbers stay in study.yaml
+    subjects = pd.read_csv(tmp_path / "s" / "subjects.csv")
+    assert list(subjects["randomizer_fl_3"]) == ["gain_frame", "loss_frame"]
 
 
 # ------------------------------------------------------------------------------ bad files

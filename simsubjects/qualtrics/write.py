@@ -63,7 +63,8 @@ def _item_text(it: Item, conv: Conversion, after: dict) -> object:
     return {f.name: {lv: _lit(f"{f.context.get(lv, '')}\n\n{text}".strip()) for lv in f.levels}}
 
 
-def study_yaml(conv: Conversion, human: Human | None, subjects: int) -> dict:
+def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list | None = None,
+               n_personas: int = 0, sample: int | None = None) -> dict:
     s = conv.survey
     names = {b: s.blocks[b].name for b in s.order}
     after = {}  # block name -> the randomizer shown before it (the last one)
@@ -86,17 +87,33 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int) -> dict:
                         "IMPORT_NOTES.md.",
          "prompt": {"template": "${question}\n${options}", "answer_prefix": "\nAnswer:"},
          "design": {"subjects": subjects, "seed": 0}, "items": items}
+    if demo:  # model subjects are the respondents' profiles (demographics.py)
+        from . import demographics as D
+
+        d["prompt"]["template"] = "${persona}\n\n${question}\n${options}"
+        d["design"]["subjects"] = {"table": "personas.csv", "id": "respondent", "template": D.template(demo),
+                                   **({"n": sample, "sample": True} if sample and sample < n_personas else {})}
     if conv.factors:
         d["design"]["factors"] = {f.name: {"assignment": "between", "levels": dict(f.levels)} for f in conv.factors}
     analyses: list = ["distribution"]
     if human is not None and human.rows:
         groups = [f.name for f in conv.factors] + [e for e in human.embedded if e not in RESERVED_COLS]
+        if demo:
+            from .demographics import column
+
+            groups += [column(it) for it in demo]
         d["human"] = {"file": "human.csv", "name": "qualtrics",
                       "columns": {"respondent": "respondent", "item": "item", "response": "response",
                                   "condition": "condition",
                                   **({"groups": groups} if groups else {})}}
         if any(it.kind in ("choice", "yesno", "estimate") for it in conv.items):
             analyses.append({"type": "agreement", "name": "agreement"})
+        if demo and any(o.position is not None for it in conv.items if it.kind == "choice" for o in it.options):
+            from .demographics import column
+
+            analyses.append({"type": "representativeness", "name": "representativeness"})
+            analyses.append({"type": "representativeness", "by": [column(it) for it in demo],
+                             "name": "representativeness_by_group"})
     if any(it.kind in ("yesno", "estimate") for it in conv.items):  # check-all shares, slider means, with intervals
         analyses.append({"type": "function", "function": "simsubjects.qualtrics.summaries:summaries"})
     for f in conv.factors:
@@ -202,7 +219,8 @@ def _target(folder: str) -> Path:
 
 
 def import_qualtrics(survey: str, folder: str, responses: str | None = None, finished_only: bool = False,
-                     subjects: int | None = None) -> tuple[Path, Conversion, Human | None]:
+                     subjects: int | None = None, demographics: list[str] | None = None
+                     ) -> tuple[Path, Conversion, Human | None]:
     """Read everything and check it before anything is written; then write a temporary folder, check it
     as `study check` does, and rename it into place (whole or absent, even if killed midway)."""
     dest = _target(folder)
@@ -213,8 +231,16 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
     human = None
     if responses:
         human = human_rows(conv, read_export(responses), finished_only)
+    demo, personas = [], []
+    if demographics:
+        from . import demographics as D
+
+        demo = D.demographic_items(conv, demographics, human is not None)
+        personas = D.apply(human, demo)
+        if not personas:
+            raise UserError(f"--demographics: no respondent answered all of {', '.join(demographics)}")
     n = subjects or max(1, _cells(conv))
-    data = study_yaml(conv, human, n)
+    data = study_yaml(conv, human, n, demo, len(personas), subjects)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -226,7 +252,10 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
                                         encoding="utf-8")
         if human is not None and human.rows:
             _write_csv(tmp / "human.csv", human.rows,
-                       ["respondent", "item", "response", "condition", *[f.name for f in conv.factors], *human.embedded])
+                       ["respondent", "item", "response", "condition", *[f.name for f in conv.factors], *human.embedded,
+                        *[c for c in (personas[0] if personas else {}) if c != "respondent"]])
+        if personas:
+            _write_csv(tmp / "personas.csv", personas, list(personas[0]))
         if human is not None and human.texts:
             _write_csv(tmp / "human_text.csv", human.texts,
                        ["respondent", "item", "text", "condition", *[f.name for f in conv.factors]])

@@ -170,8 +170,12 @@ def import_group():
               help="The survey's response export (.csv with 1, 2 or 3 header rows, or SPSS .sav): the human rows.")
 @click.option("--finished-only", is_flag=True, help="Drop unfinished and preview responses.")
 @click.option("--subjects", default=None, type=click.IntRange(1),
-              help="Model subjects (default: one per randomizer cell, at least one).")
-def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects):
+              help="Model subjects (default: one per randomizer cell, at least one; with --demographics: every "
+                   "respondent's profile, or a seeded sample of this many).")
+@click.option("--demographics", default=None, metavar="TAG,...",
+              help="Export tags of single-answer questions that describe the respondent (age, party): group "
+                   "columns of the human rows, and the model subjects become the respondents' profiles.")
+def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, demographics):
     """Write FOLDER/study.yaml and its tables from a Qualtrics SURVEY (.qsf) and, with --responses, its export.
 
     \b
@@ -181,7 +185,8 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects):
     """
     from ..qualtrics.write import import_qualtrics
 
-    dest, conv, human = import_qualtrics(survey, folder, responses, finished_only, subjects)
+    tags = [t.strip() for t in demographics.split(",") if t.strip()] if demographics else None
+    dest, conv, human = import_qualtrics(survey, folder, responses, finished_only, subjects, tags)
     kinds: dict = {}
     for it in conv.items:
         kinds[it.kind] = kinds.get(it.kind, 0) + 1

@@ -280,6 +280,25 @@ def test_randomizer_arm_is_a_subjects_column_the_arm_blocks_are_shown_on(tmp_pat
     assert list(subjects["randomizer_fl_3"]) == ["gain_frame", "loss_frame"]
 
 
+def test_session_runs_on_the_embedded_model_each_subject_in_its_arm(smollm2, tmp_path, capsys, monkeypatch):
+    import simsubjects.collect.models as models
+    import simsubjects.collect.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "load_model", lambda *a, **k: smollm2)
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: smollm2)
+    _import(capsys, EXP / "framing_experiment.qsf", tmp_path / "s")
+    run = tmp_path / "run"
+    assert main(["collect", str(tmp_path / "s" / "session.yaml"), "--out", str(run), "-q"]) == 0
+    r = pd.read_parquet(run / "responses.parquet")
+    asked = {s: set(g["item"]) for s, g in r[r["source"] == "model"].groupby("subject")}
+    arm = dict(pd.read_csv(tmp_path / "s" / "subjects.csv").values)
+    for subject, items in asked.items():
+        mine, other = ("support_gain", "support_loss")[::1 if arm[subject] == "gain_frame" else -1]
+        assert mine in items and other not in items, subject
+        assert {"age", "rate_1", "trust_4", "concerns_first"} <= items
+    assert set(asked) == {"s1", "s2"}
+
+
 # ------------------------------------------------------------------------------ bad files
 
 def _bad_surveys() -> dict[str, bytes]:

@@ -32,7 +32,7 @@ class _Text(HTMLParser):
     def handle_starttag(self, tag, attrs):
         if tag in ("script", "style"):
             self.skip += 1
-        elif tag in ("br", "p", "div", "li", "tr"):
+        elif tag in ("br", "p", "div", "li", "tr", "span"):
             self.parts.append(" ")
 
     def handle_endtag(self, tag):
@@ -124,6 +124,7 @@ class Survey:
     embedded: list[str]  # embedded-data field names set in the flow
     flow_notes: list[FlowNote]
     other_elements: list[tuple[str, str]]  # (Element code, PrimaryAttribute) not read
+    branches: dict[str, list] = field(default_factory=dict)  # block id -> [(FlowID, BranchLogic)] it sits under
 
 
 def _fail(path: Path, msg: str) -> UserError:
@@ -267,7 +268,7 @@ def _blocks(path: Path, payload, questions: dict) -> dict[str, Block]:
     return out
 
 
-def _walk_flow(path: Path, s: Survey, flow: list, inside: str) -> None:
+def _walk_flow(path: Path, s: Survey, flow: list, inside: str, under: tuple = ()) -> None:
     """Blocks in the order shown; a randomizer that shows one of its blocks becomes a condition; everything
     else (branches, embedded data, end of survey, web services, ...) is recorded for the notes."""
     for el in flow:
@@ -283,6 +284,8 @@ def _walk_flow(path: Path, s: Survey, flow: list, inside: str) -> None:
                                                            "its questions are asked once"))
             else:
                 s.order.append(bid)
+                if under:
+                    s.branches[bid] = list(under)
         elif kind == "BlockRandomizer":
             kids = _entries(el.get("Flow") or [])
             blocks = [str(k.get("ID")) for k in kids if isinstance(k, dict) and k.get("Type") in ("Block", "Standard")]
@@ -300,14 +303,16 @@ def _walk_flow(path: Path, s: Survey, flow: list, inside: str) -> None:
                        "it has fewer than two blocks" if len(blocks) < 2 else f"it sits inside {inside}")
                 s.flow_notes.append(FlowNote(fid, "BlockRandomizer", f"randomizer (SubSet {el.get('SubSet')}) not "
                                              f"converted: {why}; its elements are asked of every subject in order"))
-                _walk_flow(path, s, kids, inside or f"randomizer {fid}")
+                _walk_flow(path, s, kids, inside or f"randomizer {fid}", under)
         elif kind == "Branch":
             desc = _logic_text(el.get("BranchLogic"))
-            s.flow_notes.append(FlowNote(fid, "Branch", f"branch ({desc}) not converted: its blocks are asked of "
-                                                        "every subject"))
-            _walk_flow(path, s, _entries(el.get("Flow") or []), inside or f"branch {fid}")
+            s.flow_notes.append(FlowNote(fid, "Branch", f"branch ({desc}) not converted in study.yaml: its blocks "
+                                                        "are asked of every subject (session.yaml shows them where the condition is an answer "
+                                                        "to an earlier question)"))
+            _walk_flow(path, s, _entries(el.get("Flow") or []), inside or f"branch {fid}",
+                       (*under, (fid, el.get("BranchLogic"))))
         elif kind == "Group":
-            _walk_flow(path, s, _entries(el.get("Flow") or []), inside)
+            _walk_flow(path, s, _entries(el.get("Flow") or []), inside, under)
         elif kind == "EmbeddedData":
             names = [str(f.get("Field")) for f in _entries(el.get("EmbeddedData") or []) if isinstance(f, dict)]
             s.embedded += [n for n in names if n not in s.embedded]

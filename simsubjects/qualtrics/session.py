@@ -183,7 +183,7 @@ def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict
     items = [it for it in conv.items if it.kind in ("choice", "yesno", "rank_first")]
     ids = _session_ids(items)
     skips = _skipped(conv, items, ids, notes)
-    blocks, before, taken = [], {}, set()
+    blocks, before, taken, branch_noted = [], {}, set(), set()
     for bid in s.order:
         bname = s.blocks[bid].name
         slug = re.sub(r"[^a-z0-9]+", "_", bname.lower()).strip("_") or "block"
@@ -195,6 +195,15 @@ def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict
             text = f"{it.context}\n\n{it.text}" if it.context else it.text
             d = {"id": ids[it.id], "text": text.replace("$", "$$"), "response": _response(it)}
             conds = [f"{it.arm[0]} == '{it.arm[1]}'"] if it.arm else []
+            for fid, logic in s.branches.get(bid, []):  # a block under a branch: shown where the branch holds
+                e, why = _Logic(conv, before, ids).expr(logic)
+                if e is None:
+                    if (fid, it.block) not in branch_noted:
+                        branch_noted.add((fid, it.block))
+                        notes.append(Note(fid, "Branch", f"branch not converted ({why}); block {it.block!r} is "
+                                                         "shown to every subject"))
+                else:
+                    conds.append(e)
             q = s.questions[it.qid]
             if q.payload.get("DisplayLogic"):
                 e, why = _Logic(conv, before, ids).expr(q.payload["DisplayLogic"])

@@ -71,6 +71,7 @@ def survey() -> dict:
         el("SQ", "QID12", {"QuestionText": "Timing", "DataExportTag": "timer", "QuestionType": "Timing",
                            "Selector": "PageTimer", "QuestionID": "QID12"}),
         mc("QID13", "old", "A deleted question", ["Yes", "No"]),
+        mc("QID14", "flu", "Have you had a flu shot this year?", ["Yes", "No"]),
     ]
     blocks = [{"Type": "Default", "Description": "Intro", "ID": "BL_intro",
                "BlockElements": [{"Type": "Question", "QuestionID": "QID1"}]},
@@ -80,10 +81,20 @@ def survey() -> dict:
                "BlockElements": [{"Type": "Question", "QuestionID": "QID4"}, {"Type": "Question", "QuestionID": "QID5"}]},
               {"Type": "Standard", "Description": "Outcomes", "ID": "BL_out",
                "BlockElements": [{"Type": "Question", "QuestionID": f"QID{i}"} for i in range(6, 13)]},
+              {"Type": "Standard", "Description": "Older respondents", "ID": "BL_older",
+               "BlockElements": [{"Type": "Question", "QuestionID": "QID14"}]},
               {"Type": "Trash", "Description": "Trash / Unused Questions", "ID": "BL_trash",
                "BlockElements": [{"Type": "Question", "QuestionID": "QID13"}]}]
     flow = {"Type": "Root", "FlowID": "FL_1", "Flow": [
         {"Type": "Block", "ID": "BL_intro", "FlowID": "FL_2"},
+        {"Type": "Branch", "FlowID": "FL_9", "Description": "New Branch",
+         "BranchLogic": {"0": {"0": {"LogicType": "Question", "QuestionID": "QID1", "QuestionIsInLoop": "no",
+                                     "ChoiceLocator": "q://QID1/SelectableChoice/3", "Operator": "Selected",
+                                     "QuestionIDFromLocator": "QID1", "LeftOperand": "q://QID1/SelectableChoice/3",
+                                     "Type": "Expression", "Description": "<span>If</span> <span>What is your age?"
+                                     "</span> <span>55 or older</span> Is <span>Selected</span>"},
+                               "Type": "If"}, "Type": "BooleanExpression"},
+         "Flow": [{"Type": "Standard", "ID": "BL_older", "FlowID": "FL_10"}]},
         {"Type": "EmbeddedData", "FlowID": "FL_6", "EmbeddedData": [{"Description": "panel", "Type": "Recipient",
                                                                      "Field": "panel", "VariableType": "String"}]},
         {"Type": "BlockRandomizer", "FlowID": "FL_3", "SubSet": "1", "EvenPresentation": True,
@@ -99,10 +110,10 @@ def survey() -> dict:
 
 COLUMNS = ["StartDate", "EndDate", "Status", "Progress", "Finished", "ResponseId", "DistributionChannel", "panel", "age",
            "support_gain", "support_loss", "rate_1", "rate_2", "trust_1", "trust_2", "trust_3", "trust_4", "likely_1",
-           "concerns_1", "concerns_2", "concerns_3", "why", "household", "FL_3_DO"]
+           "concerns_1", "concerns_2", "concerns_3", "why", "household", "flu", "FL_3_DO"]
 IMPORTS = ["startDate", "endDate", "status", "progress", "finished", "_recordId", "distributionChannel", "panel",
            "QID1", "QID3", "QID5", "QID6-1", "QID6-2", "QID7-1", "QID7-2", "QID7-3", "QID7-4", "QID8-1", "QID9-1",
-           "QID9-2", "QID9-3", "QID10-TEXT", "QID11-TEXT", "FL_3_DO"]
+           "QID9-2", "QID9-3", "QID10-TEXT", "QID11-TEXT", "QID14", "FL_3_DO"]
 
 
 def responses(n=24, seed=11) -> list[dict]:
@@ -129,12 +140,13 @@ def responses(n=24, seed=11) -> list[dict]:
             r[f"concerns_{k + 1}"] = str(order[k])
         r["why"] = rng.choice(["It saves lives.", "Too risky, I think", "Not sure", ""])
         r["household"] = str(rng.randint(1, 6))
+        r["flu"] = str(1 + (i * 7) % 3 % 2) if r["age"] == "3" else ""  # the branch: asked of 55 or older only
         out.append(r)
     out[5]["Finished"], out[5]["Progress"] = "0", "40"  # one unfinished response
     out[9]["Status"], out[9]["DistributionChannel"] = "1", "preview"  # one preview
     out[13]["rate_1"] = "7"  # an answer that matches no option (listed by the import)
     for k in ("rate_1", "rate_2", "trust_1", "trust_2", "trust_3", "trust_4", "likely_1", "concerns_1", "concerns_2",
-              "concerns_3", "why", "household"):
+              "concerns_3", "why", "household", "flu"):
         out[5][k] = ""  # the unfinished respondent stopped after the randomized block
     return out
 
@@ -143,7 +155,7 @@ def main():
     s = survey()
     (HERE / "framing_experiment.qsf").write_text(json.dumps(s, indent=1), encoding="utf-8")
     rows = responses()
-    texts = {"age": ["18–34", "35–54", "55 or older"], "support_gain": LIKERT, "support_loss": LIKERT,
+    texts = {"age": ["18–34", "35–54", "55 or older"], "flu": ["Yes", "No"], "support_gain": LIKERT, "support_loss": LIKERT,
              "rate_1": ["Poor", "Fair", "Good", "Excellent"], "rate_2": ["Poor", "Fair", "Good", "Excellent"]}
     with open(HERE / "framing_experiment.csv", "w", newline="", encoding="utf-8-sig") as fh:
         w = csv.writer(fh)
@@ -165,7 +177,8 @@ def main():
     import pyreadstat
 
     df = pd.DataFrame(rows)[COLUMNS]
-    numeric = [c for c in COLUMNS if c.startswith(("age", "support", "rate", "trust", "likely", "concerns", "household"))]
+    numeric = [c for c in COLUMNS if c.startswith(("age", "support", "rate", "trust", "likely", "concerns", "household",
+                                                   "flu"))]
     for c in numeric:
         df[c] = pd.to_numeric(df[c], errors="coerce")
     labels = {c: {i + 1: t for i, t in enumerate(v)} for c, v in texts.items()}

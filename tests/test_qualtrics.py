@@ -247,6 +247,27 @@ def test_experiment_on_the_embedded_model_per_arm_means_and_report(smollm2, tmp_
     assert "randomizer_fl_3=gain_frame" in html and "qualtrics" in html
 
 
+def test_demographics_become_group_columns_and_personas(tmp_path, capsys):
+    _import(capsys, EXP / "framing_experiment.qsf", tmp_path / "s", "--responses", str(EXP / "framing_experiment.csv"),
+            "--finished-only", "--demographics", "age")
+    study = load_study(tmp_path / "s" / "study.yaml")
+    d = _direct(EXP / "framing_experiment.csv")
+    d = d[(d["Finished"] == "1") & (d["Status"] != "1") & (d["age"] != "")]
+    ages = {"1": "18–34", "2": "35–54", "3": "55 or older"}
+    assert list(study.subjects["respondent"]) == list(d["ResponseId"])  # every respondent with an age, in order
+    assert list(study.subjects["age"]) == [ages[a] for a in d["age"]]
+    assert dict(zip(study.human["subject"], study.human["age"])) == dict(zip(d["ResponseId"], d["age"].map(ages)))
+    first = study.subjects.iloc[0]
+    assert first["persona"] == f"You are a survey respondent. What is your age? {first['age']}."
+    assert [a.get("name") for a in study.analyses if a["type"] == "representativeness"] == [
+        "representativeness", "representativeness_by_group"]
+    for bad, msg in ((["--demographics", "agee"], "--demographics agee: not an item"),
+                     (["--demographics", "likely_1"], "a single-answer question")):
+        assert main(["study", "import", "qualtrics", str(EXP / "framing_experiment.qsf"), str(tmp_path / "x"),
+                     "--responses", str(EXP / "framing_experiment.csv"), *bad]) == 2
+        assert msg in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
 # ------------------------------------------------------------------------------ the session
 
 def _session(tmp_path, capsys, qsf: Path) -> dict:
@@ -276,6 +297,7 @@ def test_randomizer_arm_is_a_subjects_column_the_arm_blocks_are_shown_on(tmp_pat
     assert items["support_gain"]["show_if"] == "randomizer_fl_3 == 'gain_frame'"
     assert items["support_loss"]["show_if"] == "randomizer_fl_3 == 'loss_frame'"
     assert "show_if" not in items["rate_1"] and "likely_1" not in items  # numbers stay in study.yaml
+    assert items["flu"]["show_if"] == "age == '55 or older'"  # the branch to the block for older respondents
     subjects = pd.read_csv(tmp_path / "s" / "subjects.csv")
     assert list(subjects["randomizer_fl_3"]) == ["gain_frame", "loss_frame"]
 

@@ -217,8 +217,9 @@ def test_experiment_on_the_embedded_model_per_arm_means_and_report(smollm2, tmp_
     monkeypatch.setattr(pipeline, "load_model", lambda *a, **k: smollm2)
     monkeypatch.setattr(models, "load_model", lambda *a, **k: smollm2)
     study_dir, run = tmp_path / "s", tmp_path / "run"
+    # four of the respondents' profiles as model subjects (two per arm: the model's arms are compared too)
     _import(capsys, EXP / "framing_experiment.qsf", study_dir, "--responses", str(EXP / "framing_experiment.csv"),
-            "--finished-only")
+            "--finished-only", "--demographics", "age", "--subjects", "4")
     assert main(["collect", str(study_dir / "study.yaml"), "--out", str(run), "-q"]) == 0
     assert main(["analyze", str(run), "--no-plots"]) == 0
     capsys.readouterr()
@@ -234,6 +235,19 @@ def test_experiment_on_the_embedded_model_per_arm_means_and_report(smollm2, tmp_
               & (tests["contrast"] == "randomizer_fl_3: gain_frame - loss_frame")].iloc[0]
     d = _direct_arm_means("rate_1")
     assert math.isclose(h["estimate"], d["gain_frame"] - d["loss_frame"], abs_tol=1e-12)
+    m = tests[(tests["source"] == "model") & (tests["item"] == "rate_1") & (tests["test"] == "Welch two-sample t-test")]
+    assert len(m) == 1 and m.iloc[0]["n"] == 4  # unit: the model subject, two per arm
+    shares = pd.read_csv(run / "analysis" / "selection_shares.csv")
+    assert set(shares["source"]) == {"model", "human"} and set(shares["item"]) == {f"trust_{k}" for k in range(1, 5)}
+    direct = _direct(EXP / "framing_experiment.csv")
+    direct = direct[(direct["Finished"] == "1") & (direct["Status"] != "1")]
+    h1 = shares[(shares["source"] == "human") & (shares["item"] == "trust_1")]
+    assert h1["n"].sum() == len(direct)  # every finished respondent answered the check-all question
+    assert math.isclose((h1["estimate"] * h1["n"]).sum(), (direct["trust_1"] == "1").sum(), abs_tol=1e-9)
+    means = pd.read_csv(run / "analysis" / "numeric_means.csv")
+    assert {"likely_1", "household"} <= set(means.loc[means["source"] == "human", "item"])
+    by_group = pd.read_csv(run / "analysis" / "representativeness_by_group.csv")
+    assert set(by_group["age"]) <= {"18–34", "35–54", "55 or older"} and len(by_group)
     # each kind ran on the model and is analyzed: check-all, matrix, slider, rank (first), text entry
     dist = pd.read_csv(run / "analysis" / "distribution.csv")
     model_items = set(dist.loc[dist["source"] == "model", "item"])
@@ -244,7 +258,9 @@ def test_experiment_on_the_embedded_model_per_arm_means_and_report(smollm2, tmp_
         "randomizer_fl_3=gain_frame", "randomizer_fl_3=loss_frame"}
     assert main(["report", str(run)]) == 0
     html = (run / "report.html").read_text()
-    assert "randomizer_fl_3=gain_frame" in html and "qualtrics" in html
+    for arm in ("randomizer_fl_3=gain_frame", "randomizer_fl_3=loss_frame"):
+        assert arm in html
+    assert "qualtrics" in html and "smollm2" in html
 
 
 def test_demographics_become_group_columns_and_personas(tmp_path, capsys):

@@ -14,9 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from .qsf import PIPED, Question, Survey, clean, piped
-from .responses import Export
 
-SAFE_ATTRS = ("qid", "tag", "block", "qtype")
 # Question types with no counterpart (Qualtrics' codes): listed with their reason
 UNSUPPORTED = {"FileUpload": "file upload: a model cannot upload a file", "Timing": "timing: page timers measure "
                "people, not answers", "HeatMap": "heat map: a click on an image", "HotSpot": "hot spot: regions of an "

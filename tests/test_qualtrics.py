@@ -139,6 +139,22 @@ EXPECTED_NOTES = {("QID7", "choice randomization"), ("QID8", "JavaScript"), ("QI
                   ("FL_8", "EndSurvey"), ("QO_1", "quotas"), ("QID7", "exclusive")}
 
 
+def test_carry_forward_choices_are_the_source_questions(tmp_path, capsys):
+    d = json.loads((EXP / "framing_experiment.qsf").read_text())
+    d["SurveyElements"].append({"Element": "SQ", "PrimaryAttribute": "QID15", "Payload": {
+        "QuestionID": "QID15", "DataExportTag": "most", "QuestionType": "MC", "Selector": "SAVR", "SubSelector": "TX",
+        "QuestionText": "Whom do you trust most?", "Choices": {}, "ChoiceOrder": [],
+        "DynamicChoices": {"Locator": "q://QID7/ChoiceGroup/SelectedChoices", "Type": "ChoiceGroup"}}})
+    next(e for e in d["SurveyElements"] if e["Element"] == "BL")["Payload"][3]["BlockElements"].append(
+        {"Type": "Question", "QuestionID": "QID15"})
+    qsf = tmp_path / "cf.qsf"
+    qsf.write_text(json.dumps(d))
+    out = _import(capsys, qsf, tmp_path / "s")
+    most = next(it for it in load_study(tmp_path / "s" / "study.yaml").items if it.id == "most")
+    assert [o.label for o in most.response.options] == ["Doctors", "The government", "The news", "None of these"]
+    assert "QID15  MC/SAVR/TX: carry-forward choices (q://QID7/ChoiceGroup/SelectedChoices)" in out
+
+
 def test_ambiguous_legacy_columns_are_listed_not_guessed(tmp_path, capsys):
     """The legacy export of this survey names two matrices' cells alike (question_one_1, from their shared
     choice export tags); only the ImportIds of the three-row export tell them apart."""

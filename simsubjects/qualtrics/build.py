@@ -148,6 +148,7 @@ def convert(s: Survey) -> Conversion:
             if q.type == "DB":
                 context.append(_text(q, refs, notes))
                 continue
+            _carry_forward(s, q)
             _question_items(q, block.name, items, notes, refs)
             for it in items[before:]:
                 it.arm = arm_of.get(bid)
@@ -181,6 +182,16 @@ def convert(s: Survey) -> Conversion:
                                                f"{it.id}__{it.qid}"))
             it.id = f"{it.id}__{it.qid}"
     return Conversion(s, items, factors, notes, refs)
+
+
+def _carry_forward(s: Survey, q: Question) -> None:
+    """Carry-forward choices (`DynamicChoices`, Locator q://QIDn/ChoiceGroup/...): the source question's
+    choices, all of them (which ones a subject carries depends on its answers; listed in the notes)."""
+    loc = str((q.payload.get("DynamicChoices") or {}).get("Locator") or "")
+    m = re.match(r"^q://(QID[0-9]+)/", loc)
+    src = s.questions.get(m.group(1)) if m else None
+    if src is not None and src is not q and len(q.choices) < 2:
+        q.choices = [type(c)(**{**c.__dict__, "has_logic": False}) for c in src.choices]
 
 
 def _factors(s: Survey) -> list[Factor]:

@@ -112,6 +112,22 @@ def _response(it: Item):
     return {"type": "choice", "options": opts}
 
 
+def _exclusive(q, it: Item, items: list[Item], ids: dict, notes: list) -> list[str]:
+    """A check-all option that clears the others ("None of these"), listed last: asked only if no other
+    option of the question was selected, so the exclusivity holds exactly."""
+    if it.kind != "yesno" or q.type != "MC":
+        return []
+    cid = it.imports[0].split("-", 1)[1] if it.imports and "-" in it.imports[0] else ""
+    choice = next((c for c in q.choices if c.id == cid), None)
+    if choice is None or not choice.exclusive:
+        return []
+    siblings = [x for x in items if x.qid == q.qid and x is not it]
+    if any(items.index(x) > items.index(it) for x in siblings):
+        notes.append(Note(q.qid, q.kind, f"exclusive option {choice.text!r} is not listed last; not enforced"))
+        return []
+    return [f"{ids[x.id]} == 'No'" for x in siblings]
+
+
 def _session_ids(items: list[Item]) -> dict[str, str]:
     """Session item ids are names an expression can use: other characters become _, unique, not reserved."""
     from ..studyfile.spec import RESERVED
@@ -213,6 +229,7 @@ def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict
                 else:
                     conds.append(e)
             conds += [c for c in dict.fromkeys(skips.get(it.id, [])) if c not in conds]
+            conds += _exclusive(q, it, items, ids, notes)
             if conds:
                 d["show_if"] = " and ".join(f"({c})" for c in conds) if len(conds) > 1 else conds[0]
             out.append(d)

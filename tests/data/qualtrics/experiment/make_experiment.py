@@ -3,7 +3,7 @@ its response export in three layouts (CSV with three header rows and recode valu
 header rows and choice texts, SPSS .sav with value labels).
 
 Written for simsubjects' tests (CC0-1.0); the answers are drawn with a fixed seed, so running this
-again writes the same files. The structure follows the Qualtrics exports in ../ (QualtricsTools).
+again writes the same data (the .sav header also records its creation time). The structure follows the Qualtrics exports in ../ (QualtricsTools).
 Run: python tests/data/qualtrics/experiment/make_experiment.py
 """
 
@@ -73,6 +73,7 @@ def survey() -> dict:
         mc("QID13", "old", "A deleted question", ["Yes", "No"]),
         mc("QID14", "flu", "Have you had a flu shot this year?", ["Yes", "No"]),
     ]
+    q[6]["Payload"]["Choices"]["4"]["ExclusiveAnswer"] = True  # "None of these" clears the other options
     blocks = [{"Type": "Default", "Description": "Intro", "ID": "BL_intro",
                "BlockElements": [{"Type": "Question", "QuestionID": "QID1"}]},
               {"Type": "Standard", "Description": "Gain frame", "ID": "BL_gain",

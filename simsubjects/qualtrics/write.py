@@ -242,8 +242,9 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
     n = subjects or max(1, _cells(conv))
     data = study_yaml(conv, human, n, demo, len(personas), subjects)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    for stale in dest.parent.glob(f".{dest.name}.tmp-*"):  # left by a killed import into the same folder
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
         header = ("# Imported from a Qualtrics survey by `simsubjects study import qualtrics`.\n"

@@ -355,6 +355,35 @@ def test_session_runs_on_the_embedded_model_each_subject_in_its_arm(smollm2, tmp
     assert set(asked) == {"s1", "s2"}
 
 
+def test_killed_import_leaves_no_folder_and_the_next_import_cleans_up(tmp_path, capsys):
+    """SIGKILL while the folder is being written (held at its final check): the destination is absent, and
+    the next import into it removes the temporary folder and succeeds."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    dest = tmp_path / "out"
+    code = ("import time, simsubjects.studyfile.spec as spec\n"
+            "spec.load_study = lambda *a, **k: time.sleep(600)\n"
+            "from simsubjects.qualtrics.write import import_qualtrics\n"
+            f"import_qualtrics({str(EXP / 'framing_experiment.qsf')!r}, {str(dest)!r})\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    child = subprocess.Popen([sys.executable, "-c", code], env=env)
+    try:
+        deadline = time.time() + 120
+        while not list(tmp_path.glob(".out.tmp-*/codebook.csv")) and time.time() < deadline:
+            time.sleep(0.1)
+        assert list(tmp_path.glob(".out.tmp-*/codebook.csv")), "the import did not start writing"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert not dest.exists()
+    _import(capsys, EXP / "framing_experiment.qsf", dest)
+    assert (dest / "study.yaml").is_file() and not list(tmp_path.glob(".out.tmp-*"))
+
+
 # ------------------------------------------------------------------------------ bad files
 
 def _bad_surveys() -> dict[str, bytes]:

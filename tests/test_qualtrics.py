@@ -206,8 +206,16 @@ def test_every_export_layout_gives_the_same_human_rows(tmp_path, capsys):
     one = tmp_path / "one_header.csv"
     with open(one, "w", newline="", encoding="utf-8") as fh:
         csv.writer(fh).writerows([rows[0], *rows[3:]])
+    rid = rows[0].index("ResponseId")
+    ids = {r[rid]: f"person{i}" for i, r in enumerate(rows[3:])}
+    renamed = tmp_path / "renamed_ids.csv"  # a cleaned export whose ids are no longer R_...
+    with open(renamed, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([rows[0], *[[ids[c] if j == rid else c for j, c in enumerate(r)] for r in rows[3:]]])
     base = _human(tmp_path, capsys, EXP / "framing_experiment.csv", "three")
     assert len(base) > 200
+    got = _human(tmp_path, capsys, renamed, "renamed")
+    got["respondent"] = got["respondent"].map({v: k for k, v in ids.items()})
+    pd.testing.assert_frame_equal(got.sort_values(["respondent", "item"]).reset_index(drop=True), base, obj="renamed")
     for export, name in ((EXP / "framing_experiment_text.csv", "text"), (one, "one"),
                          (EXP / "framing_experiment.sav", "sav")):
         pd.testing.assert_frame_equal(_human(tmp_path, capsys, export, name), base, obj=name)

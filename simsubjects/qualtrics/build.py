@@ -233,7 +233,7 @@ def _question_items(q: Question, block: str, items: list, notes: list, refs: lis
     elif q.type == "NPS" or (q.type == "MC" and sel == "NPS"):
         opts = [Opt(str(k), str(k), str(k), str(k), float(k)) for k in range(11)]
         items.append(Item(q.tag, kind="choice", text=f"{text}\n(0 = not at all likely, 10 = extremely likely)",
-                          options=opts, columns=[q.tag, f"{q.tag}_NPS_GROUP"][:1], imports=[q.qid], **base))
+                          options=opts, columns=[q.tag], imports=[q.qid], **base))
     elif q.type in ("Matrix", "SBS"):
         parts = q.parts if q.type == "SBS" else [q]
         for part in parts:
@@ -259,8 +259,7 @@ def _question_items(q: Question, block: str, items: list, notes: list, refs: lis
             notes.append(Note(q.qid, q.kind, "a slider without statements; not imported"))
     elif q.type == "TE" and sel in ("SL", "ML", "ESTB"):
         v = (q.payload.get("Validation") or {}).get("Settings") or {}
-        if v.get("ContentType") in ("ValidNumber", "ValidZip") or v.get("Type") == "ContentType" and \
-                str(v.get("ContentType", "")).startswith("ValidNumber"):
+        if str(v.get("ContentType", "")).startswith("ValidNumber"):
             rng = v.get("ValidNumber") or {}
             lo, hi = _numeric(str(rng.get("Min", ""))), _numeric(str(rng.get("Max", "")))
             rule = f" from {lo:g} to {hi:g}" if lo is not None and hi is not None else ""

@@ -92,10 +92,14 @@ def _layout(path: Path, rows: list[list[str]]) -> Export:
     if rid is None:
         raise _fail(path, f"no ResponseId column in the first header row (looked for {', '.join(ID_NAMES[:2])}); "
                           "not a Qualtrics response export")
-    # header rows: every row before the first whose ResponseId looks like R_xxx
+    # header rows: every row before the first whose ResponseId looks like R_xxx; exports whose ids were
+    # replaced (a cleaned file) have header rows only where the id cell reads as a label or an ImportId
     n_head = next((i for i, r in enumerate(rows) if rid < len(r) and RID.match(r[rid].strip())), None)
     if n_head is None:
-        raise _fail(path, "no response rows (no ResponseId of the form R_...) below the header")
+        n_head = 1 + sum(1 for r in rows[1:3] if rid < len(r) and (r[rid].strip() in (*ID_NAMES, "Response Id")
+                                                                   or IMPORT.match(r[rid].strip())))
+        if n_head >= len(rows):
+            raise _fail(path, "no response rows below the header")
     if n_head > 3:
         raise _fail(path, f"{n_head} header rows; a Qualtrics export has one, two or three")
     imports = {}

@@ -310,6 +310,28 @@ def test_demographics_become_group_columns_and_personas(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------ the session
 
+SAMPLE_NOTES = {
+    "Survey_Logic": [("FL_3", "Branch"), ("FL_8", "Branch"), ("FL_6", "BlockRandomizer"), ("FL_7", "WebService"),
+                     ("FL_5", "shown again"), ("QID1", "skip logic"), ("QID2", "display logic"),
+                     ("QID5", "display logic on choices")],
+    "Many_Different_Question_Types": [("QID25", "TE/PW"), ("QID11#1", "TE/Long"), ("QID10", "trash"),
+                                      ("QID36", "display logic"), ("QID18", "text entry")],
+    "User_Notes_Survey": [("NT_0iYWubeMrKdumON", "Notes"), ("NT_8GujHEW0bcBqoGV", "Notes")],
+    "Sample_Survey": [("QID5", "exclusive option(s) 'None of the above'"), ("QID8", "1 scale point"),
+                      ("QID7", "trash")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLE_NOTES))
+def test_sample_survey_unconverted_elements_listed(name, tmp_path, capsys):
+    qsf = next((DATA / name).glob("*.qsf"))
+    out = _import(capsys, qsf, tmp_path / "s")
+    notes = (tmp_path / "s" / "IMPORT_NOTES.md").read_text().replace("\\", "")
+    for qid, word in SAMPLE_NOTES[name]:
+        assert any(line.strip().startswith(qid) and word in line for line in out.splitlines()), (qid, word)
+        assert any(f"| {qid} |" in line and word in line for line in notes.splitlines()), (qid, word)
+
+
 def _session(tmp_path, capsys, qsf: Path) -> dict:
     import yaml
 

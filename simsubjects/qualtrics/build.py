@@ -326,8 +326,9 @@ def _question_notes(q: Question, notes: list) -> None:
         notes.append(Note(q.qid, q.kind, "JavaScript on the question is not run"))
     if p.get("DisplayLogic"):
         from .qsf import _logic_text
-        notes.append(Note(q.qid, q.kind, f"display logic ({_logic_text(p['DisplayLogic'])}) not converted: the "
-                                         "question is asked of every subject"))
+        notes.append(Note(q.qid, q.kind, f"display logic ({_logic_text(p['DisplayLogic'])}) not converted in "
+                                         "study.yaml: the question is asked of every subject (session.yaml shows it "
+                                         "where the condition is an earlier answer)"))
     if any(c.has_logic for c in q.choices) or any(c.has_logic for c in q.answers):
         notes.append(Note(q.qid, q.kind, "display logic on choices not converted: every choice is shown"))
     if p.get("Randomization"):
@@ -342,5 +343,6 @@ def _question_notes(q: Question, notes: list) -> None:
     if any(c.text_entry for c in q.choices):
         notes.append(Note(q.qid, q.kind, "text boxes beside choices ('Other: ...') are not imported; the choice is"))
     for skip in q.payload.get("_SkipLogic") or []:
-        notes.append(Note(q.qid, q.kind, f"skip logic ({clean(skip.get('Description'))}) not converted: the "
-                                         "questions after it are asked of every subject"))
+        notes.append(Note(q.qid, q.kind, f"skip logic ({clean(skip.get('Description'))}) not converted in "
+                                         "study.yaml: the questions after it are asked of every subject (session.yaml "
+                                         "skips them where the condition is an answer)"))

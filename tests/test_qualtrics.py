@@ -155,6 +155,18 @@ def test_carry_forward_choices_are_the_source_questions(tmp_path, capsys):
     assert "QID15  MC/SAVR/TX: carry-forward choices (q://QID7/ChoiceGroup/SelectedChoices)" in out
 
 
+def test_a_long_choice_list_is_scored_by_its_texts(tmp_path, capsys):
+    d = json.loads((EXP / "framing_experiment.qsf").read_text())
+    q = next(e for e in d["SurveyElements"] if e.get("PrimaryAttribute") == "QID1")["Payload"]
+    q["Choices"] = {str(i): {"Display": f"State {i}"} for i in range(1, 41)}
+    q["ChoiceOrder"] = [str(i) for i in range(1, 41)]
+    qsf = tmp_path / "long.qsf"
+    qsf.write_text(json.dumps(d))
+    _import(capsys, qsf, tmp_path / "s")
+    age = next(it for it in load_study(tmp_path / "s" / "study.yaml").items if it.id == "age")
+    assert len(age.response.options) == 40 and age.response.style == "words"
+
+
 def test_ambiguous_legacy_columns_are_listed_not_guessed(tmp_path, capsys):
     """The legacy export of this survey names two matrices' cells alike (question_one_1, from their shared
     choice export tags); only the ImportIds of the three-row export tell them apart."""

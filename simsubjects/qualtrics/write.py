@@ -51,7 +51,8 @@ def _response(it: Item):
         if o.refusal:
             d["refusal"] = True
         opts.append(d)
-    return {"type": "choice", "options": opts}
+    # letters label at most 26 options; a longer list (countries, states) is scored by the option texts
+    return {"type": "choice", "options": opts, **({"style": "words"} if len(opts) > 26 else {})}
 
 
 def _item_text(it: Item, conv: Conversion, after: dict) -> object:

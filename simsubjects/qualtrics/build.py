@@ -228,8 +228,9 @@ def _question_items(q: Question, block: str, items: list, notes: list, refs: lis
                               columns=names, imports=[imp], asked=asked, **base))
         excl = [c.text for c in q.choices if c.exclusive]
         if excl:
-            notes.append(Note(q.qid, q.kind, f"exclusive option(s) {', '.join(map(repr, excl))}: each option is an "
-                                             "independent yes/no decision; exclusivity is not enforced"))
+            notes.append(Note(q.qid, q.kind, f"exclusive option(s) {', '.join(map(repr, excl))}: in study.yaml each "
+                                             "option is an independent yes/no decision (session.yaml asks an "
+                                             "exclusive option listed last only when no other was selected)"))
     elif q.type == "NPS" or (q.type == "MC" and sel == "NPS"):
         opts = [Opt(str(k), str(k), str(k), str(k), float(k)) for k in range(11)]
         items.append(Item(q.tag, kind="choice", text=f"{text}\n(0 = not at all likely, 10 = extremely likely)",

@@ -211,6 +211,58 @@ def _human(tmp_path, capsys, export: Path, name: str) -> pd.DataFrame:
         ["respondent", "item"]).reset_index(drop=True)
 
 
+def _embedded_randomizer(tmp_path) -> tuple[Path, Path]:
+    """The fixture in Qualtrics' other experiment pattern: the randomizer sets embedded data `frame` to gain or
+    loss, and a branch on it shows each arm its block; the export holds `frame` instead of FL_3_DO."""
+    d = json.loads((EXP / "framing_experiment.qsf").read_text())
+    flow = next(e for e in d["SurveyElements"] if e["Element"] == "FL")["Payload"]["Flow"]
+    i = next(k for k, f in enumerate(flow) if f["Type"] == "BlockRandomizer")
+
+    def branch(value, block, fid):
+        return {"Type": "Branch", "FlowID": fid, "Flow": [{"Type": "Standard", "ID": block, "FlowID": fid + "b"}],
+                "BranchLogic": {"0": {"0": {"LogicType": "EmbeddedField", "LeftOperand": "frame", "Operator": "EqualTo",
+                                            "RightOperand": value, "Type": "Expression",
+                                            "Description": f"If frame Is Equal to {value}"}, "Type": "If"},
+                                "Type": "BooleanExpression"}}
+    flow[i:i + 1] = [{"Type": "BlockRandomizer", "FlowID": "FL_3", "SubSet": 1, "EvenPresentation": True,
+                      "Flow": [{"Type": "EmbeddedData", "FlowID": f"FL_3{v[0]}", "EmbeddedData": [
+                          {"Description": "frame", "Type": "Custom", "Field": "frame", "Value": v}]}
+                          for v in ("gain", "loss")]},
+                     branch("gain", "BL_gain", "FL_20"), branch("loss", "BL_loss", "FL_21")]
+    qsf = tmp_path / "embedded_randomizer.qsf"
+    qsf.write_text(json.dumps(d))
+    rows = list(csv.reader(open(EXP / "framing_experiment.csv", encoding="utf-8-sig")))
+    do = rows[0].index("FL_3_DO")
+    out = [[*rows[0][:do], "frame"], [*rows[1][:do], "frame"], [*rows[2][:do], '{"ImportId": "frame"}']]
+    out += [[*r[:do], "gain" if r[do].startswith("BL_gain") else "loss"] for r in rows[3:]]
+    export = tmp_path / "embedded_randomizer.csv"
+    with open(export, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(out)
+    return qsf, export
+
+
+def test_embedded_data_randomizer_with_branches_is_the_same_experiment(tmp_path, capsys):
+    qsf, export = _embedded_randomizer(tmp_path)
+    out = _import(capsys, qsf, tmp_path / "e", "--responses", str(export), "--finished-only")
+    assert "randomizers: frame" in out and "FL_20" not in out  # the branches became the arms
+    study = load_study(tmp_path / "e" / "study.yaml")
+    assert study.factor("frame").levels.keys() == {"gain", "loss"}
+    items = {it.id: it for it in study.items}
+    assert items["support_gain"].attributes["frame"] == "gain" and items["support_loss"].attributes["frame"] == "loss"
+    assert items["rate_1"].texts["loss"].startswith("A new vaccination program is proposed. If it is adopted, 400")
+    got = pd.read_csv(tmp_path / "e" / "human.csv", dtype=str, keep_default_na=False)
+    base = _human(tmp_path, capsys, EXP / "framing_experiment.csv", "do")
+    arms = {"gain_frame": "gain", "loss_frame": "loss"}
+    assert list(got.sort_values(["respondent", "item"])["frame"]) == list(base["randomizer_fl_3"].map(arms))
+    pd.testing.assert_frame_equal(got.sort_values(["respondent", "item"])[["respondent", "item", "response"]]
+                                  .reset_index(drop=True), base[["respondent", "item", "response"]])
+    import yaml
+
+    sess = yaml.safe_load((tmp_path / "e" / "session.yaml").read_text())
+    shown = {it["id"]: it.get("show_if") for b in sess["session"]["blocks"] for it in b["items"]}
+    assert shown["support_gain"] == "frame == 'gain'" and shown["support_loss"] == "frame == 'loss'"
+
+
 def test_every_export_layout_gives_the_same_human_rows(tmp_path, capsys):
     """Three header rows with recode values; two header rows with choice texts; one header row (a cleaned
     export); SPSS .sav with value labels."""

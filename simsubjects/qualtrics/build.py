@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .qsf import PIPED, Question, Survey, clean, piped
+from .qsf import PIPED, Question, Survey, _entries, clean, piped
 
 # Question types with no counterpart (Qualtrics' codes): listed with their reason
 UNSUPPORTED = {"FileUpload": "file upload: a model cannot upload a file", "Timing": "timing: page timers measure "
@@ -68,6 +68,7 @@ class Factor:
     levels: dict[str, str]  # level -> block name
     blocks: dict[str, str]  # block id -> level
     context: dict[str, str]  # level -> the arm block's descriptive text
+    efield: str = ""  # an embedded-data randomizer's field (respondents' arms: that column of the export)
 
 
 @dataclass
@@ -137,6 +138,7 @@ def convert(s: Survey) -> Conversion:
     notes: list[Note] = []
     refs: list[tuple[str, str]] = []
     factors = _factors(s)
+    _branch_arms(s, factors)
     arm_of = {b: (f.name, lv) for f in factors for b, lv in f.blocks.items()}
     items: list[Item] = []
     for bid in s.order:
@@ -184,6 +186,27 @@ def convert(s: Survey) -> Conversion:
     return Conversion(s, items, factors, notes, refs)
 
 
+def _branch_arms(s: Survey, factors: list[Factor]) -> None:
+    """A block under a branch `FIELD is equal to VALUE` on a randomized embedded-data field is that arm's
+    block: its items are shown in that level only (the branch is then converted, not listed)."""
+    by_field = {f.efield: f for f in factors if f.efield}
+    for bid, under in list(s.branches.items()):
+        for fid, logic in under:
+            exprs = [e for g in _entries(logic if isinstance(logic, dict) else {}) if isinstance(g, dict)
+                     for k, e in g.items() if isinstance(e, dict) and e.get("Type") == "Expression"]
+            if len(exprs) != 1 or exprs[0].get("LogicType") != "EmbeddedField" or \
+                    exprs[0].get("Operator") not in ("EqualTo", "Equal"):
+                continue
+            f = by_field.get(str(exprs[0].get("LeftOperand")))
+            value = str(exprs[0].get("RightOperand"))
+            level = next((lv for lv, v in (f.levels.items() if f else []) if v == value), None)
+            if level is None or bid in f.blocks:
+                continue
+            f.blocks[bid] = level
+            s.branches[bid] = [x for x in under if x[0] != fid]
+            s.flow_notes = [n for n in s.flow_notes if n.id != fid]
+
+
 def _carry_forward(s: Survey, q: Question) -> None:
     """Carry-forward choices (`DynamicChoices`, Locator q://QIDn/ChoiceGroup/...): the source question's
     choices, all of them (which ones a subject carries depends on its answers; listed in the notes)."""
@@ -197,6 +220,11 @@ def _carry_forward(s: Survey, q: Question) -> None:
 def _factors(s: Survey) -> list[Factor]:
     out, taken = [], set()
     for r in s.randomizers:
+        if r.efield:  # an embedded-data randomizer: its values are the levels
+            names: set = set()
+            levels = {_slug(v, names): v for v in r.values}
+            out.append(Factor(_slug(r.efield, taken), r.flow_id, levels, {}, {}, efield=r.efield))
+            continue
         names: set = set()
         levels = {}
         blocks = {}

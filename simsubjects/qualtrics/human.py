@@ -53,6 +53,9 @@ def _arm(f: Factor, ex: Export, row: list[str], survey) -> str | None:
     """The block a respondent was shown by randomizer f: `FL_n_DO` holds the shown block(s) ('|'-joined ids
     or names, first = shown when one is shown), or one `FL_n_DO_<block>` column per block holds its
     display position (empty: not shown)."""
+    if f.efield:  # an embedded-data randomizer: the field's column holds the value it set
+        value = _cell(ex, row, ex.column([f.efield], [f.efield]))
+        return next((lv for lv, v in f.levels.items() if v == value), None)
     names = {b: survey.blocks[b].name for b in f.blocks}
     lookup = {**{b: lv for b, lv in f.blocks.items()}, **{names[b]: lv for b, lv in f.blocks.items()},
               **{lv: lv for lv in f.levels}}
@@ -82,7 +85,8 @@ def human_rows(conv: Conversion, ex: Export, finished_only: bool) -> Human:
     h.missing_items = [it.id for it in conv.items if cols[it.id] is None]
     asked_cols = {it.id: [[ex.column([n]) for n in ns] + [ex.column([], [i]) for i in ims] for ns, ims in it.asked]
                   for it in conv.items}
-    has_do = {f.name: ex.column([f"{f.flow_id}_DO"], [f"{f.flow_id}_DO"]) is not None or
+    has_do = {f.name: ex.column([f.efield], [f.efield]) is not None if f.efield else
+              ex.column([f"{f.flow_id}_DO"], [f"{f.flow_id}_DO"]) is not None or
               any(n.startswith(f"{f.flow_id}_DO_") for n in ex.names) for f in conv.factors}
     # embedded data the export holds: respondent columns of the human rows (and their groups)
     from ..studyfile.spec import NAME, RESERVED
@@ -93,7 +97,8 @@ def human_rows(conv: Conversion, ex: Export, finished_only: bool) -> Human:
     h.embedded = list(embedded)
     for f in conv.factors:
         if not has_do[f.name]:
-            h.notes.append(Note(f.flow_id, "BlockRandomizer", f"the export has no display-order column {f.flow_id}_DO: "
+            col = f.efield or f"{f.flow_id}_DO"
+            h.notes.append(Note(f.flow_id, "BlockRandomizer", f"the export has no column {col}: "
                                 "each respondent's arm is the block they answered (respondents who answered none or "
                                 "several are listed)"))
     for row in ex.rows:

@@ -101,8 +101,10 @@ class Block:
 @dataclass
 class Randomizer:
     flow_id: str
-    arms: list[str]  # block ids, one shown per subject
+    arms: list[str]  # block ids, one shown per subject (empty for an embedded-data randomizer)
     even: bool
+    efield: str = ""  # an embedded-data randomizer: the field it sets ...
+    values: list[str] = field(default_factory=list)  # ... to one of these values per subject
 
 
 @dataclass
@@ -297,6 +299,12 @@ def _walk_flow(path: Path, s: Survey, flow: list, inside: str, under: tuple = ()
                     if b not in s.blocks:
                         raise _fail(path, f"randomizer {fid} shows block {b}, which is not in BL (truncated or edited)")
                     s.order.append(b)
+            elif subset == 1 and not inside and _assigns(kids):
+                # the common survey-experiment pattern: the randomizer sets an embedded-data field
+                # (condition = A | B) and branches on it show each arm its blocks
+                fname, values = _assigns(kids)
+                s.randomizers.append(Randomizer(fid, [], bool(el.get("EvenPresentation")), fname, values))
+                s.embedded += [fname] if fname not in s.embedded else []
             else:
                 why = ("it shows several of its elements" if subset != 1 else
                        "it holds more than blocks" if len(blocks) != len(kids) else
@@ -321,6 +329,21 @@ def _walk_flow(path: Path, s: Survey, flow: list, inside: str, under: tuple = ()
                                          "set for model subjects"))
         else:
             s.flow_notes.append(FlowNote(fid, kind, f"flow element {kind} has no counterpart in a study file"))
+
+
+def _assigns(kids: list) -> tuple[str, list[str]] | None:
+    """(field, values) when every element of a randomizer is embedded data setting the same one field to a
+    fixed value (two or more distinct values); else None."""
+    out = []
+    for k in kids:
+        fields = [f for f in _entries((k or {}).get("EmbeddedData") or []) if isinstance(f, dict)] \
+            if isinstance(k, dict) and k.get("Type") == "EmbeddedData" else []
+        if len(fields) != 1 or fields[0].get("Value") in (None, "") or "${" in str(fields[0].get("Value")):
+            return None
+        out.append((str(fields[0].get("Field")), str(fields[0]["Value"])))
+    names = {f for f, _ in out}
+    values = list(dict.fromkeys(v for _, v in out))
+    return (names.pop(), values) if len(names) == 1 and len(values) >= 2 else None
 
 
 def _logic_text(logic) -> str:

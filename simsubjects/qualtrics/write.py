@@ -137,8 +137,14 @@ def notes_md(conv: Conversion, human: Human | None, responses: str | None, sessi
     for it in conv.items:
         kinds[it.kind] = kinds.get(it.kind, 0) + 1
     out = [f"# Import notes: {_md(s.name)}", "",
-           f"Survey file: `{_md(s.file.name)}` ({_md(s.id)}); {len(s.questions)} questions in {len(s.order)} blocks "
+           f"Survey file: {_md(s.file.name)} ({_md(s.id)}); {len(s.questions)} questions in {len(s.order)} blocks "
            f"shown; {len(conv.items)} items ({', '.join(f'{n} {k}' for k, n in kinds.items())}).", ""]
+    out += ["Files: `study.yaml` (the study file: `simsubjects study check study.yaml`), `codebook.csv` (each item's "
+            "QID, export tag, block, choice ids, recode values and labels)"
+            + (", `human.csv` (one row per respondent x item)" if human is not None and human.rows else "")
+            + (", `human_text.csv` (text answers, not scored)" if human is not None and human.texts else "")
+            + (", `session.yaml` (the survey as a session)" if session_notes is not None else "")
+            + ". Guide: docs/qualtrics.md.", ""]
     if conv.factors:
         out += ["## Randomizers (between-subject factors)", ""]
         for f in conv.factors:
@@ -165,7 +171,7 @@ def notes_md(conv: Conversion, human: Human | None, responses: str | None, sessi
         out += [f"- {_md(q)}: {_md(r)}" for q, r in conv.piped_refs]
         out.append("")
     if human is not None:
-        out += ["## Responses", "", f"Export: `{_md(responses)}`; {human.respondents} respondents imported, "
+        out += ["## Responses", "", f"Export: {_md(responses)}; {human.respondents} respondents imported, "
                 f"{len(human.rows)} answer rows, {len(human.texts)} text answers (human_text.csv, not scored).", ""]
         if human.dropped_unfinished or human.dropped_preview:
             out.append(f"Dropped by --finished-only: {human.dropped_unfinished} unfinished, {human.dropped_preview} "

@@ -198,7 +198,9 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, dem
                    + (f"; dropped {human.dropped_unfinished} unfinished, {human.dropped_preview} preview"
                       if finished_only else
                       f"; kept {human.unfinished} unfinished and {human.preview} preview (--finished-only drops them)")
-                   + f"; {len(human.unmatched)} answers match no option")
+                   + f"; {len(human.unmatched)} answers match no option"
+                   + (f"; {len(human.missing_items)} items have no column in the export (listed in IMPORT_NOTES.md)"
+                      if human.missing_items else ""))
     click.echo(f"not converted: {len(conv.notes)} element(s) (also in {dest}/IMPORT_NOTES.md)")
     for n in conv.notes:
         click.echo(f"  {n.qid}  {n.type}: {n.reason}")

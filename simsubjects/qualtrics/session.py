@@ -16,6 +16,7 @@ from .qsf import _entries
 
 LOCATOR = re.compile(r"^q://(QID[0-9]+)/(SelectableChoice|SelectableAnswer)/([0-9]+)(?:/([0-9]+))?$")
 IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+MAX_CONDITION = 4000  # characters of one show_if
 
 
 def _quote(text: str) -> str | None:
@@ -27,9 +28,10 @@ class _Logic:
     """Qualtrics logic (`{"0": {"0": {Expression}, "1": {...}, "Type": "If"}, "Type": "BooleanExpression"}`)
     as an expression over earlier answers, or None with the reason it cannot be."""
 
-    def __init__(self, conv: Conversion, before: dict[str, Item], ids: dict[str, str]):
+    def __init__(self, conv: Conversion, before: dict[str, Item], ids: dict[str, str], visible: dict | None = None):
         self.conv = conv
         self.ids = ids  # item id -> session item id
+        self.visible = visible or {}  # session item id -> its show_if (an item not shown has no answer)
         self.before = before  # item id -> Item, the items asked before this one
         self.by_qid: dict[str, list[Item]] = {}
         for it in before.values():
@@ -88,14 +90,18 @@ class _Logic:
             return None, f"choice {qid}/{cid} is not an option of an imported item"
         return self._cmp(self.ids[one[0].id], opt.label, neg)
 
-    @staticmethod
-    def _cmp(iid: str, label: str, neg: bool) -> tuple[str | None, str]:
+    def _cmp(self, iid: str, label: str, neg: bool) -> tuple[str | None, str]:
+        """`iid == 'label'`; an item that may be hidden is read only where it was shown (its show_if first:
+        `and` stops there), since a hidden item has no answer; "not selected" holds where it was hidden."""
         q = _quote(label)
         if not IDENT.match(iid):
             return None, f"item id {iid!r} is not a name an expression can use"
         if q is None:
             return None, f"option {label!r} holds a quote"
-        return f"{iid} {'!=' if neg else '=='} {q}", ""
+        atom = f"{iid} == {q}"
+        if self.visible.get(iid):
+            atom = f"({self.visible[iid]}) and ({atom})"
+        return (f"not ({atom})" if neg else atom), ""
 
 
 def _response(it: Item):
@@ -113,7 +119,7 @@ def _response(it: Item):
     return {"type": "choice", "options": opts, **({"style": "words"} if len(opts) > 26 else {})}
 
 
-def _exclusive(q, it: Item, items: list[Item], ids: dict, notes: list) -> list[str]:
+def _exclusive(q, it: Item, items: list[Item], ids: dict, notes: list, visible: dict) -> list[str]:
     """A check-all option that clears the others ("None of these"), listed last: asked only if no other
     option of the question was selected, so the exclusivity holds exactly."""
     if it.kind != "yesno" or q.type != "MC":
@@ -126,7 +132,7 @@ def _exclusive(q, it: Item, items: list[Item], ids: dict, notes: list) -> list[s
     if any(items.index(x) > items.index(it) for x in siblings):
         notes.append(Note(q.qid, q.kind, f"exclusive option {choice.text!r} is not listed last; not enforced"))
         return []
-    return [f"{ids[x.id]} == 'No'" for x in siblings]
+    return [f"{ids[x.id]} == 'No'" for x in siblings]  # the siblings share this item's visibility
 
 
 def _session_ids(items: list[Item]) -> dict[str, str]:
@@ -146,7 +152,7 @@ def _session_ids(items: list[Item]) -> dict[str, str]:
     return out
 
 
-def _skipped(conv: Conversion, items: list[Item], ids: dict, notes: list) -> dict[str, list[str]]:
+def _skipped(conv: Conversion, items: list[Item], ids: dict, notes: list) -> dict[str, list]:
     """Skip logic as conditions on the questions it skips: "if Q1 is X, skip to Q4" = every item between Q1
     and Q4 is shown only if not (Q1 == X); to the end of the block or survey likewise (exact, and the
     condition reads an earlier answer, as show_if must)."""
@@ -167,7 +173,7 @@ def _skipped(conv: Conversion, items: list[Item], ids: dict, notes: list) -> dic
             before = {it.id: it for it in items[:last + 1]}
             cond = {"Type": "Expression", "LogicType": "Question", "Operator": sk.get("Condition"),
                     "LeftOperand": sk.get("ChoiceLocator") or sk.get("Locator")}
-            e, why = _Logic(conv, before, ids).expression(cond)
+            e, why = _Logic(conv, before, ids).expression(cond)  # convertible? (the guarded form comes later)
             dest = str(sk.get("SkipToDestination") or "")
             block = own[-1].block
             later = items[last + 1:]
@@ -185,7 +191,7 @@ def _skipped(conv: Conversion, items: list[Item], ids: dict, notes: list) -> dic
                                                  "asked of every subject"))
                 continue
             for it in skipped:
-                out.setdefault(it.id, []).append(f"not ({e})")
+                out.setdefault(it.id, []).append((before, cond))
     return out
 
 
@@ -200,7 +206,7 @@ def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict
     items = [it for it in conv.items if it.kind in ("choice", "yesno", "rank_first")]
     ids = _session_ids(items)
     skips = _skipped(conv, items, ids, notes)
-    blocks, before, taken, branch_noted = [], {}, set(), set()
+    blocks, before, taken, branch_noted, visible = [], {}, set(), set(), {}
     for bid in s.order:
         bname = s.blocks[bid].name
         slug = re.sub(r"[^a-z0-9]+", "_", bname.lower()).strip("_") or "block"
@@ -212,8 +218,9 @@ def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict
             text = f"{it.context}\n\n{it.text}" if it.context else it.text
             d = {"id": ids[it.id], "text": text.replace("$", "$$"), "response": _response(it)}
             conds = [f"{it.arm[0]} == '{it.arm[1]}'"] if it.arm else []
+            logic_of = _Logic(conv, before, ids, visible)
             for fid, logic in s.branches.get(bid, []):  # a block under a branch: shown where the branch holds
-                e, why = _Logic(conv, before, ids).expr(logic)
+                e, why = logic_of.expr(logic)
                 if e is None:
                     if (fid, it.block) not in branch_noted:
                         branch_noted.add((fid, it.block))
@@ -223,16 +230,25 @@ def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict
                     conds.append(e)
             q = s.questions[it.qid]
             if q.payload.get("DisplayLogic"):
-                e, why = _Logic(conv, before, ids).expr(q.payload["DisplayLogic"])
+                e, why = logic_of.expr(q.payload["DisplayLogic"])
                 if e is None:
                     notes.append(Note(it.qid, it.qtype, f"{it.id}: display logic not converted ({why}); shown to "
                                                         "every subject"))
                 else:
                     conds.append(e)
-            conds += [c for c in dict.fromkeys(skips.get(it.id, [])) if c not in conds]
-            conds += _exclusive(q, it, items, ids, notes)
+            for src_before, cond in skips.get(it.id, []):
+                e, _ = _Logic(conv, src_before, ids, visible).expression(cond)
+                if f"not ({e})" not in conds:
+                    conds.append(f"not ({e})")
+            conds += _exclusive(q, it, items, ids, notes, visible)
             if conds:
                 d["show_if"] = " and ".join(f"({c})" for c in conds) if len(conds) > 1 else conds[0]
+                if len(d["show_if"]) > MAX_CONDITION:  # guards nest: a deep chain of logic is listed, not written
+                    notes.append(Note(it.qid, it.qtype, f"{it.id}: its logic nests too deep to write "
+                                                        f"({len(d['show_if'])} characters); shown to every subject"))
+                    del d["show_if"]
+                else:
+                    visible[ids[it.id]] = d["show_if"]
             out.append(d)
             before[it.id] = it
         if out:

@@ -1,0 +1,220 @@
+"""Commands for study files: `collect STUDY.yaml`, `study check STUDY.yaml`, `study new KIND DIR`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import click
+
+from ..errors import UserError
+
+STARTERS = Path(__file__).parent / "starters"
+KINDS = ("survey", "vignette", "estimation")
+
+
+def is_study_file(name: str) -> bool:
+    return str(name).lower().endswith((".yaml", ".yml"))
+
+
+class CollectGroup(click.Group):
+    """`collect` with its registered studies, plus any path to a study file as a command name."""
+
+    def get_command(self, ctx, cmd_name):
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and is_study_file(cmd_name):
+            return file_command(cmd_name)
+        return cmd
+
+    def format_usage(self, ctx, formatter):
+        formatter.write_usage(ctx.command_path, "[STUDY | STUDY.yaml] [OPTIONS]")
+
+
+def file_command(path: str) -> click.Command:
+    """`collect STUDY.yaml`: the options of every collection, plus --method, --n and --judge-model."""
+    from simsubjects.cli.commands import model_options
+
+    def run(**kw):
+        _collect_file(path, kw)
+
+    f = model_options(run)
+    f = click.option("--paths", default=None, type=click.IntRange(1, 10_000),
+                     help="A session's paths per subject (each drawn from the exact distributions; default: the "
+                          "file's session.paths).")(f)
+    f = click.option("--judge-model", default=None,
+                     help="Model that classifies free-text answers (default: the answering model).")(f)
+    f = click.option("--n", default=50, show_default=True, type=click.IntRange(1),
+                     help="Valid answers per trial when --method sampled.")(f)
+    f = click.option("--method", type=click.Choice(["exact", "sampled", "generated"]), default=None,
+                     help="exact: log-probabilities (default for k-choice); sampled: draw at temperature 1 until "
+                          "--n valid answers; generated: a study of estimates or free text only.")(f)
+    return click.command(path, help=f"Collect the study file {path} (see docs/studies.md).")(f)
+
+
+def _collect_file(path: str, kw: dict) -> None:
+    from simsubjects.cli.commands import _model_kwargs, _report_collection, echo_table
+    from ..collect.pipeline import run_study
+    from simsubjects.studyfile.adapter import file_parameters, study_def
+    from simsubjects.studyfile.design import build_trials
+    from simsubjects.studyfile.spec import load_study
+
+    # --seed given: it replaces design.seed (before the seeded tables are drawn)
+    seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
+    from .session import is_session_file
+
+    if is_session_file(path):
+        from .session_def import collect_session_file
+
+        return collect_session_file(path, kw, seeded)
+    if kw.get("paths") is not None:
+        raise UserError(f"--paths: {path} is not a session (no session: key); see docs/studies.md")
+    study = load_study(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
+    bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
+    if bad:
+        raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
+    kw["chat_template"] = kw["chat_template"] or study.chat_template
+    options = _model_kwargs(kw)
+    judge_loader = None
+    if kw["judge_model"]:
+        from ..collect.models import load_model, parse_spec
+
+        parse_spec(kw["judge_model"])
+
+        def judge_loader():
+            return load_model(kw["judge_model"], **options)
+    sdef = study_def(study, out=kw["out"], judge=judge_loader)
+    method = kw["method"] or sdef.methods[0]
+    if method not in sdef.methods:
+        raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
+    params = {"studyfile": file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
+              "judge_model": kw["judge_model"]}
+    if kw["dry_run"]:  # as for a built-in study: counted by the tokenizer, no weights, nothing written
+        from simsubjects.cli.commands import _dry_run_report
+        from simsubjects.cli.dryrun import check_prices, dry_run_study
+
+        check_prices(kw["price_in"], kw["price_out"])
+        rows, model = dry_run_study(sdef, kw["model"], params, method=method, n=kw["n"], batch_size=kw["batch_size"],
+                                    chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
+        return _dry_run_report(rows, model, kw["model"], kw)
+    if kw["validate"]:
+        from ..collect.models import load_model
+
+        trials, _ = build_trials(study)
+        model = load_model(kw["model"], **options)
+        return echo_table("validity rates (outcomes hidden)", sdef.validate(model, trials, {"seed": study.seed}))
+    _, manifest = run_study(sdef, kw["model"], kw["out"], params=params, method=method, n=kw["n"],
+                            overwrite=kw["overwrite"], model_options=options, show_progress=not kw["quiet"],
+                            batch_size=kw["batch_size"])
+    _report_collection(kw["out"], manifest)
+
+
+# ------------------------------------------------------------------------------------------ study
+
+@click.group("study")
+def study_group():
+    """Your own study in a YAML file: check it, or start one (docs/studies.md).
+
+    \b
+      simsubjects study new survey my_study      # a commented, runnable starting point
+      simsubjects study check my_study/study.yaml
+      simsubjects collect my_study/study.yaml --model smollm2 --out runs/my_study
+      simsubjects analyze runs/my_study
+    """
+
+
+@study_group.command("check")
+@click.argument("study_file", type=click.Path(dir_okay=False))
+@click.option("--show", default=3, show_default=True, type=click.IntRange(0), help="Rendered prompts to print.")
+def check(study_file, show):
+    """Validate STUDY_FILE and print its design (trials, requests, prompt tokens, prompts); no model loads."""
+    from simsubjects.studyfile.check import describe
+
+    click.echo(describe(study_file, show))
+
+
+@study_group.command("new")
+@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("folder", type=click.Path(file_okay=False))
+def new(kind, folder):
+    """Write a commented, runnable study of KIND (survey, vignette, estimation) into FOLDER."""
+    src = STARTERS / kind
+    dest = Path(folder)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise UserError(f"{folder}: exists and is not an empty folder; choose a new folder")
+    for parent in dest.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"{folder}: {parent} is a file, not a folder")
+            break
+    tmp = dest.parent / f".{dest.name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp)
+    if dest.exists():
+        dest.rmdir()
+    tmp.rename(dest)  # whole or not at all
+    click.echo(f"wrote {dest}/study.yaml and its tables; next:\n"
+               f"  simsubjects study check {dest}/study.yaml\n"
+               f"  simsubjects collect {dest}/study.yaml --model smollm2 --out runs/{dest.name}\n"
+               f"  simsubjects analyze runs/{dest.name}")
+
+
+@study_group.group("import")
+def import_group():
+    """Turn another tool's instrument into a study file (docs/qualtrics.md)."""
+
+
+@import_group.command("qualtrics")
+@click.argument("survey", type=click.Path(dir_okay=False))
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--responses", default=None, type=click.Path(dir_okay=False),
+              help="The survey's response export (.csv with 1, 2 or 3 header rows, or SPSS .sav): the human rows.")
+@click.option("--finished-only", is_flag=True, help="Drop unfinished and preview responses.")
+@click.option("--subjects", default=None, type=click.IntRange(1),
+              help="Model subjects (default: one per randomizer cell, at least one; with --demographics: every "
+                   "respondent's profile, or a seeded sample of this many).")
+@click.option("--demographics", default=None, metavar="TAG,...",
+              help="Export tags of single-answer questions that describe the respondent (age, party): group "
+                   "columns of the human rows, and the model subjects become the respondents' profiles.")
+def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, demographics):
+    """Write FOLDER/study.yaml and its tables from a Qualtrics SURVEY (.qsf) and, with --responses, its export.
+
+    \b
+    Elements that cannot be converted are listed on screen and in FOLDER/IMPORT_NOTES.md.
+      simsubjects study import qualtrics survey.qsf my_study --responses export.csv
+      simsubjects study check my_study/study.yaml
+    """
+    from ..qualtrics.write import import_qualtrics
+
+    tags = [t.strip() for t in demographics.split(",") if t.strip()] if demographics else None
+    dest, conv, human = import_qualtrics(survey, folder, responses, finished_only, subjects, tags)
+    kinds: dict = {}
+    for it in conv.items:
+        kinds[it.kind] = kinds.get(it.kind, 0) + 1
+    click.echo(f"imported {conv.survey.name!r}: {len(conv.items)} items "
+               f"({', '.join(f'{n} {k}' for k, n in kinds.items())}) from {len(conv.survey.questions)} questions"
+               + (f"; randomizers: {', '.join(f.name for f in conv.factors)}" if conv.factors else ""))
+    if human is not None:
+        click.echo(f"responses: {human.respondents} respondents, {len(human.rows)} answer rows"
+                   + (f"; dropped {human.dropped_unfinished} unfinished, {human.dropped_preview} preview"
+                      if finished_only else
+                      f"; kept {human.unfinished} unfinished and {human.preview} preview (--finished-only drops them)")
+                   + f"; {len(human.unmatched)} answers match no option"
+                   + (f"; {len(human.missing_items)} items have no column in the export (listed in IMPORT_NOTES.md)"
+                      if human.missing_items else ""))
+    click.echo(f"not converted: {len(conv.notes)} element(s) (also in {dest}/IMPORT_NOTES.md)")
+    for n in conv.notes:
+        click.echo(f"  {n.qid}  {n.type}: {n.reason}")
+    for qid, ref in conv.piped_refs:
+        click.echo(f"  {qid}  piped text {ref}: shown as [piped: ...]")
+    if human is not None:
+        for n in human.notes:
+            click.echo(f"  {n.qid}  {n.type}: {n.reason}")
+        for u in human.unmatched[:20]:
+            click.echo(f"  unmatched: {u['respondent']} {u['item'] or u['column']} = {u['value']!r}: {u['reason']}")
+        if len(human.unmatched) > 20:
+            click.echo(f"  ... {len(human.unmatched) - 20} more unmatched answers in IMPORT_NOTES.md")
+    if conv.session_notes is not None:
+        click.echo(f"session: {dest}/session.yaml (blocks in order, display and skip logic); "
+                   f"{len(conv.session_notes)} element(s) left out of it, listed in IMPORT_NOTES.md")
+    click.echo(f"wrote {dest}/study.yaml; next:\n  simsubjects study check {dest}/study.yaml\n"
+               f"  simsubjects collect {dest}/study.yaml --model smollm2 --out runs/{dest.name}")

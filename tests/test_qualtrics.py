@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from simsubjects.studyfile import load_study
 
 DATA = Path(__file__).parent / "data" / "qualtrics"

@@ -60,10 +60,10 @@ def _collect_file(path: str, kw: dict) -> None:
 
     # --seed given: it replaces design.seed (before the seeded tables are drawn)
     seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
-    from .session import is_session_file
+    from simsubjects.studyfile.session import is_session_file
 
     if is_session_file(path):
-        from .session_def import collect_session_file
+        from simsubjects.studyfile.session_def import collect_session_file
 
         return collect_session_file(path, kw, seeded)
     if kw.get("paths") is not None:

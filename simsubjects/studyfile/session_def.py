@@ -74,7 +74,7 @@ def describe_session(study: SessionStudy) -> str:
 
 def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     """`collect SESSION.yaml`: checked whole before the model loads; the run resumes like any other."""
-    from ..cli import _model_kwargs, _report_collection
+    from simsubjects.cli.commands import _model_kwargs, _report_collection
     from ..collect.pipeline import run_study
     from ..errors import UserError
     from .adapter import file_parameters

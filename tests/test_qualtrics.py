@@ -404,12 +404,12 @@ def _session(tmp_path, capsys, qsf: Path) -> dict:
     return {it["id"]: it for b in data["session"]["blocks"] for it in b["items"]}
 
 
-def _walk(items: dict, answers: dict) -> list[str]:
+def _walk(items: dict, answers: dict, persona: dict | None = None) -> list[str]:
     """The items a subject is shown, in order, by the sessions' own expression evaluator: an item whose
     show_if holds is answered with `answers[item]`; a hidden item has no answer (reading it is an error)."""
     from simsubjects.studyfile import expr as X
 
-    env, shown = {}, []
+    env, shown = dict(persona or {}), []
     for iid, it in items.items():
         if "show_if" in it and not X.evaluate(X.parse(it["show_if"]), env):
             continue
@@ -441,12 +441,44 @@ def test_skip_and_display_logic_become_show_if(tmp_path, capsys):
     assert "QID2 | MC/SAVR/TX | Q2: display logic not converted (operator Displayed" in notes
 
 
+def test_rank_question_is_sequential_choices_with_every_ranking_reachable(tmp_path, capsys):
+    """Four options: the first rank from 4, the second from the 3 left (4 items), the third from the 2 left
+    (6 items); every one of the 24 rankings is one path, and the path shows exactly its three choices."""
+    import itertools
+
+    d = json.loads((EXP / "framing_experiment.qsf").read_text())
+    q = next(e for e in d["SurveyElements"] if e.get("PrimaryAttribute") == "QID9")["Payload"]
+    q["Choices"]["4"] = {"Display": "Trust"}
+    q["ChoiceOrder"].append("4")
+    qsf = tmp_path / "rank4.qsf"
+    qsf.write_text(json.dumps(d))
+    items = _session(tmp_path, capsys, qsf)
+    ranks = [i for i in items if i.startswith("concerns_first")]
+    assert len(ranks) == 1 + 4 + 6
+    labels = ["Safety", "Cost", "Time", "Trust"]
+    cid = dict(zip(labels, "1234"))
+    base = {iid: it["response"]["options"][0]["label"] if isinstance(it["response"], dict) else "No"
+            for iid, it in items.items()}
+    for order in itertools.permutations(labels):
+        answers = dict(base, concerns_first=order[0])
+        for j in (1, 2):
+            answers["concerns_first_after_" + "_".join(sorted(cid[x] for x in order[:j]))] = order[j]
+        shown = [i for i in _walk(items, answers, {"randomizer_fl_3": "gain_frame"}) if i.startswith("concerns_first")]
+        assert [answers[i] for i in shown] == list(order[:3]), order
+        for i in shown[1:]:  # each choice is among the options left
+            assert answers[i] in [o["label"] for o in items[i]["response"]["options"]]
+
+
 def test_randomizer_arm_is_a_subjects_column_the_arm_blocks_are_shown_on(tmp_path, capsys):
     items = _session(tmp_path, capsys, EXP / "framing_experiment.qsf")
     assert items["support_gain"]["show_if"] == "randomizer_fl_3 == 'gain_frame'"
     assert items["support_loss"]["show_if"] == "randomizer_fl_3 == 'loss_frame'"
     assert "show_if" not in items["rate_1"] and "likely_1" not in items  # numbers stay in study.yaml
     assert items["flu"]["show_if"] == "age == '55 or older'"
+    # the rank question as sequential choices: the second rank from the two options left after the first
+    assert items["concerns_first_after_1"]["show_if"] == "(concerns_first == 'Safety')"
+    assert [o["label"] for o in items["concerns_first_after_1"]["response"]["options"]] == ["Cost", "Time"]
+    assert not any(i.startswith("concerns_first_after_") and i.count("_") > 3 for i in items)  # 3 options: 2 ranks
     # 'None of these' clears the other check-all options: asked only when none of them was selected
     assert items["trust_4"]["show_if"] == "(trust_1 == 'No') and (trust_2 == 'No') and (trust_3 == 'No')"  # the branch to the block for older respondents
     subjects = pd.read_csv(tmp_path / "s" / "subjects.csv")
@@ -468,7 +500,8 @@ def test_session_runs_on_the_embedded_model_each_subject_in_its_arm(smollm2, tmp
     for subject, items in asked.items():
         mine, other = ("support_gain", "support_loss")[::1 if arm[subject] == "gain_frame" else -1]
         assert mine in items and other not in items, subject
-        assert {"age", "rate_1", "trust_4", "concerns_first"} <= items
+        assert {"age", "rate_1", "concerns_first"} <= items
+        assert len([i for i in items if i.startswith("concerns_first_after_")]) == 1  # the second rank, once
     assert set(asked) == {"s1", "s2"}
 
 

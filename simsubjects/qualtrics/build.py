@@ -310,8 +310,9 @@ def _question_items(q: Question, block: str, items: list, notes: list, refs: lis
         items.append(Item(f"{q.tag}_first", kind="rank_first", text=f"{text}\nWhich option do you rank first?",
                           options=opts, columns=[_names(q.tag, c)[0] for c in q.choices],
                           imports=[f"{q.qid}-{c.id}" for c in q.choices], **base))
-        notes.append(Note(q.qid, q.kind, "rank order: its first choice is imported as a k-choice item "
-                                         f"{q.tag}_first; the later ranks need the session format's rank type"))
+        notes.append(Note(q.qid, q.kind, f"rank order: in study.yaml its first rank is the k-choice item "
+                                         f"{q.tag}_first (session.yaml asks every rank as sequential choices, the "
+                                         "next from the options left)"))
     elif q.type in UNSUPPORTED:
         notes.append(Note(q.qid, q.kind, UNSUPPORTED[q.type] + "; not converted"))
     else:

@@ -119,6 +119,47 @@ def _response(it: Item):
     return {"type": "choice", "options": opts, **({"style": "words"} if len(opts) > 26 else {})}
 
 
+MAX_RANKED = 5  # options of a rank question expanded into sequential choices (items: 1 + sum of C(k, j))
+
+
+def _later_ranks(it: Item, first: dict, ids: dict, notes: list, visible: dict) -> list[dict]:
+    """A rank-order question as sequential exact choices: the first from all options (the item `first`),
+    then, for each set S of options already ranked, the next from the rest (shown where the earlier picks
+    were exactly S), so the enumerated paths give the full ranking distribution exactly."""
+    from itertools import combinations, permutations
+
+    labels = [o.label for o in it.options]
+    k = len(labels)
+    if k > MAX_RANKED or any("'" in x for x in labels):
+        notes.append(Note(it.qid, it.qtype, f"{it.id}: ranks after the first not written ({k} options; at most "
+                                            f"{MAX_RANKED} are expanded into sequential choices)"))
+        return []
+    base = visible.get(first["id"])
+    cid = {o.label: o.choice_id for o in it.options}
+
+    def name(chosen) -> str:
+        return f"{first['id']}_after_" + "_".join(sorted(cid[x] for x in chosen))
+
+    def chain(order) -> str:
+        parts = [f"{first['id']} == '{order[0]}'"]
+        for j in range(1, len(order)):
+            parts.append(f"{name(order[:j])} == '{order[j]}'")
+        return " and ".join(parts)
+
+    out = []
+    for j in range(1, k - 1):  # the last rank is what is left
+        for chosen in combinations(labels, j):
+            rest = [x for x in labels if x not in chosen]
+            cond = " or ".join(f"({chain(p)})" for p in permutations(chosen))
+            show = f"({base}) and ({cond})" if base else cond
+            text = (f"{first['text'].rsplit(chr(10), 1)[0]}\nAlready ranked: {', '.join(chosen)}.\n"
+                    f"Which of the remaining options do you rank next?")
+            out.append({"id": name(chosen), "text": text,
+                        "response": {"type": "choice", "options": [{"label": x} for x in rest]}, "show_if": show})
+            visible[name(chosen)] = show
+    return out
+
+
 def _exclusive(q, it: Item, items: list[Item], ids: dict, notes: list, visible: dict) -> list[str]:
     """A check-all option that clears the others ("None of these"), listed last: asked only if no other
     option of the question was selected, so the exclusivity holds exactly."""
@@ -251,6 +292,8 @@ def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict
                     visible[ids[it.id]] = d["show_if"]
             out.append(d)
             before[it.id] = it
+            if it.kind == "rank_first":
+                out += _later_ranks(it, d, ids, notes, visible)
         if out:
             blocks.append({"id": slug, "items": out})
     renamed = [f"{a} -> {b}" for a, b in ids.items() if a != b]

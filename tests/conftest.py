@@ -36,6 +36,7 @@ HEAVY_FIRST = [
     "test_secrets.py",
     "test_network.py",
     "test_studyfile.py",
+    "test_qualtrics.py",  # ~3 min serial: every sample survey dry-run, two collections on the embedded model
     "test_preload.py",  # ~60 s: CLI runs through a fork server
     "test_studyfile_builtins.py",  # ~50 s: built-in study files against their commands
     "test_harden.py",

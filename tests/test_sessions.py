@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from simsubjects.studyfile import expr as X
 from simsubjects.studyfile.session import load_session
 

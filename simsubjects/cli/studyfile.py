@@ -10,7 +10,7 @@ import click
 from ..errors import UserError
 from ..studyfile import is_study_file  # noqa: F401 - also named here by callers
 
-STARTERS = Path(__file__).parent / "starters"
+STARTERS = Path(__file__).resolve().parents[1] / "studyfile" / "starters"  # the starters stayed in studyfile/
 KINDS = ("survey", "vignette", "estimation")
 
 
@@ -153,3 +153,65 @@ def new(kind, folder):
                f"  simsubjects study check {dest}/study.yaml\n"
                f"  simsubjects collect {dest}/study.yaml --model smollm2 --out runs/{dest.name}\n"
                f"  simsubjects analyze runs/{dest.name}")
+
+
+@study_group.group("import")
+def import_group():
+    """Turn another tool's instrument into a study file (docs/qualtrics.md)."""
+
+
+@import_group.command("qualtrics")
+@click.argument("survey", type=click.Path(dir_okay=False))
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--responses", default=None, type=click.Path(dir_okay=False),
+              help="The survey's response export (.csv with 1, 2 or 3 header rows, or SPSS .sav): the human rows.")
+@click.option("--finished-only", is_flag=True, help="Drop unfinished and preview responses.")
+@click.option("--subjects", default=None, type=click.IntRange(1),
+              help="Model subjects (default: one per randomizer cell, at least one; with --demographics: every "
+                   "respondent's profile, or a seeded sample of this many).")
+@click.option("--demographics", default=None, metavar="TAG,...",
+              help="Export tags of single-answer questions that describe the respondent (age, party): group "
+                   "columns of the human rows, and the model subjects become the respondents' profiles.")
+def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, demographics):
+    """Write FOLDER/study.yaml and its tables from a Qualtrics SURVEY (.qsf) and, with --responses, its export.
+
+    \b
+    Elements that cannot be converted are listed on screen and in FOLDER/IMPORT_NOTES.md.
+      simsubjects study import qualtrics survey.qsf my_study --responses export.csv
+      simsubjects study check my_study/study.yaml
+    """
+    from ..qualtrics.write import import_qualtrics
+
+    tags = [t.strip() for t in demographics.split(",") if t.strip()] if demographics else None
+    dest, conv, human = import_qualtrics(survey, folder, responses, finished_only, subjects, tags)
+    kinds: dict = {}
+    for it in conv.items:
+        kinds[it.kind] = kinds.get(it.kind, 0) + 1
+    click.echo(f"imported {conv.survey.name!r}: {len(conv.items)} items "
+               f"({', '.join(f'{n} {k}' for k, n in kinds.items())}) from {len(conv.survey.questions)} questions"
+               + (f"; randomizers: {', '.join(f.name for f in conv.factors)}" if conv.factors else ""))
+    if human is not None:
+        click.echo(f"responses: {human.respondents} respondents, {len(human.rows)} answer rows"
+                   + (f"; dropped {human.dropped_unfinished} unfinished, {human.dropped_preview} preview"
+                      if finished_only else
+                      f"; kept {human.unfinished} unfinished and {human.preview} preview (--finished-only drops them)")
+                   + f"; {len(human.unmatched)} answers match no option"
+                   + (f"; {len(human.missing_items)} items have no column in the export (listed in IMPORT_NOTES.md)"
+                      if human.missing_items else ""))
+    click.echo(f"not converted: {len(conv.notes)} element(s) (also in {dest}/IMPORT_NOTES.md)")
+    for n in conv.notes:
+        click.echo(f"  {n.qid}  {n.type}: {n.reason}")
+    for qid, ref in conv.piped_refs:
+        click.echo(f"  {qid}  piped text {ref}: shown as [piped: ...]")
+    if human is not None:
+        for n in human.notes:
+            click.echo(f"  {n.qid}  {n.type}: {n.reason}")
+        for u in human.unmatched[:20]:
+            click.echo(f"  unmatched: {u['respondent']} {u['item'] or u['column']} = {u['value']!r}: {u['reason']}")
+        if len(human.unmatched) > 20:
+            click.echo(f"  ... {len(human.unmatched) - 20} more unmatched answers in IMPORT_NOTES.md")
+    if conv.session_notes is not None:
+        click.echo(f"session: {dest}/session.yaml (blocks in order, display and skip logic); "
+                   f"{len(conv.session_notes)} element(s) left out of it, listed in IMPORT_NOTES.md")
+    click.echo(f"wrote {dest}/study.yaml; next:\n  simsubjects study check {dest}/study.yaml\n"
+               f"  simsubjects collect {dest}/study.yaml --model smollm2 --out runs/{dest.name}")

@@ -1,0 +1,378 @@
+"""Turn a read survey (and its response export) into a study file: DIR/study.yaml, DIR/human.csv,
+DIR/codebook.csv and DIR/IMPORT_NOTES.md.
+
+Each Qualtrics question becomes one or more items in today's study-file format (docs/studies.md);
+what that format cannot express is listed, never dropped: `Note(qid, type, reason)` rows, printed
+on screen and written to IMPORT_NOTES.md. Item ids are the export's column names (DataExportTag,
+`_choice`, `_statement_answer`), so an item and its column in the response export share a name.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from .qsf import PIPED, Question, Survey, _entries, clean, piped
+
+# Question types with no counterpart (Qualtrics' codes): listed with their reason
+UNSUPPORTED = {"FileUpload": "file upload: a model cannot upload a file", "Timing": "timing: page timers measure "
+               "people, not answers", "HeatMap": "heat map: a click on an image", "HotSpot": "hot spot: regions of an "
+               "image", "Draw": "signature / drawing", "Captcha": "captcha: a check for bots", "Meta": "meta info: the "
+               "browser's data, not an answer", "GAP": "gap analysis", "PGR": "pick, group and rank",
+               "Highlight": "highlight: words marked in a text", "Camera": "camera capture", "Video": "video response",
+               "Audio": "audio response", "Signature": "signature"}
+
+
+@dataclass
+class Note:
+    qid: str
+    type: str
+    reason: str
+
+
+@dataclass
+class Opt:
+    label: str
+    recode: str
+    choice_id: str
+    text: str
+    position: float | None = None
+    refusal: bool = False
+
+
+@dataclass
+class Item:
+    id: str
+    qid: str
+    tag: str
+    block: str
+    qtype: str
+    kind: str  # choice | yesno | estimate | free_text | rank_first
+    text: str  # plain text (literal; escaped when written)
+    options: list[Opt] = field(default_factory=list)
+    min: float | None = None
+    max: float | None = None
+    integer: bool = False
+    columns: list[str] = field(default_factory=list)  # export column names
+    imports: list[str] = field(default_factory=list)  # ImportIds
+    asked: list[tuple[list[str], list[str]]] = field(default_factory=list)  # columns that show the question was answered
+    arm: tuple[str, str] | None = None  # (factor, level) for items inside a randomizer's block
+    context: str = ""  # descriptive text shown before it in its block
+
+
+@dataclass
+class Factor:
+    name: str
+    flow_id: str
+    levels: dict[str, str]  # level -> block name
+    blocks: dict[str, str]  # block id -> level
+    context: dict[str, str]  # level -> the arm block's descriptive text
+    efield: str = ""  # an embedded-data randomizer's field (respondents' arms: that column of the export)
+
+
+@dataclass
+class Conversion:
+    survey: Survey
+    items: list[Item]
+    factors: list[Factor]
+    notes: list[Note]
+    piped_refs: list[tuple[str, str]]  # (qid, reference)
+    session_notes: list | None = None  # what session.yaml leaves out (None: no session written)
+
+
+def _slug(text: str, taken: set) -> str:
+    s = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "arm"
+    if not s[0].isalpha():
+        s = "b_" + s
+    out, k = s, 2
+    while out in taken:
+        out, k = f"{s}_{k}", k + 1
+    taken.add(out)
+    return out
+
+
+def _text(q: Question, refs: list, notes: list) -> str:
+    """The question's text with piped text marked in brackets (a model has no earlier answer to pipe)."""
+    raw = q.raw_text
+    for ref in piped(raw):
+        refs.append((q.qid, ref))
+    return clean(PIPED.sub(lambda m: f"[piped: {m.group(1)}://{m.group(2)}]", raw))
+
+
+def _numeric(v: str) -> float | None:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _options(choices, notes: list, q: Question) -> list[Opt]:
+    """Choice texts as option labels (unique, non-empty), recode values as positions where every one is a
+    number; negative recodes are refusals ("No basis for evaluation" = -1: QualtricsTools' convention)."""
+    out, seen = [], set()
+    nums = [_numeric(c.recode) for c in choices]
+    ordinal = all(x is not None for x in nums)
+    for c, x in zip(choices, nums):
+        label = c.text or f"Choice {c.id}"
+        if label in seen:
+            label = f"{label} ({c.recode})"
+        seen.add(label)
+        refusal = ordinal and x < 0
+        out.append(Opt(label, c.recode, c.id, c.text, None if (not ordinal or refusal) else x, refusal))
+    if ordinal and all(o.refusal for o in out):
+        for o in out:
+            o.refusal, o.position = False, _numeric(o.recode)
+    return out
+
+
+def _names(tag: str, c, rest: str = "") -> list[str]:
+    """A choice's column names: with choice export tags `tag_choicetag` (Qualtrics' newer exports) or the bare
+    choice tag, and `tag_choiceid` (legacy exports ignore the choice tags); the first is the item id."""
+    out = [f"{tag}_{c.export_tag}{rest}", f"{c.export_tag}{rest}"] if c.export_tag else []
+    return out + [f"{tag}_{c.id}{rest}"]
+
+
+def convert(s: Survey) -> Conversion:
+    notes: list[Note] = []
+    refs: list[tuple[str, str]] = []
+    factors = _factors(s)
+    _branch_arms(s, factors)
+    arm_of = {b: (f.name, lv) for f in factors for b, lv in f.blocks.items()}
+    items: list[Item] = []
+    for bid in s.order:
+        block = s.blocks[bid]
+        context = []
+        for qid in block.qids:
+            q = s.questions[qid]
+            before = len(items)
+            if q.type == "DB":
+                context.append(_text(q, refs, notes))
+                continue
+            _carry_forward(s, q)
+            _question_items(q, block.name, items, notes, refs)
+            for it in items[before:]:
+                it.arm = arm_of.get(bid)
+                it.context = " ".join(t for t in context if t)
+            _question_notes(q, notes)
+        if bid in arm_of:
+            f = next(x for x in factors if x.name == arm_of[bid][0])
+            f.context[arm_of[bid][1]] = " ".join(t for t in context if t)
+    shown = {qid for b in s.order for qid in s.blocks[b].qids}
+    for qid, q in s.questions.items():
+        if qid not in shown:
+            where = next((b for b in s.blocks.values() if qid in b.qids), None)
+            why = ("in the trash block" if where and where.trash else
+                   f"its block {where.name!r} is not in the survey flow" if where else "in no block")
+            notes.append(Note(qid, q.kind, f"not shown to respondents ({why}); not imported"))
+    for fn in s.flow_notes:
+        notes.append(Note(fn.id, fn.type, fn.reason))
+    known = {"SO", "SCO", "STAT", "QC", "RS", "BR", "SQ", "BL", "FL", "PL", "PROJ", "SV"}
+    for code, attr in s.other_elements:
+        if code == "QO":
+            notes.append(Note(attr, "Quota", "quotas are not converted: every model subject answers"))
+        elif code == "NT":
+            notes.append(Note(attr, "Notes", "reviewer notes on questions: not part of the instrument"))
+        elif code not in known:
+            notes.append(Note(attr or code, code, f"survey element {code} is not read"))
+    ids = [it.id for it in items]
+    dup = {x for x in ids if ids.count(x) > 1}
+    for it in items:  # two questions with one export tag: Qualtrics allows it, item ids may not repeat
+        if it.id in dup:
+            notes.append(Note(it.qid, it.qtype, f"export tag {it.id!r} is shared by other questions; item renamed "
+                                               f"{it.id}__{it.qid}"))
+            it.id = f"{it.id}__{it.qid}"
+    return Conversion(s, items, factors, notes, refs)
+
+
+def _branch_arms(s: Survey, factors: list[Factor]) -> None:
+    """A block under a branch `FIELD is equal to VALUE` on a randomized embedded-data field is that arm's
+    block: its items are shown in that level only (the branch is then converted, not listed)."""
+    by_field = {f.efield: f for f in factors if f.efield}
+    for bid, under in list(s.branches.items()):
+        for fid, logic in under:
+            exprs = [e for g in _entries(logic if isinstance(logic, dict) else {}) if isinstance(g, dict)
+                     for k, e in g.items() if isinstance(e, dict) and e.get("Type") == "Expression"]
+            if len(exprs) != 1 or exprs[0].get("LogicType") != "EmbeddedField" or \
+                    exprs[0].get("Operator") not in ("EqualTo", "Equal"):
+                continue
+            f = by_field.get(str(exprs[0].get("LeftOperand")))
+            value = str(exprs[0].get("RightOperand"))
+            level = next((lv for lv, v in (f.levels.items() if f else []) if v == value), None)
+            if level is None or bid in f.blocks:
+                continue
+            f.blocks[bid] = level
+            s.branches[bid] = [x for x in under if x[0] != fid]
+            s.flow_notes = [n for n in s.flow_notes if n.id != fid]
+
+
+def _carry_forward(s: Survey, q: Question) -> None:
+    """Carry-forward choices (`DynamicChoices`, Locator q://QIDn/ChoiceGroup/...): the source question's
+    choices, all of them (which ones a subject carries depends on its answers; listed in the notes)."""
+    loc = str((q.payload.get("DynamicChoices") or {}).get("Locator") or "")
+    m = re.match(r"^q://(QID[0-9]+)/", loc)
+    src = s.questions.get(m.group(1)) if m else None
+    if src is not None and src is not q and len(q.choices) < 2:
+        q.choices = [type(c)(**{**c.__dict__, "has_logic": False}) for c in src.choices]
+
+
+def _factors(s: Survey) -> list[Factor]:
+    out, taken = [], set()
+    for r in s.randomizers:
+        if r.efield:  # an embedded-data randomizer: its values are the levels
+            names: set = set()
+            levels = {_slug(v, names): v for v in r.values}
+            out.append(Factor(_slug(r.efield, taken), r.flow_id, levels, {}, {}, efield=r.efield))
+            continue
+        names: set = set()
+        levels = {}
+        blocks = {}
+        for b in r.arms:
+            lv = _slug(s.blocks[b].name, names)
+            levels[lv] = s.blocks[b].name
+            blocks[b] = lv
+        out.append(Factor(_slug(f"randomizer_{r.flow_id}", taken), r.flow_id, levels, blocks, {}))
+    return out
+
+
+def _question_items(q: Question, block: str, items: list, notes: list, refs: list) -> None:
+    text = _text(q, refs, notes)
+    base = dict(qid=q.qid, tag=q.tag, block=block, qtype=q.kind)
+    sel = q.selector
+    if q.type == "MC" and sel in ("SAVR", "SAHR", "SACOL", "DL", "SB", "NPS"):
+        opts = _options(q.choices, notes, q)
+        if len(opts) < 2:
+            notes.append(Note(q.qid, q.kind, f"a choice question with {len(opts)} choice(s): nothing to choose; "
+                                             "not imported"))
+            return
+        items.append(Item(q.tag, kind="choice", text=text, options=opts, columns=[q.tag], imports=[q.qid], **base))
+    elif q.type == "MC" and sel in ("MAVR", "MAHR", "MACOL", "MSB"):
+        cols = [(_names(q.tag, c), f"{q.qid}-{c.id}") for c in q.choices]
+        asked = [([n for a, _ in cols for n in a], [b for _, b in cols])]
+        for c, (names, imp) in zip(q.choices, cols):
+            label = c.text or f"Choice {c.id}"
+            items.append(Item(names[0], kind="yesno", text=f"{text}\nOption: {label}\nDo you select this option?",
+                              columns=names, imports=[imp], asked=asked, **base))
+        excl = [c.text for c in q.choices if c.exclusive]
+        if excl:
+            notes.append(Note(q.qid, q.kind, f"exclusive option(s) {', '.join(map(repr, excl))}: in study.yaml each "
+                                             "option is an independent yes/no decision (session.yaml asks an "
+                                             "exclusive option listed last only when no other was selected)"))
+    elif q.type == "NPS" or (q.type == "MC" and sel == "NPS"):
+        opts = [Opt(str(k), str(k), str(k), str(k), float(k)) for k in range(11)]
+        items.append(Item(q.tag, kind="choice", text=f"{text}\n(0 = not at all likely, 10 = extremely likely)",
+                          options=opts, columns=[q.tag], imports=[q.qid], **base))
+    elif q.type in ("Matrix", "SBS"):
+        parts = q.parts if q.type == "SBS" else [q]
+        for part in parts:
+            _matrix_items(q, part, text, items, notes, base)
+    elif q.type == "Slider" or (q.type == "CS"):
+        cfg = q.payload.get("Configuration") or {}
+        if q.type == "CS":
+            lo, hi = 0.0, _numeric(str(q.payload.get("Configuration", {}).get("CSTotal") or "")) or 100.0
+            notes.append(Note(q.qid, q.kind, f"constant sum: each option is a numeric allocation from 0 to {hi:g}; "
+                                             "the total is not enforced across options"))
+        else:
+            lo = _numeric(str(cfg.get("CSSliderMin", 0))) or 0.0
+            hi = _numeric(str(cfg.get("CSSliderMax", 100)))
+            hi = 100.0 if hi is None else hi
+        integer = str(cfg.get("NumDecimals", "0")) in ("0", "") or q.type == "CS"
+        choices = q.choices or []
+        for c in choices:
+            names = _names(q.tag, c)
+            items.append(Item(names[0], kind="estimate",
+                              text=f"{text}\n{c.text}\nAnswer with a number from {lo:g} to {hi:g}.",
+                              min=lo, max=hi, integer=integer, columns=names, imports=[f"{q.qid}-{c.id}"], **base))
+        if not choices:
+            notes.append(Note(q.qid, q.kind, "a slider without statements; not imported"))
+    elif q.type == "TE" and sel in ("SL", "ML", "ESTB"):
+        v = (q.payload.get("Validation") or {}).get("Settings") or {}
+        if str(v.get("ContentType", "")).startswith("ValidNumber"):
+            rng = v.get("ValidNumber") or {}
+            lo, hi = _numeric(str(rng.get("Min", ""))), _numeric(str(rng.get("Max", "")))
+            rule = f" from {lo:g} to {hi:g}" if lo is not None and hi is not None else ""
+            items.append(Item(q.tag, kind="estimate", text=f"{text}\nAnswer with a number{rule}.", min=lo, max=hi,
+                              columns=[q.tag, f"{q.tag}_TEXT"], imports=[f"{q.qid}-TEXT", q.qid], **base))
+        else:
+            items.append(Item(q.tag, kind="free_text", text=text, columns=[q.tag, f"{q.tag}_TEXT"],
+                              imports=[f"{q.qid}-TEXT", q.qid], **base))
+            notes.append(Note(q.qid, q.kind, "text entry: generated text, classified by the default judge (did it "
+                                             "answer the question? yes/no); edit the judge in study.yaml. People's "
+                                             "texts are kept in human_text.csv, not scored"))
+    elif q.type == "RO" or (q.type == "PGR"):
+        if q.type == "PGR":
+            notes.append(Note(q.qid, q.kind, UNSUPPORTED["PGR"] + " is not converted"))
+            return
+        opts = _options(q.choices, notes, q)
+        for o in opts:
+            o.position, o.refusal = None, False
+        items.append(Item(f"{q.tag}_first", kind="rank_first", text=f"{text}\nWhich option do you rank first?",
+                          options=opts, columns=[_names(q.tag, c)[0] for c in q.choices],
+                          imports=[f"{q.qid}-{c.id}" for c in q.choices], **base))
+        notes.append(Note(q.qid, q.kind, f"rank order: in study.yaml its first rank is the k-choice item "
+                                         f"{q.tag}_first (session.yaml asks every rank as sequential choices, the "
+                                         "next from the options left)"))
+    elif q.type in UNSUPPORTED:
+        notes.append(Note(q.qid, q.kind, UNSUPPORTED[q.type] + "; not converted"))
+    else:
+        notes.append(Note(q.qid, q.kind, f"question type {q.kind} has no counterpart in a study file; not converted"))
+
+
+def _matrix_items(q: Question, part: Question, text: str, items: list, notes: list, base: dict) -> None:
+    tag, sub = part.tag, part.subselector
+    statements = part.choices or q.choices
+    head = text if part is q else f"{text}\n{part.text}"
+    if part.type != "Matrix":
+        notes.append(Note(part.qid, part.kind, "side-by-side column of this type is not converted"))
+        return
+    if sub in ("SingleAnswer", "DL", "") and part.selector in ("Likert", "Bipolar", "RO", "") or \
+            (part.selector == "Likert" and sub == "DL"):
+        opts = _options(part.answers, notes, part)
+        if len(opts) < 2:
+            notes.append(Note(part.qid, part.kind, f"a matrix with {len(opts)} scale point(s): nothing to choose; "
+                                                   "not imported"))
+            return
+        for st in statements:
+            names = _names(tag, st)
+            items.append(Item(names[0], kind="choice", text=f"{head}\nStatement: {st.text}", options=opts,
+                              columns=names, imports=[f"{part.qid}-{st.id}"], **base))
+    elif sub == "MultipleAnswer":
+        for st in statements:
+            cols = [(_names(tag, st, f"_{a.id}"), f"{part.qid}-{st.id}-{a.id}") for a in part.answers]
+            asked = [([n for a, _ in cols for n in a], [b for _, b in cols])]
+            for a, (names, imp) in zip(part.answers, cols):
+                items.append(Item(names[0], kind="yesno", text=f"{head}\nStatement: {st.text}\nOption: {a.text}\n"
+                                                          "Do you select this option?",
+                                  columns=names, imports=[imp], asked=asked, **base))
+    else:
+        notes.append(Note(part.qid, part.kind, f"matrix of type {part.selector}/{sub} (text or other entries) is not "
+                                               "converted"))
+
+
+def _question_notes(q: Question, notes: list) -> None:
+    p = q.payload
+    if p.get("QuestionJS"):
+        notes.append(Note(q.qid, q.kind, "JavaScript on the question is not run"))
+    if p.get("DisplayLogic"):
+        from .qsf import _logic_text
+        notes.append(Note(q.qid, q.kind, f"display logic ({_logic_text(p['DisplayLogic'])}) not converted in "
+                                         "study.yaml: the question is asked of every subject (session.yaml shows it "
+                                         "where the condition is an earlier answer)"))
+    if any(c.has_logic for c in q.choices) or any(c.has_logic for c in q.answers):
+        notes.append(Note(q.qid, q.kind, "display logic on choices not converted: every choice is shown"))
+    if p.get("Randomization"):
+        notes.append(Note(q.qid, q.kind, "choice randomization not converted: options are shown as listed (set "
+                                         "option_order: randomized in study.yaml to randomize every item's options)"))
+    if p.get("DynamicChoices"):
+        src = str((p.get("DynamicChoices") or {}).get("Locator", ""))
+        notes.append(Note(q.qid, q.kind, f"carry-forward choices ({src}): every choice of the source question is "
+                                         "shown, not only those carried forward"))
+    if p.get("InPageDisplayLogic"):
+        notes.append(Note(q.qid, q.kind, "in-page display logic not converted"))
+    if any(c.text_entry for c in q.choices):
+        notes.append(Note(q.qid, q.kind, "text boxes beside choices ('Other: ...') are not imported; the choice is"))
+    for skip in q.payload.get("_SkipLogic") or []:
+        notes.append(Note(q.qid, q.kind, f"skip logic ({clean(skip.get('Description'))}) not converted in "
+                                         "study.yaml: the questions after it are asked of every subject (session.yaml "
+                                         "skips them where the condition is an answer)"))

@@ -1,0 +1,315 @@
+"""`study import qualtrics SURVEY.qsf DIR [--responses FILE]`: write the study folder, whole or not at all."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+from pathlib import Path
+
+import yaml
+
+from ..errors import UserError
+from .build import Conversion, Item, convert
+from .human import Human, human_rows
+from .qsf import load_qsf
+from .responses import read_export
+
+RESERVED_COLS = {"respondent", "item", "response", "condition"}
+JUDGE = ("Question: ${question}\nSomeone answered: ${answer}\n"
+         "Does this answer respond to the question? Answer Yes or No.")
+
+
+def _lit(text: str) -> str:
+    """Item texts in study.yaml are templates: a literal dollar sign is written $$."""
+    return text.replace("$", "$$")
+
+
+def _slug(name: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return s if s[:1].isalpha() else f"qualtrics-{s}".rstrip("-")
+
+
+def _response(it: Item):
+    if it.kind == "yesno":
+        return "yesno"
+    if it.kind == "estimate":
+        r = {"type": "estimate", "integer": it.integer}
+        if it.min is not None:
+            r["min"] = it.min
+        if it.max is not None:
+            r["max"] = it.max
+        return r
+    if it.kind == "free_text":
+        return {"type": "free_text", "max_tokens": 48, "judge": {"prompt": JUDGE, "response": "yesno"}}
+    opts = []
+    for o in it.options:
+        d = {"label": o.label}
+        if o.position is not None:
+            d["position"] = int(o.position) if float(o.position).is_integer() else o.position
+        if o.refusal:
+            d["refusal"] = True
+        opts.append(d)
+    # letters label at most 26 options; a longer list (countries, states) is scored by the option texts
+    return {"type": "choice", "options": opts, **({"style": "words"} if len(opts) > 26 else {})}
+
+
+def _item_text(it: Item, conv: Conversion, after: dict) -> object:
+    text = f"{it.context}\n\n{it.text}" if it.context else it.text
+    f = after.get(it.block)
+    if f is None or not any(f.context.values()):
+        return _lit(text)
+    # asked after a randomizer: the arm's descriptive text (its vignette) comes first, per level
+    return {f.name: {lv: _lit(f"{f.context.get(lv, '')}\n\n{text}".strip()) for lv in f.levels}}
+
+
+def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list | None = None,
+               n_personas: int = 0, sample: int | None = None) -> dict:
+    s = conv.survey
+    names = {b: s.blocks[b].name for b in s.order}
+    after = {}  # block name -> the randomizer shown before it (the last one)
+    seen_arms: list = []
+    for b in s.order:
+        f = next((f for f in conv.factors if b in f.blocks), None)
+        if f is not None:
+            seen_arms.append(f)
+        elif seen_arms:
+            after[names[b]] = seen_arms[-1]
+    items = []
+    for it in conv.items:
+        attrs = {"qid": it.qid, "tag": it.tag, "block": it.block, "qtype": it.qtype, "answer_kind": it.kind}
+        if it.arm:
+            attrs[it.arm[0]] = it.arm[1]
+        items.append({"id": it.id, "text": _item_text(it, conv, after), "response": _response(it), "attributes": attrs})
+    d = {"study": _slug(s.name), "title": f"{s.name} (imported from Qualtrics)",
+         "citation": f"Qualtrics survey {s.id or s.file.name} ({s.file.name})",
+         "description": "Written by `simsubjects study import qualtrics`; what was not converted is listed in "
+                        "IMPORT_NOTES.md.",
+         "prompt": {"template": "${question}\n${options}", "answer_prefix": "\nAnswer:"},
+         "design": {"subjects": subjects, "seed": 0}, "items": items}
+    if demo:  # model subjects are the respondents' profiles (demographics.py)
+        from . import demographics as D
+
+        d["prompt"]["template"] = "${persona}\n\n${question}\n${options}"
+        d["design"]["subjects"] = {"table": "personas.csv", "id": "respondent", "template": D.template(demo),
+                                   **({"n": sample, "sample": True} if sample and sample < n_personas else {})}
+    if conv.factors:
+        d["design"]["factors"] = {f.name: {"assignment": "between", "levels": dict(f.levels)} for f in conv.factors}
+    analyses: list = ["distribution"]
+    if human is not None and human.rows:
+        groups = [f.name for f in conv.factors] + [e for e in human.embedded if e not in RESERVED_COLS]
+        if demo:
+            from .demographics import column
+
+            groups += [column(it) for it in demo]
+        d["human"] = {"file": "human.csv", "name": "qualtrics",
+                      "columns": {"respondent": "respondent", "item": "item", "response": "response",
+                                  "condition": "condition",
+                                  **({"groups": groups} if groups else {})}}
+        if any(it.kind in ("choice", "yesno", "estimate") for it in conv.items):
+            analyses.append({"type": "agreement", "name": "agreement"})
+        if demo and any(o.position is not None for it in conv.items if it.kind == "choice" for o in it.options):
+            from .demographics import column
+
+            analyses.append({"type": "representativeness", "name": "representativeness"})
+            analyses.append({"type": "representativeness", "by": [column(it) for it in demo],
+                             "name": "representativeness_by_group"})
+    if any(it.kind in ("yesno", "estimate") for it in conv.items):  # check-all shares, slider means, with intervals
+        analyses.append({"type": "function", "function": "simsubjects.qualtrics.summaries:summaries"})
+    for f in conv.factors:
+        if len(f.levels) == 2:
+            analyses.append({"type": "welch", "factor": f.name, "name": f"{f.name}_welch"})
+        analyses.append({"type": "chi_square", "factor": f.name, "name": f"{f.name}_chi_square"})
+    d["analyses"] = analyses
+    return d
+
+
+def _md(text: str) -> str:
+    """User text in Markdown as text: markup characters escaped, one line."""
+    text = re.sub(r"\s+", " ", str(text))
+    return re.sub(r"([\\`*_{}\[\]<>()#+!|~])", r"\\\1", text)
+
+
+def notes_md(conv: Conversion, human: Human | None, responses: str | None, session_notes=None) -> str:
+    s = conv.survey
+    kinds = {}
+    for it in conv.items:
+        kinds[it.kind] = kinds.get(it.kind, 0) + 1
+    out = [f"# Import notes: {_md(s.name)}", "",
+           f"Survey file: {_md(s.file.name)} ({_md(s.id)}); {len(s.questions)} questions in {len(s.order)} blocks "
+           f"shown; {len(conv.items)} items ({', '.join(f'{n} {k}' for k, n in kinds.items())}).", ""]
+    out += ["Files: `study.yaml` (the study file: `simsubjects study check study.yaml`), `codebook.csv` (each item's "
+            "QID, export tag, block, choice ids, recode values and labels)"
+            + (", `human.csv` (one row per respondent x item)" if human is not None and human.rows else "")
+            + (", `human_text.csv` (text answers, not scored)" if human is not None and human.texts else "")
+            + (", `session.yaml` (the survey as a session)" if session_notes is not None else "")
+            + ". Guide: docs/qualtrics.md.", ""]
+    if conv.factors:
+        out += ["## Randomizers (between-subject factors)", ""]
+        for f in conv.factors:
+            out.append(f"- `{f.name}` (flow {f.flow_id}): " + ", ".join(f"{lv} = block {_md(n)}" for lv, n in f.levels.items()))
+        out.append("")
+    out += ["## Not converted", "", f"{len(conv.notes)} element(s).", ""]
+    if conv.notes:
+        out += ["| QID | type | reason |", "| --- | --- | --- |"]
+        out += [f"| {_md(n.qid)} | {_md(n.type)} | {_md(n.reason)} |" for n in conv.notes]
+        out.append("")
+    if session_notes is not None:
+        out += ["## The session (session.yaml)", "", "The blocks in order with each earlier answer in the transcript; "
+                "display logic as show_if, and skip logic as show_if on the questions it skips, where their "
+                "conditions are answers to earlier questions; a randomizer's arm as a column of subjects.csv "
+                "that its blocks' items are shown on. Left out of the session "
+                f"({len(session_notes)}):", ""]
+        if session_notes:
+            out += ["| QID | type | reason |", "| --- | --- | --- |"]
+            out += [f"| {_md(n.qid)} | {_md(n.type)} | {_md(n.reason)} |" for n in session_notes]
+        out.append("")
+    if conv.piped_refs:
+        out += ["## Piped text", "", "Shown to the model as `[piped: ...]` (a model subject has no earlier answers "
+                "or embedded data to pipe):", ""]
+        out += [f"- {_md(q)}: {_md(r)}" for q, r in conv.piped_refs]
+        out.append("")
+    if human is not None:
+        out += ["## Responses", "", f"Export: {_md(responses)}; {human.respondents} respondents imported, "
+                f"{len(human.rows)} answer rows, {len(human.texts)} text answers (human_text.csv, not scored).", ""]
+        if human.dropped_unfinished or human.dropped_preview:
+            out.append(f"Dropped by --finished-only: {human.dropped_unfinished} unfinished, {human.dropped_preview} "
+                       "preview responses.")
+        if human.unfinished or human.preview:
+            out.append(f"Kept: {human.unfinished} unfinished and {human.preview} preview responses (add "
+                       "--finished-only to drop them).")
+        for n in human.notes:
+            out.append(f"- {_md(n.qid)} ({_md(n.type)}): {_md(n.reason)}")
+        if human.missing_items:
+            out += ["", f"Items with no column in the export ({len(human.missing_items)}): "
+                    + ", ".join(_md(x) for x in human.missing_items)]
+        out += ["", f"Answers that match no option: {len(human.unmatched)}.", ""]
+        if human.unmatched:
+            out += ["| respondent | item | column | value | reason |", "| --- | --- | --- | --- | --- |"]
+            out += [f"| {_md(u['respondent'])} | {_md(u['item'])} | {_md(u['column'])} | {_md(u['value'])} | "
+                    f"{_md(u['reason'])} |" for u in human.unmatched]
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _codebook(conv: Conversion) -> list[dict]:
+    rows = []
+    for it in conv.items:
+        base = {"item": it.id, "qid": it.qid, "tag": it.tag, "block": it.block, "qtype": it.qtype, "kind": it.kind,
+                "arm": f"{it.arm[0]}={it.arm[1]}" if it.arm else ""}
+        if it.options:
+            rows += [{**base, "choice_id": o.choice_id, "recode": o.recode, "label": o.label,
+                      "position": "" if o.position is None else o.position, "refusal": o.refusal} for o in it.options]
+        else:
+            rows.append(base)
+    return rows
+
+
+def _target(folder: str) -> Path:
+    dest = Path(folder)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise UserError(f"{folder}: exists and is not an empty folder; choose a new folder")
+    for parent in dest.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"{folder}: {parent} is a file, not a folder")
+            break
+    return dest
+
+
+def import_qualtrics(survey: str, folder: str, responses: str | None = None, finished_only: bool = False,
+                     subjects: int | None = None, demographics: list[str] | None = None
+                     ) -> tuple[Path, Conversion, Human | None]:
+    """Read everything and check it before anything is written; then write a temporary folder, check it
+    as `study check` does, and rename it into place (whole or absent, even if killed midway)."""
+    dest = _target(folder)
+    conv = convert(load_qsf(survey))
+    if not conv.items:
+        raise UserError(f"{survey}: no question could be converted (see the notes: "
+                        + "; ".join(f"{n.qid} {n.type}" for n in conv.notes[:5]) + ")")
+    human = None
+    if responses:
+        human = human_rows(conv, read_export(responses), finished_only)
+    demo, personas = [], []
+    if demographics:
+        from . import demographics as D
+
+        demo = D.demographic_items(conv, demographics, human is not None)
+        personas = D.apply(human, demo)
+        if not personas:
+            raise UserError(f"--demographics: no respondent answered all of {', '.join(demographics)}")
+    n = subjects or max(1, _cells(conv))
+    data = study_yaml(conv, human, n, demo, len(personas), subjects)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    for stale in dest.parent.glob(f".{dest.name}.tmp-*"):  # left by a killed import into the same folder
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}"
+    tmp.mkdir()
+    try:
+        header = ("# Imported from a Qualtrics survey by `simsubjects study import qualtrics`.\n"
+                  "# What was not converted: IMPORT_NOTES.md. Field by field: docs/studies.md, docs/qualtrics.md.\n")
+        (tmp / "study.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100),
+                                        encoding="utf-8")
+        if human is not None and human.rows:
+            _write_csv(tmp / "human.csv", human.rows,
+                       ["respondent", "item", "response", "condition", *[f.name for f in conv.factors], *human.embedded,
+                        *[c for c in (personas[0] if personas else {}) if c != "respondent"]])
+        if personas:
+            _write_csv(tmp / "personas.csv", personas, list(personas[0]))
+        if human is not None and human.texts:
+            _write_csv(tmp / "human_text.csv", human.texts,
+                       ["respondent", "item", "text", "condition", *[f.name for f in conv.factors]])
+        _write_csv(tmp / "codebook.csv", _codebook(conv),
+                   ["item", "qid", "tag", "block", "qtype", "kind", "arm", "choice_id", "recode", "label", "position",
+                    "refusal"])
+        session_notes = _write_session(tmp, conv, data, n)
+        from ..studyfile.spec import load_study
+
+        load_study(tmp / "study.yaml")  # what `study check` reads: a failure here is the importer's bug
+        (tmp / "IMPORT_NOTES.md").write_text(notes_md(conv, human, Path(responses).name if responses else None,
+                                                      session_notes), encoding="utf-8")
+        if dest.exists():
+            dest.rmdir()
+        tmp.rename(dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    conv.session_notes = session_notes
+    return dest, conv, human
+
+
+def _write_session(tmp: Path, conv: Conversion, data: dict, n: int) -> list | None:
+    """DIR/session.yaml (and subjects.csv for a randomizer's arms) where the package reads sessions and the
+    survey has k-choice items; checked as `study check` checks it. None: no session written."""
+    try:
+        from ..studyfile.session import load_session
+    except ImportError:  # a package without sessions (docs/studies.md, "Sessions")
+        return None
+    from .session import session_yaml
+
+    sdata, rows, notes = session_yaml(conv, n, data["study"])
+    if not sdata["session"]["blocks"]:
+        return None
+    header = ("# The survey as a session: blocks in order, display and skip logic (docs/qualtrics.md).\n"
+              "# The respondents, numeric and text items are in study.yaml; IMPORT_NOTES.md lists the rest.\n")
+    (tmp / "session.yaml").write_text(header + yaml.safe_dump(sdata, sort_keys=False, allow_unicode=True, width=100),
+                                      encoding="utf-8")
+    if conv.factors:
+        _write_csv(tmp / "subjects.csv", rows, list(rows[0]))
+    load_session(tmp / "session.yaml")
+    return notes
+
+
+def _cells(conv: Conversion) -> int:
+    n = 1
+    for f in conv.factors:
+        n *= len(f.levels)
+    return n

@@ -156,6 +156,9 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     # attributes of a respondents table) carry their labels in the manifest
     labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
     outdir = Path(out) if out else Path(run_dir) / "export"
+    if not out and outdir.is_symlink():  # a received run's export/ linking elsewhere: nothing written there
+        raise UserError(f"{outdir}: is a link; a run folder's export is written inside it (remove the link or "
+                        "pass --out)")
     if "rds" in formats and rscript() is None:
         print(no_r_note(), file=sys.stderr)
     # Everything is written into a staging folder beside outdir and swapped in whole

@@ -23,6 +23,7 @@ from . import __version__
 from .collect.store import atomic_write_bytes
 from .output import write_error
 from .runcheck import check_manifest
+from .untrusted import inside
 from .errors import UserError
 from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, table  # noqa: F401 - re-exported
 from .papers import KIND, paper_of, papers, study_title, validity_reference
@@ -40,7 +41,7 @@ def studyfile_title(manifest: dict, folder: Path) -> str | None:
     try:
         import yaml
 
-        data = yaml.safe_load((Path(folder) / info["file"]).read_text(encoding="utf-8"))
+        data = yaml.safe_load(inside(folder, info["file"], "studyfile").read_text(encoding="utf-8"))
         return str(data.get("title") or manifest.get("study", "?"))
     except Exception:  # noqa: BLE001 - a missing or damaged copy: the section still renders
         return str(manifest.get("study", "?"))
@@ -113,8 +114,8 @@ def find_runs(path: Path) -> tuple[dict | None, list[Run]]:
         check_manifest(top, mpath)
     if top is not None and top.get("kind") == KIND:
         runs = []
-        for e in top.get("studies", []):
-            folder = path / e.get("folder", e["study"])
+        for i, e in enumerate(top.get("studies", [])):  # each folder inside this one, links included
+            folder = inside(path, e.get("folder", e["study"]), f"{mpath}: studies[{i}].folder")
             man = _read_json(folder / "manifest.json") if (folder / "manifest.json").is_file() else None
             try:
                 man = check_manifest(man, folder / "manifest.json") if isinstance(man, dict) else None
@@ -133,7 +134,8 @@ def find_runs(path: Path) -> tuple[dict | None, list[Run]]:
         load_run(path)  # a single run that is unfinished, damaged or mistyped is an error, not a page
         return None, [Run(path, ".", top)]
     runs = []
-    for sub in sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []:
+    # a link to a folder elsewhere is not one of this folder's runs: nothing is written through it
+    for sub in sorted(p for p in path.iterdir() if p.is_dir() and not p.is_symlink()) if path.is_dir() else []:
         man = _read_json(sub / "manifest.json") if (sub / "manifest.json").is_file() else None
         try:
             man = check_manifest(man, sub / "manifest.json") if isinstance(man, dict) else None

@@ -74,17 +74,30 @@ def _summary(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return {k: v for k, v in tables.items() if k != "trials"}
 
 
-def study_for_run(run_dir, manifest: dict) -> StudyDef | None:
-    """The StudyDef of a run collected from a study file (None for a built-in study's run)."""
+def study_for_run(run_dir, manifest: dict, code_from=None) -> StudyDef | None:
+    """The StudyDef of a run collected from a study file (None for a built-in study's run).
+
+    The run's own copy is read as data: its `type: function` analyses never run. `code_from`: the
+    study file the user runs themselves (analyze --allow-code FILE), the same bytes as the run's copy;
+    its analyses may run code."""
     params = manifest.get("parameters") or {}
     info = params.get("studyfile") if isinstance(params, dict) else None
     if not isinstance(info, dict) or not info.get("file"):
         return None
-    path = Path(run_dir) / info["file"]
+    from ..untrusted import inside
+
+    path = inside(run_dir, info["file"], f"{Path(run_dir) / 'manifest.json'}: parameters.studyfile.file")
     if not path.is_file():
         raise UserError(f"{run_dir}: the copy of the study file ({info['file']}) is missing; re-run the collection")
     seed = params.get("seed")  # the run's seed (collect --seed), so seeded tables are drawn as collected
-    return study_def(load_study(path, seed=seed if isinstance(seed, int) else None))
+    seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    if code_from is None:
+        return study_def(load_study(path, seed=seed))
+    own = load_study(code_from, seed=seed, allow_code=True)
+    if own.sha256 != info.get("sha256"):
+        raise UserError(f"--allow-code {code_from}: not the study file of {run_dir} (its sha256 differs from the "
+                        f"run's copy {info['file']}); name the file the run was collected from")
+    return study_def(own)
 
 
 def replicate_row(path: str, out, seed: int | None = None):

@@ -20,6 +20,7 @@ from .tables import read_table
 
 SLUG = re.compile(r"^[a-z][a-z0-9_-]*$")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # placeholders, factor and attribute names
+FUNCTION_REF = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
 RESERVED = {*CORE_COLUMNS, "prompt", "options", "labels", "persona", "question", "option_order", "ordering",
             "order_shown", "shown_position", "n_shown",
             "repetition", "response_type", "estimate", "completion", "score", "n_samples", "n_queries"}
@@ -143,6 +144,9 @@ class Study:
     human_name: str = "human"
     analyses: list[dict] = field(default_factory=list)
     files: dict[str, Path] = field(default_factory=dict)  # relative name -> path: the file and its tables
+    # `type: function` analyses run only when the user runs this file themselves with --allow-code,
+    # never from a run folder's copy (docs/robustness.md): a received run is data, not code
+    allow_code: bool = False
 
     @property
     def sha256(self) -> str:
@@ -340,8 +344,9 @@ def _generated(c: Checker, d: dict, path, kind: str, named) -> Response:
 
 # ----------------------------------------------------------------------------------------- the study
 
-def load_study(file, seed: int | None = None) -> Study:
-    """The study of `file`; `seed` (collect --seed) replaces design.seed before any seeded table is drawn."""
+def load_study(file, seed: int | None = None, allow_code: bool = False) -> Study:
+    """The study of `file`; `seed` (collect --seed) replaces design.seed before any seeded table is drawn.
+    `allow_code`: its `type: function` analyses may run (the user's own file, given with --allow-code)."""
     src = read_source(file)
     c = Checker(src)
     data = src.data
@@ -349,16 +354,16 @@ def load_study(file, seed: int | None = None) -> Study:
         raise StudyFileError(f"{src.file}: the file is empty; start from `simsubjects study new survey DIR`")
     d = c.mapping(data, (), TOP, required=("study", "title", "prompt", "items"))
     name = c.text(d, "study", ())
-    if not SLUG.match(name):
+    if not SLUG.fullmatch(name):  # fullmatch: `$` alone lets a trailing newline through
         raise c.err(("study",), f"{name!r}: use lower-case letters, digits, - and _, starting with a letter")
     s = Study(file=src.file, source=src, name=name, title=c.text(d, "title", (), required=True),
               citation=c.text(d, "citation", (), ""), license=c.text(d, "license", (), ""),
-              description=c.text(d, "description", (), ""))
+              description=c.text(d, "description", (), ""), allow_code=allow_code)
     s.files[src.file.name] = src.file
     _prompt(c, d, s)
     named = {}
     for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
-        if not NAME.match(str(k)):
+        if not NAME.fullmatch(str(k)):
             raise c.err(("response_types", k), "a response type name is letters, digits and _")
         named[k] = parse_response(c, v, ("response_types", k), named)
     default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
@@ -407,7 +412,7 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
     g = c.mapping(d.get("design") or {}, ("design",), DESIGN)
     for fname, fv in c.typed(g.get("factors") or {}, ("design", "factors"), dict, "a mapping").items():
         path = ("design", "factors", fname)
-        if not NAME.match(str(fname)) or fname in RESERVED:
+        if not NAME.fullmatch(str(fname)) or fname in RESERVED:
             raise c.err(path, f"factor name {fname!r}: letters, digits and _, and not a reserved column "
                               f"({', '.join(sorted(RESERVED))})")
         fd = {"levels": fv} if isinstance(fv, list) else c.mapping(fv, path, FACTOR, required=("levels",))
@@ -437,7 +442,7 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
     s.subjects = _subjects(c, g.get("subjects"), s)
     for name, t in c.typed(g.get("columns") or {}, ("design", "columns"), dict, "a mapping").items():
         path = ("design", "columns", name)
-        if not NAME.match(str(name)) or name in RESERVED or s.factor(name) or name in s.subjects.columns:
+        if not NAME.fullmatch(str(name)) or name in RESERVED or s.factor(name) or name in s.subjects.columns:
             raise c.err(path, f"column name {name!r}: letters, digits and _, and neither a reserved column, a factor "
                               "nor a subjects column")
         s.columns[str(name)] = c.typed(t, path, str, "a template (text)")
@@ -530,7 +535,7 @@ def _items(c: Checker, d: dict, s: Study, named, default) -> None:
             raise c.err(path, "no response: give the item response: ..., or a study-level response:")
         attrs = c.typed(it.get("attributes") or {}, (*path, "attributes"), dict, "a mapping")
         for k, v in attrs.items():
-            if not NAME.match(str(k)) or k in RESERVED:
+            if not NAME.fullmatch(str(k)) or k in RESERVED:
                 raise c.err((*path, "attributes", k), "attribute names are letters, digits and _, not a reserved column")
             f = s.factor(k)
             if f is not None and str(v) not in f.levels:
@@ -779,6 +784,7 @@ def _analyses(c: Checker, d: dict, s: Study) -> None:
         if kind not in ANALYSIS_TYPES:
             raise c.err((*path, "type"), f"unknown analysis {kind!r}{did_you_mean(kind, ANALYSIS_TYPES)}")
         c.mapping(a, path, {"type", "name", *ANALYSIS_TYPES[kind]})
+        _analysis_name(c, a, path, s)
         for key in ("factor",):
             if key in ANALYSIS_TYPES[kind]:
                 f = s.factor(c.text(a, key, path, required=True))
@@ -811,9 +817,30 @@ def _analyses(c: Checker, d: dict, s: Study) -> None:
             raise c.err((*path, "type"), f"{kind} compares with human rows; add human: {{file, columns}}")
         if kind == "function":
             ref = c.text(a, "function", path, required=True)
-            if ":" not in ref:
-                raise c.err((*path, "function"), "name a function as module:function")
+            if not FUNCTION_REF.fullmatch(ref):
+                raise c.err((*path, "function"), "name a function as module:function (dotted identifiers)")
         s.analyses.append(a)
+
+
+RESERVED_TABLES = {"trials", "distribution", "estimates", "tests", "order_effects", "order_effects_average", "ppi",
+                   "check_r"}
+
+
+def _analysis_name(c: Checker, a: dict, path, s: Study) -> None:
+    """An analysis's name becomes NAME.csv in the analysis folder: an identifier, never a path
+    (docs/robustness.md); checked here (study check, collect) and again at analyze on the run's copy."""
+    from ..untrusted import is_ident
+
+    if "name" not in a:
+        return
+    name = a["name"]
+    if not is_ident(name):
+        raise c.err((*path, "name"), f"{name!r} is not an identifier: a letter, then letters, digits and _ "
+                                     "(at most 64); it names the table NAME.csv, never a path")
+    if name in RESERVED_TABLES:
+        raise c.err((*path, "name"), f"{name!r} is the name of a table analyze always writes; choose another")
+    if any(b.get("name") == name for b in s.analyses):
+        raise c.err((*path, "name"), f"{name!r} names an earlier analysis too; each table needs its own name")
 
 
 def _check_placeholders(c: Checker, s: Study) -> None:

@@ -72,7 +72,8 @@ def _check_folder(out: Path, papers: list[Paper], overwrite: bool) -> None:
 def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0, method: str = "auto",
               n: int | None = None, only: list[str] | None = None, overwrite: bool = False,
               model_options: dict | None = None, show_progress: bool = True, batch_size: int = 64,
-              cli_options: dict | None = None, log: Callable[[str], None] = print, loaded_model=None) -> dict:
+              cli_options: dict | None = None, log: Callable[[str], None] = print, loaded_model=None,
+              allow_code: bool = False) -> dict:
     """Run, analyze and export every study of the papers into `out`; write manifest, README, R script, report.
 
     Returns the folder's manifest (also written to out/manifest.json). `loaded_model`: an already
@@ -93,6 +94,7 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     only = [o.strip().replace("-", "_") for o in (only or []) if o.strip()]
     out = Path(out)
     papers, rows = plan_all(paper_names, scale, only, out, seed)
+    code = _code_files(rows, allow_code)  # before the model loads
     _check_folder(out, papers, overwrite)
     from .collect.store import check_writable
 
@@ -133,7 +135,7 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
         errors = {}
         try:
             t0 = time.perf_counter()
-            a = analyze_runs([folder])
+            a = analyze_runs([folder], code_from=code.get(study.name))
             analyses[entry["folder"]] = a
             timings["analyze"] = round(time.perf_counter() - t0, 1)
             entry.update(tables=sorted(f"{study.name}/analysis/{k}.csv" for k in a.tables),
@@ -182,6 +184,27 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     manifest["timings"]["seconds"] = round(time.perf_counter() - started, 1)
     atomic_write_json(manifest, out / "manifest.json")
     return manifest
+
+
+def _code_files(rows, allow_code: bool) -> dict[str, str]:
+    """{study name: its study file} whose `type: function` analyses run (--allow-code: the user's own files);
+    without the flag, a study file that names code is refused before the model loads."""
+    from .studyfile.spec import load_study
+    from .untrusted import ALLOW_CODE
+
+    code = {}
+    for paper, _, study, params in rows:
+        if "studyfile" not in params:
+            continue
+        if not allow_code:
+            s = load_study(paper.key)
+            for i, a in enumerate(s.analyses):
+                if a["type"] == "function":
+                    raise s.source.error(("analyses", i, "function"), f"type: function runs Python code "
+                                                                      f"({a['function']}); pass {ALLOW_CODE} to run "
+                                                                      "your own study file's code")
+        code[study.name] = paper.key
+    return code if allow_code else {}
 
 
 def _model_info(lm, spec: str) -> dict:

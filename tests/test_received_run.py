@@ -201,3 +201,104 @@ def test_a_replication_folder_that_is_a_link_outside_is_refused(received, tmp_pa
     assert main(["report", str(top)]) == 0  # the real run beside the link is reported
     assert files_under(victim) == victim_before
     assert (top / "report.html").read_text().count('<section id="tiny">') == 1  # the link's run is not
+
+
+# ------------------------------------------------------------------ class: a run's copy names code
+
+FUNCTION_STUDY = STUDY + "  - {type: function, function: \"marker_mod:table\", name: mine}\n"
+
+
+def _run_cli(args, cwd, env_extra=None):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "simsubjects", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_received_copy_naming_code_runs_none_even_with_a_module_beside_it(received, tmp_path):
+    """The attack of issue 28: a module file beside the run, analyze run from that folder (`python -m`
+    puts the working folder on sys.path). The copy's `type: function` is refused; nothing is imported."""
+    hostile_copy(received, FUNCTION_STUDY)
+    inbox = received.parent
+    (inbox / "marker_mod.py").write_text(MARKER_MODULE)
+    (received / "marker_mod.py").write_text(MARKER_MODULE)
+    mark = tmp_path / "mark"
+    before = files_under(tmp_path)
+    for cmd in (["analyze", "run"], ["report", "run"]):
+        r = _run_cli(cmd, inbox, {"SIMSUBJECTS_TEST_MARK": str(mark)})
+        assert r.returncode == 2, r.stderr
+        assert "--allow-code" in r.stderr and "never from a run folder's copy" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+        assert not mark.exists()
+    assert files_under(tmp_path) == before
+
+
+@pytest.mark.parametrize("ref", ["os:system", "subprocess:getoutput", "builtins:eval"])
+def test_a_received_copy_naming_an_installed_module_runs_nothing(received, tmp_path, capsys, ref):
+    hostile_copy(received, STUDY + f"  - {{type: function, function: \"{ref}\", args: {{command: touch x}}}}\n")
+    before = files_under(tmp_path)
+    one_line_exit_2(capsys, main(["analyze", str(received)]), "--allow-code", "type: function")
+    assert files_under(tmp_path) == before
+
+
+def test_allow_code_runs_the_users_own_file_from_installed_modules_only(received, tmp_path, capsys, monkeypatch):
+    own = write_study(tmp_path / "mine", FUNCTION_STUDY)
+    hostile_copy(received, FUNCTION_STUDY)  # the run was collected from this file: same bytes
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "marker_mod.py").write_text(MARKER_MODULE)
+    mark = tmp_path / "mark"
+    monkeypatch.setenv("SIMSUBJECTS_TEST_MARK", str(mark))
+    # a module only in the working folder is not imported, even with --allow-code
+    monkeypatch.chdir(lib)
+    monkeypatch.syspath_prepend("")
+    one_line_exit_2(capsys, main(["analyze", str(received), "--allow-code", str(own), "--no-plots"]),
+                    "cannot import marker_mod:table")
+    assert not mark.exists()
+    sys.modules.pop("marker_mod", None)
+    # installed (on PYTHONPATH by the user's own choice): it runs, and its table is written
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", f"{lib}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.syspath_prepend(str(lib))
+    try:
+        assert main(["analyze", str(received), "--allow-code", str(own), "--no-plots"]) == 0
+    finally:
+        sys.modules.pop("marker_mod", None)
+    assert mark.read_text() == "called"
+    assert (received / "analysis" / "mine.csv").is_file()
+
+
+def test_allow_code_refuses_a_file_other_than_the_runs(received, tmp_path, capsys):
+    other = write_study(tmp_path / "other", FUNCTION_STUDY.replace("A tiny study", "Another"))
+    hostile_copy(received, FUNCTION_STUDY)
+    one_line_exit_2(capsys, main(["analyze", str(received), "--allow-code", str(other)]), "sha256 differs")
+
+
+def test_a_function_table_name_that_is_a_path_is_refused(received, tmp_path, capsys, monkeypatch):
+    text = STUDY + "  - {type: function, function: \"marker_mod:evil_names\"}\n"
+    own = write_study(tmp_path / "mine", text)
+    hostile_copy(received, text)
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "marker_mod.py").write_text(MARKER_MODULE)
+    monkeypatch.setenv("SIMSUBJECTS_TEST_MARK", str(tmp_path / "mark"))
+    monkeypatch.syspath_prepend(str(lib))
+    monkeypatch.setenv("PYTHONPATH", str(lib))
+    before = files_under(tmp_path)
+    try:
+        one_line_exit_2(capsys, main(["analyze", str(received), "--allow-code", str(own), "--no-plots"]),
+                        "not an identifier")
+    finally:
+        sys.modules.pop("marker_mod", None)
+    assert files_under(tmp_path) - before == {"mark"}
+
+
+def test_replicate_refuses_a_study_file_with_code_before_the_model(tmp_path, capsys):
+    study = write_study(tmp_path / "s", FUNCTION_STUDY)
+    one_line_exit_2(capsys, main(["replicate", str(study), "--out", str(tmp_path / "out")]), "--allow-code")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("ref", ["os", "os:", ":system", "a b:c", "os:system()", "../x:y"])
+def test_a_malformed_function_reference_is_refused_at_check(tmp_path, capsys, ref):
+    text = STUDY + f"  - {{type: function, function: {json.dumps(ref)}}}\n"
+    one_line_exit_2(capsys, main(["study", "check", str(write_study(tmp_path / "s", text))]), "module:function")

@@ -249,10 +249,32 @@ def agreement_table(trials: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def user_function(study: Study, i: int, ref: str):
+    """The callable of a `type: function` analysis: only from a study file the user runs with --allow-code
+    (never from a run folder's copy), imported from installed modules only, never from the working
+    folder or the study's and run's folders (docs/robustness.md)."""
+    import importlib
+
+    from ..untrusted import ALLOW_CODE, no_local_imports
+
+    where = ("analyses", i, "function")
+    if not study.allow_code:
+        raise study.source.error(where, f"type: function runs Python code ({ref}); code runs only from the study "
+                                        f"file you run yourself, never from a run folder's copy: pass "
+                                        f"{ALLOW_CODE} YOUR_STUDY.yaml to analyze (or {ALLOW_CODE} to replicate)")
+    module, _, name = ref.partition(":")
+    with no_local_imports(study.file.parent):
+        try:
+            fn = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as e:
+            raise study.source.error(where, f"cannot import {ref} from the installed modules ({e})") from None
+    if not callable(fn):
+        raise study.source.error(where, f"{ref} is not a function")
+    return fn
+
+
 def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every analysis the file lists (the response distribution always)."""
-    from ..collect.studies.registry import resolve
-
     trials = trial_scores(study, responses)
     tables = distribution(study, responses, trials)
     tests = []
@@ -274,7 +296,7 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
         elif kind == "agreement":
             tables[name] = agreement_table(trials, list(a.get("by", [])))
         elif kind == "function":
-            got = resolve(a["function"])(responses, items, **(a.get("args") or {}))
+            got = user_function(study, i, a["function"])(responses, items, **(a.get("args") or {}))
             tables.update(got if isinstance(got, dict) else {name: got})
     if tests:
         tables["tests"] = pd.concat([t for t in tests if len(t)] or [pd.DataFrame(columns=[*SYSTEM, *BROOM])],

@@ -15,6 +15,7 @@ from . import __version__
 from .cli_ppi import ppi_options, register as register_ppi
 from .cli_preload import preload_group
 from .errors import UserError
+from .untrusted import term
 
 
 def _pandas():
@@ -131,11 +132,12 @@ def _check_model(kw: dict) -> None:
 
 def echo_table(title: str, df: pd.DataFrame, floatfmt: str = "{:.4g}") -> None:
     _pandas()
-    click.echo(f"\n== {title} ==")
+    click.echo(f"\n== {term(title)} ==")
     if df.empty:
         click.echo("(empty)")
         return
-    click.echo(df.to_string(index=False, float_format=lambda v: floatfmt.format(v)))
+    # cells hold study text: control characters (escape sequences) are shown escaped, never sent raw
+    click.echo(term(df.to_string(index=False, float_format=lambda v: floatfmt.format(v)), keep_newlines=True))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -18,6 +18,7 @@ import pandas as pd
 
 from .collect.store import load_run
 from .errors import UserError
+from .untrusted import md_text
 from .export_rds import add_labels, no_r_note, rscript, write_plain
 from .output import staged_folder
 from .schema import labels as study_labels
@@ -178,8 +179,9 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
             (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
             md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
-            md += [f"| {r.column} | {r.exported_as} | {r.type} | {r.label} | {r.distinct} | {r.missing} | {r.values} |"
-                   for r in book.itertuples()]
+            # cells are user text (column names, labels, answers): escaped Markdown, HTML and `|` included
+            md += ["| " + " | ".join(md_text(v) for v in (r.column, r.exported_as, r.type, r.label, r.distinct,
+                                                            r.missing, r.values)) + " |" for r in book.itertuples()]
             (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
             names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
             if "rds" in formats:

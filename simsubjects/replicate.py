@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import platform
-import shlex
 import time
 import traceback
 from datetime import datetime, timezone
@@ -27,6 +26,7 @@ from typing import Callable
 from . import __version__
 from .collect.store import atomic_write_bytes, atomic_write_json
 from .errors import UserError
+from .untrusted import md_code, md_text, r_comment, r_string, shell_join, term
 from .collect.studies.registry import resolve
 from .papers import ALL, KIND, Paper, plan_studies, resolve_papers, size  # noqa: F401 - re-exported
 from .redact import redact, redact_obj
@@ -49,7 +49,7 @@ def canonical_command(papers: list[Paper], *, model: str, out, scale: float, see
         args.append("--chat-template")
     if base_url:
         args += ["--base-url", base_url]
-    return shlex.join(args)
+    return shell_join(args)  # one line whatever a path holds: README, report and analysis.R quote it
 
 
 def _check_folder(out: Path, papers: list[Paper], overwrite: bool) -> None:
@@ -219,18 +219,19 @@ def _model_info(lm, spec: str) -> dict:
 def readme(manifest: dict) -> str:
     done = [e for e in manifest["studies"] if e.get("status") == "complete"]
     lines = [
-        f"# Replication package: {', '.join(manifest['papers'])}",
+        # user text (titles, paths, model names, errors) is escaped Markdown on one line (simsubjects.untrusted)
+        f"# Replication package: {md_text(', '.join(manifest['papers']))}",
         "",
-        *[f"- {t}" for t in manifest["paper_titles"].values()],
+        *[f"- {md_text(t)}" for t in manifest["paper_titles"].values()],
         "",
-        f"Written by simsubjects {manifest['versions'].get('simsubjects', __version__)} on {manifest['created']} "
-        f"with model `{manifest['model']['spec']}` (revision `{manifest['model'].get('revision', '?')}`) "
-        f"at scale {manifest['scale']:g} (1 = the paper's full design).",
+        f"Written by simsubjects {md_text(manifest['versions'].get('simsubjects', __version__))} on "
+        f"{md_text(manifest['created'])} with model {md_code(manifest['model']['spec'])} (revision "
+        f"{md_code(manifest['model'].get('revision', '?'))}) at scale {manifest['scale']:g} (1 = the paper's full design).",
         "",
         "## Re-run",
         "",
         "```sh",
-        manifest["command"] + "   # collect, analyze, export, report (resumes if interrupted)",
+        term(manifest["command"]) + "   # collect, analyze, export, report (resumes if interrupted)",
         "Rscript analysis.R                 # from this folder: the R side on the exported data",
         "simsubjects report .               # re-render report.html from the run folders",
         "```",
@@ -248,10 +249,10 @@ def readme(manifest: dict) -> str:
     ]
     for e in manifest["studies"]:
         status = e.get("status")
-        what = f"{e['design_at_scale_1']} at scale 1; here {json.dumps(e['parameters'])}"
+        what = md_text(f"{e['design_at_scale_1']} at scale 1; here {json.dumps(e['parameters'])}")
         if status != "complete":
-            what = f"**{status}**: {e.get('error', '')}"
-        lines.append(f"| `{e['folder']}/` | {e['study']} ({e['paper']}): {what} |")
+            what = f"**{md_text(status)}**: {md_text(e.get('error', ''))}"
+        lines.append(f"| {md_code(e['folder'] + '/')} | {md_text(e['study'])} ({md_text(e['paper'])}): {what} |")
     if done:
         lines += [
             "",
@@ -296,22 +297,23 @@ def _r_block(study, entry: dict) -> str:
     if study is not None and study.r_code and not study.r_function:
         code = study.r_code
         return resolve(code)() if callable(code) or ":" in code.split("\n")[0] else code
+    # user text in R: comments on one line, strings as escaped literals (simsubjects.untrusted)
     if study is None or not study.r_function:
-        return f"\n# ---- {entry['study']}: no R twin yet; the exported data is in {folder}/export/\n"
-    src = f'source("{study.r_source}")\n' if study.r_source else ""
-    return (f"\n# ---- {study.heading}\n{src}"
-            f'write_results({study.r_function}("{folder}"), "r_results")\n')
+        return f"\n# ---- {r_comment(entry['study'])}: no R twin yet; the exported data is in {r_comment(folder)}/export/\n"
+    src = f"source({r_string(study.r_source)})\n" if study.r_source else ""
+    return (f"\n# ---- {r_comment(study.heading)}\n{src}"
+            f'write_results({study.r_function}({r_string(folder)}), "r_results")\n')
 
 
 def r_script(manifest: dict) -> str:
     from .collect.studies.registry import studies
 
     declared = studies()
-    parts = [R_HEADER.replace("__COMMAND__", manifest["command"])]
+    parts = [R_HEADER.replace("__COMMAND__", r_comment(manifest["command"]))]
     for e in manifest["studies"]:
         if "rds" not in e.get("exported", []):
-            parts.append(f"\n# ---- {e['study']}: left out, its export/responses.rds was not written "
-                         f"({e.get('error', '')})\n")
+            parts.append(f"\n# ---- {r_comment(e['study'])}: left out, its export/responses.rds was not written "
+                         f"({r_comment(e.get('error', ''))})\n")
             continue
         parts.append(_r_block(declared.get(e["study"]), e))
     parts.append('\ncat("\\nR results written to r_results/\\n")\n')

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import html
 import json
-import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from . import __version__
 from .collect.store import atomic_write_bytes
 from .output import write_error
 from .runcheck import check_manifest
-from .untrusted import inside
+from .untrusted import inside, shell_join
 from .errors import UserError
 from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, table  # noqa: F401 - re-exported
 from .papers import KIND, paper_of, papers, study_title, validity_reference
@@ -182,7 +181,7 @@ def collect_command(man: dict, folder: str) -> str:
         args += ["--seed", str(params["seed"])]
     if params.get("chat_template"):
         args.append("--chat-template")
-    return shlex.join(args + ["--out", folder])
+    return shell_join(args + ["--out", folder])
 
 
 # ---------------------------------------------------------------- the page
@@ -304,11 +303,12 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
     if top:
         where = "" if " --out /" in command else f" from the folder that holds {path.name}/"
         repro += [f"# re-run{where}: it resumes from each study's request cache, so finished work is not redone",
-                  command, "", f"cd {shlex.quote(str(path))}", "Rscript analysis.R        # R twins on export/*.rds -> r_results/",
+                  command, "", f"cd {shell_join([str(path)])}", "Rscript analysis.R        # R twins on export/*.rds -> r_results/",
                   "simsubjects report .      # re-render this report"]
     else:
         repro += ["# the run's parameters, seed and model revision are in manifest.json", command, "",
-                  f"simsubjects analyze {path}", f"simsubjects export {path} --to rds,dta", f"simsubjects report {path}"]
+                  *(shell_join(["simsubjects", cmd, str(path), *more]) for cmd, more in
+                    (("analyze", []), ("export", ["--to", "rds,dta"]), ("report", [])))]
     nav = "".join(f'<li><a href="#{html.escape(r.manifest.get("study", ""))}">'
                   f'{html.escape(studyfile_title(r.manifest, r.folder) or study_title(r.manifest.get("study", "")))}'
                   '</a></li>' for r in runs)

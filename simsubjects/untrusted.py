@@ -97,13 +97,19 @@ def r_comment(text) -> str:
 
 # ------------------------------------------------------------------ Markdown
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&$])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~&!])")  # emphasis, code, links, HTML, headings, table cells
+_MD_LEADING = re.compile(r"^(\s*)([-+=]|\d+(?=[.)]))")  # what opens a list item or underlines a heading
 
 
 def md_text(text) -> str:
     """Inline Markdown text: one line, every character with a Markdown or HTML meaning backslash-escaped,
-    so a title cannot open a heading, a link, a code block or an HTML tag."""
-    return _MD_SPECIAL.sub(r"\\\1", term(text))
+    so a title cannot open a heading, a list, a link, a code block or an HTML tag."""
+    out = _MD_SPECIAL.sub(r"\\\1", term(text))
+    m = _MD_LEADING.match(out)
+    if m:
+        lead = m.group(2)
+        out = out[:m.start(2)] + (f"\\{lead}" if not lead[0].isdigit() else lead + "\\") + out[m.end(2):]
+    return out
 
 
 def md_code(text) -> str:
@@ -123,7 +129,7 @@ def shell_word(word) -> str:
     if not _CONTROL.search(word):
         return shlex.quote(word)
     body = "".join("\\\\" if c == "\\" else "\\'" if c == "'" else
-                   (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}") if _CONTROL.match(c) else c
+                   (f"\\x{ord(c):02x}" if ord(c) < 128 else f"\\u{ord(c):04x}") if _CONTROL.match(c) else c
                    for c in word)
     return f"$'{body}'"
 

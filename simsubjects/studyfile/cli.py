@@ -118,7 +118,9 @@ def check(study_file, show):
     """Validate STUDY_FILE and print its design (trials, requests, prompt tokens, prompts); no model loads."""
     from .check import describe
 
-    click.echo(describe(study_file, show))
+    from ..untrusted import term
+
+    click.echo(term(describe(study_file, show), keep_newlines=True))  # study text never drives the terminal
 
 
 @study_group.command("new")

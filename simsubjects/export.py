@@ -67,6 +67,8 @@ def stata_name(name: str, taken: set[str]) -> str:
     base = re.sub(r"[^A-Za-z0-9_]", "_", name)
     if not re.match(r"[A-Za-z_]", base):
         base = "v_" + base
+    elif base.startswith("_"):  # SPSS names start with a letter ("年齢" -> "__" -> "v__"; issue 28)
+        base = "v" + base
     base = base[:32]
     new, k = base, 1
     while new.lower() in taken:
@@ -79,13 +81,14 @@ def stata_name(name: str, taken: set[str]) -> str:
 def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | None = None) -> pd.DataFrame:
     labels = study_labels() if labels is None else labels
     rows = []
+    cats = set(categorical_columns(df))  # once: per column it made the codebook quadratic in the columns
     for c in df.columns:
         s = df[c]
         levels = sorted(map(str, s.dropna().unique()))
         rows.append({
             "column": c, "exported_as": names.get(c, c), "type": str(s.dtype), "label": labels.get(c, ""),
             "missing": int(s.isna().sum()), "distinct": len(levels),
-            "values": "; ".join(levels[:12]) + (" ..." if len(levels) > 12 else "") if c in categorical_columns(df)
+            "values": "; ".join(levels[:12]) + (" ..." if len(levels) > 12 else "") if c in cats
             else (f"{s.min()} .. {s.max()}" if pd.api.types.is_numeric_dtype(s) and len(s) else ""),
         })
     return pd.DataFrame(rows)

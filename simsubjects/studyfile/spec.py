@@ -7,6 +7,7 @@ The format is documented field by field in docs/studies.md. Checks here need no 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ import pandas as pd
 
 from ..schema import CORE_COLUMNS
 from .load import Source, StudyFileError, did_you_mean, read_source
+from .limits import MAX_COUNT, MAX_ORDERINGS, MAX_SEED, MAX_TRIALS
 from .tables import read_table
 
 SLUG = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -147,6 +149,9 @@ class Study:
     # `type: function` analyses run only when the user runs this file themselves with --allow-code,
     # never from a run folder's copy (docs/robustness.md): a received run is data, not code
     allow_code: bool = False
+    # relative name -> the bytes read and parsed: hashed into the manifest and copied into the run from
+    # here, never re-read (an edit during a run cannot reach the run folder)
+    raw: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def sha256(self) -> str:
@@ -194,12 +199,16 @@ class Checker:
             return str(v)
         return self.typed(v, (*path, key), str, "text")
 
-    def number(self, d: dict, key: str, path, default=None, integer=False, low=None):
+    def number(self, d: dict, key: str, path, default=None, integer=False, low=None, high=None):
         if key not in d or d[key] is None:
             return default
         v = self.typed(d[key], (*path, key), int if integer else (int, float), "an integer" if integer else "a number")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise self.err((*path, key), f"must be a finite number, got {v}")
         if low is not None and v < low:
             raise self.err((*path, key), f"must be at least {low}, got {v}")
+        if high is not None and v > high:  # bounded before the work it counts (docs/robustness.md)
+            raise self.err((*path, key), f"must be at most {high}, got {v}")
         return v
 
     def flag(self, d: dict, key: str, path, default=False) -> bool:
@@ -360,6 +369,7 @@ def load_study(file, seed: int | None = None, allow_code: bool = False) -> Study
               citation=c.text(d, "citation", (), ""), license=c.text(d, "license", (), ""),
               description=c.text(d, "description", (), ""), allow_code=allow_code)
     s.files[src.file.name] = src.file
+    s.raw[src.file.name] = src.raw
     _prompt(c, d, s)
     named = {}
     for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
@@ -373,7 +383,27 @@ def load_study(file, seed: int | None = None, allow_code: bool = False) -> Study
     _human(c, d, s)
     _analyses(c, d, s)
     _check_placeholders(c, s)
+    _check_size(c, s)
     return s
+
+
+def _check_size(c: Checker, s: Study) -> None:
+    """An upper bound on the trials, before any is built: subjects x items x within-subject cells x
+    repetitions x orderings (a k-choice item's option orders, at most max_orderings)."""
+    within = math.prod(len(f.levels) for f in s.factors if f.assignment != "between") or 1
+    if s.sample:
+        within = min(within, s.sample)
+    orders = 1
+    if s.order_mode == "averaged":
+        for it in s.items:
+            r = it.response.judge if it.response.kind == "free_text" else it.response
+            k = sum(not o.refusal for o in (r.options if r else []))
+            orders = max(orders, min(math.factorial(min(k, 20)), s.max_orderings))
+    bound = len(s.subjects) * len(s.items) * within * s.repetitions * orders
+    if bound > MAX_TRIALS:
+        raise c.err(("design",), f"up to {bound} trials ({len(s.subjects)} subjects x {len(s.items)} items x "
+                                 f"{within} cells x {s.repetitions} repetitions x {orders} orderings); a study file "
+                                 f"has at most {MAX_TRIALS}")
 
 
 def _prompt(c: Checker, d: dict, s: Study) -> None:
@@ -405,7 +435,8 @@ def _table(c: Checker, s: Study, name, path) -> pd.DataFrame:
     except ValueError:
         raise c.err(path, f"{rel}: tables sit beside the study file or in a folder under it") from None
     s.files[Path(rel).as_posix()] = p
-    return read_table(p, lambda msg: c.err(path, msg))
+    df, s.raw[Path(rel).as_posix()] = read_table(p, lambda msg: c.err(path, msg), keep_bytes=True)
+    return df
 
 
 def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
@@ -429,11 +460,11 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
         s.factors.append(Factor(str(fname), levels, c.choice(fd, "assignment", path, ("within", "between", "item"),
                                                              "within")))
     s.crossing = c.choice(g, "crossing", ("design",), ("crossed", "sampled"), "crossed")
-    s.sample = c.number(g, "sample", ("design",), None, integer=True, low=1)
+    s.sample = c.number(g, "sample", ("design",), None, integer=True, low=1, high=MAX_COUNT)
     if s.crossing == "sampled" and s.sample is None:
         raise c.err(("design", "crossing"), "crossing: sampled needs sample: N (conditions per subject)")
-    s.repetitions = c.number(g, "repetitions", ("design",), 1, integer=True, low=1)
-    s.seed = c.number(g, "seed", ("design",), 0, integer=True)
+    s.repetitions = c.number(g, "repetitions", ("design",), 1, integer=True, low=1, high=MAX_COUNT)
+    s.seed = c.number(g, "seed", ("design",), 0, integer=True, low=0, high=MAX_SEED)
     if seed is not None:
         s.seed = seed
     s.trial_order = c.choice(g, "trial_order", ("design",), ("subject", "item"), "subject")
@@ -453,7 +484,7 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
     if v is None:
         return pd.DataFrame({"subject": ["s1"], "persona": [""]})
     d = c.mapping({"n": v} if isinstance(v, int) and not isinstance(v, bool) else v, path, SUBJECTS)
-    n = c.number(d, "n", path, None, integer=True, low=1)
+    n = c.number(d, "n", path, None, integer=True, low=1, high=MAX_COUNT)
     if "table" not in d:
         if "template" in d or "id" in d:
             raise c.err(path, "template: and id: read a subjects table; add table: FILE")
@@ -483,7 +514,7 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
         else:
             df = df.head(n)
     df = df.reset_index(drop=True)
-    s.per_item = c.number(d, "per_item", path, None, integer=True, low=1)
+    s.per_item = c.number(d, "per_item", path, None, integer=True, low=1, high=MAX_COUNT)
     if s.per_item is not None and s.per_item > len(df):
         raise c.err((*path, "per_item"), f"{s.per_item} subjects per item, but {d['table']} has {len(df)}")
     ids = df[idcol].astype(str) if idcol else pd.Series([f"s{i + 1}" for i in range(len(df))])
@@ -689,7 +720,7 @@ def _order(c: Checker, d: dict, s: Study) -> None:
         return
     o = c.mapping({"mode": v} if isinstance(v, str) else v, ("option_order",), ORDER, required=("mode",))
     s.order_mode = c.choice(o, "mode", ("option_order",), MODES, "as_listed")
-    s.max_orderings = c.number(o, "max_orderings", ("option_order",), 24, integer=True, low=1)
+    s.max_orderings = c.number(o, "max_orderings", ("option_order",), 24, integer=True, low=1, high=MAX_ORDERINGS)
 
 
 def _human(c: Checker, d: dict, s: Study) -> None:
@@ -733,9 +764,9 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
             weight = float(rec[m["weight"]]) if "weight" in m else 1.0
         except (TypeError, ValueError):
             weight = float("nan")
-        if not weight >= 0:  # NaN or negative
+        if not (weight >= 0 and math.isfinite(weight)):  # NaN, inf or negative
             raise c.err((*path, "columns", "weight"), f"row {i + 2} of the human table: weight {rec[m['weight']]!r} "
-                                                      "is not a number >= 0")
+                                                      "is not a finite number >= 0")
         resp = str(rec[m["respondent"]]) if not isinstance(rec[m["respondent"]], float) else _plain(rec[m["respondent"]])
         trial = _plain(rec[m["trial"]]) if "trial" in m else f"{s.human_name}|{resp}|{iid}"
         rows.append({"study": s.name, "trial": trial, "item": iid,
@@ -746,17 +777,28 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
                      **{g: rec[g] for g in groups}})
     if not rows:
         raise c.err(path, "the human table has no answered rows")
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if not (out["weight"] > 0).any():
+        raise c.err((*path, "columns", "weight"), "every weight of the human table is 0; no answer would count")
+    pairs = out.drop_duplicates(["trial", "subject", "item"])
+    if pairs["trial"].duplicated().any():  # ids holding "|": two respondent x item pairs, one trial id
+        t = pairs.loc[pairs["trial"].duplicated(), "trial"].iat[0]
+        raise c.err((*path, "columns", "respondent"), f"two respondent x item pairs share the trial id {t!r}: a "
+                                                      "respondent or item id holds '|'; rename it")
+    return out
 
 
 def _human_answer(c: Checker, it: Item, value, i: int, path):
     r = it.response
     if r.kind == "estimate":
         try:
-            return str(value), float(value)
+            x = float(value)
         except (TypeError, ValueError):
-            raise c.err((*path, "columns", "response"), f"row {i + 2} of the human table: {value!r} is not a number "
-                                                        f"(item {it.id} asks for an estimate)") from None
+            x = None
+        if x is None or not math.isfinite(x):  # nan, inf, 1e400 (read as inf): refused with the row
+            raise c.err((*path, "columns", "response"), f"row {i + 2} of the human table: {value!r} is not a finite "
+                                                        f"number (item {it.id} asks for an estimate)")
+        return str(value), x
     if r.kind == "free_text":
         r = r.judge
     labels = {o.label: o for o in r.options}

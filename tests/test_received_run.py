@@ -302,3 +302,16 @@ def test_replicate_refuses_a_study_file_with_code_before_the_model(tmp_path, cap
 def test_a_malformed_function_reference_is_refused_at_check(tmp_path, capsys, ref):
     text = STUDY + f"  - {{type: function, function: {json.dumps(ref)}}}\n"
     one_line_exit_2(capsys, main(["study", "check", str(write_study(tmp_path / "s", text))]), "module:function")
+
+
+@pytest.mark.parametrize("name", ["responses.parquet", "items.parquet", "manifest.json"])
+def test_a_run_file_that_links_outside_the_run_is_not_read(received, tmp_path, capsys, name):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / name).write_bytes((received / name).read_bytes())
+    (received / name).unlink()
+    (received / name).symlink_to(outside / name)
+    before = files_under(tmp_path)
+    for argv in (["analyze", str(received)], ["export", str(received)], ["report", str(received)]):
+        one_line_exit_2(capsys, main(argv), "leads outside")
+    assert files_under(tmp_path) == before

@@ -8,6 +8,7 @@ p.value, conf.low, conf.high, n, plus effect_size and effect_size_type.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ from .spec import Study
 
 SYSTEM = ["source", "model"]
 BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n",
-         "effect_size", "effect_size_type"]
+         "effect_size", "effect_size_type", "warning"]
 
 
 def trial_scores(study: Study, responses: pd.DataFrame) -> pd.DataFrame:
@@ -80,12 +81,19 @@ def _groups(trials: pd.DataFrame, by: list[str]):
         yield dict(zip([*SYSTEM, *by], k if isinstance(k, tuple) else (k,))), g
 
 
+DEGENERATE = "zero variance (every score the same within a group): no test; p.value left empty"
+
+
 def _broom(res, est: float, n: int, es: float, es_type: str) -> dict:
-    ci = res.confidence_interval()
     t = float(res.statistic)
+    if not math.isfinite(t):  # a standard error of 0: scipy's t is inf (p = 0) or nan; not evidence
+        return {"estimate": est, "std.error": 0.0 if math.isinf(t) else math.nan, "statistic": math.nan,
+                "df": float(res.df), "p.value": math.nan, "conf.low": math.nan, "conf.high": math.nan, "n": n,
+                "effect_size": math.nan, "effect_size_type": es_type, "warning": DEGENERATE}
+    ci = res.confidence_interval()
     return {"estimate": est, "std.error": est / t if t else math.nan, "statistic": t, "df": float(res.df),
             "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high), "n": n,
-            "effect_size": es, "effect_size_type": es_type}
+            "effect_size": es, "effect_size_type": es_type, "warning": ""}
 
 
 def welch(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) -> pd.DataFrame:
@@ -99,7 +107,9 @@ def welch(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) -
         y = g.loc[g[factor].astype(str) == levels[1], "score"].to_numpy(float)
         if len(x) < 2 or len(y) < 2:
             continue
-        res = stats.ttest_ind(x, y, equal_var=False)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
+            res = stats.ttest_ind(x, y, equal_var=False)
         sd = math.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
         rows.append({**key, "test": "Welch two-sample t-test", "contrast": f"{factor}: {levels[0]} - {levels[1]}",
                      **_broom(res, x.mean() - y.mean(), len(x) + len(y),
@@ -120,7 +130,9 @@ def paired(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) 
         if len(m) < 2:
             continue
         diff = (m[levels[0]] - m[levels[1]]).to_numpy(float)
-        res = stats.ttest_rel(m[levels[0]].to_numpy(float), m[levels[1]].to_numpy(float))
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
+            res = stats.ttest_rel(m[levels[0]].to_numpy(float), m[levels[1]].to_numpy(float))
         sd = diff.std(ddof=1)
         rows.append({**key, "test": "Paired t-test", "contrast": f"{factor}: {levels[0]} - {levels[1]}",
                      **_broom(res, diff.mean(), len(diff), diff.mean() / sd if sd > 0 else math.nan, "cohen_d_z")})
@@ -137,7 +149,9 @@ def one_sample(trials: pd.DataFrame, mu, by: list[str]) -> pd.DataFrame:
         x = x[~np.isnan(x)]
         if len(x) < 2:
             continue
-        res = stats.ttest_1samp(x, 0.0)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
+            res = stats.ttest_1samp(x, 0.0)
         sd = x.std(ddof=1)
         rows.append({**key, "test": "One-sample t-test", "contrast": f"score - {mu}",
                      **_broom(res, x.mean(), len(x), x.mean() / sd if sd > 0 else math.nan, "cohen_d")})

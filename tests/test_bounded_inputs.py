@@ -251,9 +251,9 @@ HUMAN = BASE.replace("items:\n  - {id: q1, text: \"Pick one\", response: {type: 
 
 
 @pytest.mark.parametrize("rows, needle", [
-    ("h1,q2,Yes,inf\n", "weight inf is not a finite number"),
-    ("h1,q2,Yes,-1\n", "is not a finite number >= 0"),
-    ("h1,q2,Yes,nan\n", "is not a finite number >= 0"),
+    ("h1,q2,Yes,inf\n", "weight inf is not a number (finite"),
+    ("h1,q2,Yes,-1\n", "is not a number (finite, >= 0)"),
+    ("h1,q2,Yes,nan\n", "is not a number (finite, >= 0)"),
     ("h1,q2,Yes,0\nh2,q2,No,0\n", "every weight of the human table is 0"),
     ("h1,q1,nan,1\n", None),  # an empty answer: no row (then no answered row at all)
     ("h1,q1,inf,1\n", "inf is not a finite number"),

@@ -766,7 +766,7 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
             weight = float("nan")
         if not (weight >= 0 and math.isfinite(weight)):  # NaN, inf or negative
             raise c.err((*path, "columns", "weight"), f"row {i + 2} of the human table: weight {rec[m['weight']]!r} "
-                                                      "is not a finite number >= 0")
+                                                      "is not a number (finite, >= 0)")
         resp = str(rec[m["respondent"]]) if not isinstance(rec[m["respondent"]], float) else _plain(rec[m["respondent"]])
         trial = _plain(rec[m["trial"]]) if "trial" in m else f"{s.human_name}|{resp}|{iid}"
         rows.append({"study": s.name, "trial": trial, "item": iid,

@@ -275,7 +275,7 @@ def test_human_ids_holding_the_separator_cannot_share_a_trial(tmp_path, capsys):
 
 
 def test_ppi_with_identical_outcomes_warns_instead_of_p_zero():
-    from simsubjects.analyze.ppi import ppi_mean
+    from simsubjects.analyze.methods.ppi import ppi_mean
 
     t = ppi_mean([1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0], lam=1.0)
     assert t["p.value"].isna().all() and t["statistic"].isna().all()
@@ -312,7 +312,7 @@ def test_plan_refuses_a_prediction_that_is_not_finite(tmp_path, capsys, cell):
 def test_sav_export_of_a_non_ascii_column(tmp_path, column):
     import pyreadstat
 
-    from simsubjects.export import _write
+    from simsubjects.publish.export import _write
 
     df = pd.DataFrame({column: ["a", "b"], "n": [1.0, 2.0]})
     names = _write(df, tmp_path / "t.sav", "sav")
@@ -323,7 +323,7 @@ def test_sav_export_of_a_non_ascii_column(tmp_path, column):
 
 def test_codebook_finds_categorical_columns_once(monkeypatch):
     """Linear in the columns: 2,000 persona columns took 214 s when each column re-scanned all."""
-    import simsubjects.export as ex
+    import simsubjects.publish.export as ex
 
     calls = []
     real = ex.categorical_columns

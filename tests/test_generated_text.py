@@ -96,7 +96,7 @@ FOLDER = 'st\nfile.create("PWNED")\n# udy'
 
 @pytest.fixture(scope="module")
 def package(smollm2, tmp_path_factory):
-    from simsubjects.replicate import replicate
+    from simsubjects.cli.replicate import replicate
 
     root = tmp_path_factory.mktemp("hostile")
     src = root / FOLDER

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from simsubjects import preload
+from simsubjects.cli import preload
 
 OTHER = 65534
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="playing a second user needs root (setuid to 65534); "

@@ -57,7 +57,7 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
     methods = ("exact", "sampled") if "choice" in kinds else ("generated",)
 
     def finalize(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
-        from ..option_order import add_shown_position
+        from simsubjects.collect.option_order import add_shown_position
 
         if study.human is not None:
             responses = pd.concat([responses, study.human], ignore_index=True)

@@ -9,7 +9,7 @@ import click
 
 from ..errors import UserError
 
-STARTERS = Path(__file__).parent / "starters"
+STARTERS = Path(__file__).resolve().parents[1] / "studyfile" / "starters"  # moved here from studyfile/cli.py
 KINDS = ("survey", "vignette", "estimation")
 
 

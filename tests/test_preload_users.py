@@ -189,7 +189,8 @@ def test_a_relative_cache_is_made_absolute(tmp_path, monkeypatch):
 def test_an_edit_that_keeps_the_mtime_changes_the_signature(tmp_path):
     """The server retires when its sources change; an edit that restores the mtime is noticed too."""
     pkg = tmp_path / "pkg"
-    shutil.copytree(Path(preload.__file__).parent, pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    assert Path(preload.fingerprint()["package"]).name == "simsubjects"  # the whole package is watched
+    shutil.copytree(preload.fingerprint()["package"], pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     before = preload.package_signature(str(pkg))
     f = pkg / "errors.py"
     st = f.stat()

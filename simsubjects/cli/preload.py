@@ -84,7 +84,8 @@ def fingerprint() -> dict:
     # interpreter options too (-X importtime, -W error, -O): such a run wants its own imports; -P
     # (safe_path) is the server's own and only decides sys.path[0], which the child takes from the client
     flags = {f: getattr(sys.flags, f) for f in sys.flags.__match_args__ if f != "safe_path"}
-    return {"python": sys.executable, "package": os.path.dirname(os.path.abspath(__file__)),
+    # the whole package (this file is in simsubjects/cli/): an edit anywhere in it retires the server
+    return {"python": sys.executable, "package": os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
             "version": __version__, "env": import_env(),
             "interpreter": [flags, sys.warnoptions, {k: str(v) for k, v in sys._xoptions.items()}]}
 

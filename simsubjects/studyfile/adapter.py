@@ -42,6 +42,8 @@ def check_out(study: Study, out) -> None:
     o = Path(out).resolve()
     for rel, p in study.files.items():
         p = p.resolve()
+        if (o / COPY) in p.parents:  # the run's own copy (collect RUN/study/x.yaml --out RUN resumes it):
+            continue  # rewritten with the same bytes, which the manifest's sha256 checks
         if p.parent == o or o in p.parents:
             raise UserError(f"--out {out}: holds {rel}, a file of the study {study.file.name}; a run writes "
                             "into its folder, so choose a folder outside the study's (e.g. runs/NAME)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -278,6 +279,76 @@ def test_idle_timeout_and_removed_socket_stop_the_loop(tmp_path):
     srv.stopping, srv.last = False, time.monotonic()
     srv._check_alive()  # the socket is gone now
     assert srv.stopping
+
+
+def _memory_holds(pid: int, needle: bytes) -> bool:
+    """Whether the process's writable memory holds `needle` (read through /proc: root or ptrace access)."""
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        for line in maps:
+            addr, perms = line.split()[:2]
+            if "rw" not in perms:
+                continue
+            lo, hi = (int(x, 16) for x in addr.split("-"))
+            try:
+                mem.seek(lo)
+                if needle in mem.read(hi - lo):
+                    return True
+            except (OSError, OverflowError, ValueError):
+                continue
+    return False
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading another process's memory needs root here")
+def test_the_server_keeps_no_copy_of_a_clients_secret(server):
+    """After runs whose environment held an API key, the server's memory does not hold it (issue 28):
+    argv and environment reach the child in a memfd the server never reads."""
+    env, status = server
+    token = b"sk-preload-memory-" + os.urandom(8).hex().encode()
+    before = _status(env)["runs"]
+    r = _run(THROUGH + ["--version"], {**env, "OPENAI_API_KEY": token.decode()})
+    assert r.returncode == 0 and _status(env)["runs"] == before + 1
+    assert not _memory_holds(status["pid"], token)
+    assert _memory_holds(os.getpid(), b"sk-preload-memory-")  # the scan finds what is there
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="unshare -n needs root (CAP_SYS_ADMIN) and util-linux's unshare")
+def test_a_client_in_other_namespaces_runs_in_its_own_process(server):
+    """A client without network (unshare -n) is not served by a child in the server's namespaces."""
+    env, _ = server
+    before = _status(env)["runs"]
+    r = _run(["unshare", "-n", *THROUGH, "--version"], env)
+    assert r.returncode == 0 and r.stdout.startswith("simsubjects")
+    assert _status(env)["runs"] == before  # ran in-process, inside its own namespaces
+    assert _run(THROUGH + ["--version"], env).returncode == 0 and _status(env)["runs"] == before + 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="playing a second user needs root (setuid to 65534)")
+def test_another_user_cannot_reach_the_server(server):
+    """A forked child that setuid()s to another uid cannot even open the socket (the folder is 0700)."""
+    import socket
+
+    env, _ = server
+    path = str(Path(env["SIMSUBJECTS_CACHE"]) / "run" / "preload.sock")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(path)
+                code = 0
+            except PermissionError:
+                code = 13
+        finally:
+            os._exit(code)
+    os.close(r), os.close(w)
+    _, st = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(st) == 13
 
 
 def test_stop(server):

@@ -228,4 +228,6 @@ keep(rows(out_m), "conjoint_immigration_mm", show = 50)
 
 
 def _r_str(v: str) -> str:
-    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    from ..untrusted import r_string
+
+    return r_string(v)

@@ -19,6 +19,7 @@ from simsubjects.cli.options import (  # noqa: F401 - the options collect STUDY,
     BATCH_SIZE_OPTION, DEVICE_OPTION, MAX_N, SEED, TIMEOUT_OPTION, _check_model, _dry_run_report, _model_kwargs,
     _pandas, _report_collection, backend_options, echo_table, model_options, run_options)
 from simsubjects.errors import UserError
+from simsubjects.untrusted import term
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -246,8 +247,11 @@ def _collect_command(study, name: str | None = None):
 @click.option("--no-plots", is_flag=True, help="Tables only.")
 @click.option("--check-r", is_flag=True,
               help="Recompute every statistic with an R twin in R (rpy2) and compare; exit 1 on a difference.")
+@click.option("--allow-code", "allow_code", default=None, metavar="STUDY.yaml", type=click.Path(dir_okay=False),
+              help="Run the `type: function` analyses of STUDY.yaml, your own study file (the same bytes as the "
+                   "run's copy); a run folder's copy never runs code (docs/robustness.md).")
 @ppi_options
-def analyze(dirs, out, no_plots, check_r, **ppi):
+def analyze(dirs, out, no_plots, check_r, allow_code, **ppi):
     """Analyze one run folder (or several of one study, to compare models)."""
     from simsubjects.publish.analysis import analyze_runs
     from simsubjects.cli.ppi import check_ppi_inputs, ppi_requested, ppi_table
@@ -264,7 +268,7 @@ def analyze(dirs, out, no_plots, check_r, **ppi):
             checked["table"] = more["check_r"] = run_check(study, responses, items, tables)
         return more
 
-    a = analyze_runs(list(dirs), out, plots=not no_plots, extra=extra_tables)
+    a = analyze_runs(list(dirs), out, plots=not no_plots, extra=extra_tables, code_from=allow_code)
     for name, df in a.shown.items():
         echo_table(name, df)
     if mixed is not None:  # ppi.csv is in the analysis set
@@ -312,6 +316,9 @@ def export(run_dir, to, out):
 @click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of every study's design: 0 to 4294967295.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @BATCH_SIZE_OPTION
+@click.option("--allow-code", is_flag=True,
+              help="Run the `type: function` analyses of the study files named here (your own files; "
+                   "docs/robustness.md).")
 def replicate(papers, **kw):
     """Replicate a paper (aher2023, tjuatja2024, nie2023, santurkar2023 or all) into one folder, ending with its report.
 
@@ -338,7 +345,7 @@ def replicate(papers, **kw):
         return _dry_run_report(rows, model, kw["model"], kw)
     man = run_replicate(list(papers), kw["model"], kw["out"], scale=kw["scale"], seed=kw["seed"], method=kw["method"],
                         n=kw["n"], only=only, overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
-                        show_progress=not kw["quiet"], batch_size=kw["batch_size"],
+                        show_progress=not kw["quiet"], batch_size=kw["batch_size"], allow_code=kw["allow_code"],
                         cli_options={"papers": list(papers), **kw}, log=lambda m: click.echo(m, err=True))
     rows = [{"study": e["study"], "status": e.get("status"), "trials": e.get("counts", {}).get("trials"),
              "validity": e.get("counts", {}).get("mean_validity"),

@@ -88,5 +88,5 @@ _BREAKS = {"\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028",
 def single_line(text: str) -> str:
     """A message on one line whatever a file held: line breaks (all that str.splitlines knows) and other
     control characters from the user's data are shown escaped, as repr() would."""
-    return "".join(repr(c)[1:-1] if c in _BREAKS or (ord(c) < 32 and c != "\t") or ord(c) == 127 else c
-                   for c in text.strip())
+    return "".join(repr(c)[1:-1] if c in _BREAKS or (ord(c) < 32 and c != "\t") or 127 <= ord(c) <= 159 else c
+                   for c in text.strip())  # 128-159: C1 controls (a lone CSI starts an escape sequence too)

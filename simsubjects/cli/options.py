@@ -143,11 +143,14 @@ def _check_model(kw: dict) -> None:
 
 def echo_table(title: str, df: pd.DataFrame, floatfmt: str = "{:.4g}") -> None:
     _pandas()
-    click.echo(f"\n== {title} ==")
+    from simsubjects.untrusted import term
+
+    click.echo(f"\n== {term(title)} ==")
     if df.empty:
         click.echo("(empty)")
         return
-    click.echo(df.to_string(index=False, float_format=lambda v: floatfmt.format(v)))
+    # cells hold study text: control characters (escape sequences) are shown escaped, never sent raw
+    click.echo(term(df.to_string(index=False, float_format=lambda v: floatfmt.format(v)), keep_newlines=True))
 
 
 def _report_collection(out, manifest: dict) -> None:

@@ -21,6 +21,9 @@ ESTIMAND_HELP = ("mean: the human mean; difference: between the two levels of on
                  "ols / logistic: coefficients on the --ppi-x columns (text columns become dummies)")
 
 
+MAX_UNITS = 10**9  # --humans, --n-model, --subsample: beyond any study, and far from float overflow
+
+
 def ppi_options(f):
     """The `analyze` options of prediction-powered inference (all start with --ppi-)."""
     opts = [
@@ -113,6 +116,7 @@ def model_predictions(responses: pd.DataFrame, unit: str, response: str | None,
 
 def ppi_table(dirs, kw: dict) -> pd.DataFrame:
     """`analyze --ppi-human`: the side-by-side table of the run(s), computed before anything is written."""
+    import numpy as np
     import pandas as pd
 
     from simsubjects.analyze.methods.ppi import mixed_subjects
@@ -128,6 +132,7 @@ def ppi_table(dirs, kw: dict) -> pd.DataFrame:
         if c not in human:
             raise UserError(f"--ppi-human {kw['ppi_human']}: no column {c!r}; available: {', '.join(map(str, human.columns))}")
     y = pd.to_numeric(human[outcome], errors="coerce")
+    y = y.where(np.isfinite(y.astype(float)))  # inf and 1e400 are not outcomes either
     if y.isna().any():
         bad = int(y.isna().idxmax())
         raise UserError(f"--ppi-human {kw['ppi_human']}: row {bad + 2}: {outcome} = {human[outcome].iloc[bad]!r} "
@@ -183,10 +188,10 @@ def check_ppi_inputs(kw: dict) -> None:
 @click.option("--effect", type=float, default=None, help="Target effect: power of the two-sided test against it.")
 @click.option("--power", "target_power", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.8,
               show_default=True, help="Power to reach for --effect.")
-@click.option("--humans", type=click.IntRange(2), default=None, help="Also report width and power at this many humans.")
-@click.option("--n-model", type=click.IntRange(2), default=None,
+@click.option("--humans", type=click.IntRange(2, MAX_UNITS), default=None, help="Also report width and power at this many humans.")
+@click.option("--n-model", type=click.IntRange(2, MAX_UNITS), default=None,
               help="Units the model answers in the full study, humans answering a subset (default: the pilot's units).")
-@click.option("--subsample", type=click.IntRange(3), default=None,
+@click.option("--subsample", type=click.IntRange(3, MAX_UNITS), default=None,
               help="Use only this many (seeded, random) of the pilot's human outcomes, to see what a smaller pilot says.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of --subsample.")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True,
@@ -207,6 +212,13 @@ def plan_command(pilot, outcome, prediction, unit, estimand, x, term, where, wid
     """
     from simsubjects.analyze.methods.plan import plan, read_pilot
 
+    import math
+
+    for name, v in (("--width", width), ("--effect", effect)):  # nan and inf pass click's float types
+        if v is not None and not math.isfinite(v):
+            raise UserError(f"plan: {name} {v}: must be a finite number")
+    if effect is not None and effect == 0:
+        raise UserError("plan: --effect 0: the power against no effect is the test's level; give a nonzero effect")
     if width is None and effect is None and humans is None:
         raise UserError("plan: give a target: --width W, --effect D or --humans N")
     xs = [c.strip() for c in x.split(",") if c.strip()]

@@ -16,9 +16,19 @@ every fork), so CUDA and torch's thread pools are first created in the child. Li
 idle native pools (numpy's and scipy's OpenBLAS, pyarrow's jemalloc); these libraries re-initialize
 them in a forked child through their own pthread_atfork handlers.
 
-Secrets: the server is started with only the import-time environment (no API keys); a client's
-environment lives only in the forked child's memory. The server's log (preload.log) holds its own
-life-cycle lines, never an argv or an environment.
+Secrets: the server is started with only the import-time environment (no API keys). A client's argv
+and environment travel in a memfd that the server passes to the forked child without reading it, so
+they live only in the child's memory; the server's receive buffer is zeroed after each request. The
+server's log (preload.log) holds its own life-cycle lines, never an argv or an environment.
+
+Who: the client connects only when the runtime folder is a real folder of this user with mode 0700,
+and after connecting checks the server's user id with SO_PEERCRED (the kernel's word, not the socket
+file's owner, which could change between a check and the connect); the server checks each client's
+the same way. Namespaces: a child runs in the server's namespaces, so a client whose namespaces
+(net, mnt, pid, user, ipc, uts, cgroup, time) differ from the server's (`unshare -n`, a container) is
+refused and runs in its own process. The child also runs in the server's cgroup (its memory and CPU
+limits and accounting, not the client terminal's); docs/robustness.md says so. Source changes are
+detected by a sha256 of the package's .py files, not their mtimes.
 
 Only the standard library is imported at module level: the client side must stay cheap.
 """
@@ -41,6 +51,7 @@ IMPORT_ENV_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH", "PYTORCH
                        "OPENBLAS_", "KMP_", "GOTO", "TOKENIZERS_", "PYTHON", "LD_", "LC_", "ARROW_", "USE_")
 IMPORT_ENV_NAMES = ("LANG", "HOME", "XDG_CACHE_HOME", "SIMSUBJECTS_CACHE", "PATH", "NVIDIA_VISIBLE_DEVICES",
                     "TMPDIR", "TEMP", "TMP")  # tempfile caches its folder on first use (torch's imports use it)
+NAMESPACES = ("net", "mnt", "pid", "user", "ipc", "uts", "cgroup", "time")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP)
 PRELOAD_MODULES = (  # what a local-model collection imports; the bundled studies are added in _preload()
     "torch", "transformers", "transformers.models.llama.modeling_llama", "transformers.models.auto.modeling_auto",
@@ -54,7 +65,7 @@ def runtime_dir() -> str:
     """<cache>/run: the socket and the server's log (the cache folder as weight_cache.root finds it)."""
     cache = os.environ.get("SIMSUBJECTS_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "simsubjects")
-    return os.path.join(cache, "run")
+    return os.path.join(os.path.abspath(cache), "run")  # absolute: the server's working folder is another
 
 
 def socket_path() -> str:
@@ -81,13 +92,21 @@ def fingerprint() -> dict:
 
 
 def package_signature(package: str) -> list:
-    """Newest mtime and number of the package's .py files: an edit or an upgrade retires the server."""
-    newest, count = 0.0, 0
-    for folder, _, files in os.walk(package):
-        for f in files:
+    """sha256 over the package's .py files (names and contents) and their number: an edit or an
+    upgrade retires the server, also one that keeps a file's mtime (touch -r, a copy with -p)."""
+    import hashlib
+
+    h, count = hashlib.sha256(), 0
+    for folder, dirs, files in os.walk(package):
+        dirs.sort()
+        for f in sorted(files):
             if f.endswith(".py"):
-                newest, count = max(newest, os.stat(os.path.join(folder, f)).st_mtime), count + 1
-    return [newest, count]
+                path = os.path.join(folder, f)
+                with open(path, "rb") as fh:
+                    data = fh.read()
+                h.update(f"{os.path.relpath(path, package)}\0{len(data)}\0".encode() + data)
+                count += 1
+    return [h.hexdigest(), count]
 
 
 # --- messages: a 4-byte length, then JSON; replies are JSON lines ----------------------------------
@@ -99,17 +118,30 @@ def send_msg(sock: socket.socket, obj: dict, fds=()) -> None:
         sock.sendall(data[sent:])
 
 
+MAX_MSG = 1 << 20  # a request is a few kB (its argv and environment travel in a memfd, see run_via_server)
+
+
 def recv_msg(sock: socket.socket, maxfds: int = 0) -> tuple[dict, list]:
     data, fds, _, _ = socket.recv_fds(sock, 1 << 16, maxfds)
-    if len(data) < 4:
-        raise ConnectionError("short message")
-    size = struct.unpack("!I", data[:4])[0]
-    while len(data) < size + 4:
-        more = sock.recv(size + 4 - len(data))
-        if not more:
-            raise ConnectionError("connection closed")
-        data += more
-    return json.loads(data[4:4 + size]), fds
+    data = bytearray(data)
+    try:
+        if len(data) < 4:
+            raise ConnectionError("short message")
+        size = struct.unpack("!I", data[:4])[0]
+        if size > MAX_MSG:
+            raise ConnectionError("message too long")
+        while len(data) < size + 4:
+            more = sock.recv(size + 4 - len(data))
+            if not more:
+                raise ConnectionError("connection closed")
+            data += more
+        return json.loads(data[4:4 + size]), fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    finally:
+        data[:] = bytes(len(data))  # the received bytes do not outlive the request
 
 
 def reply(sock: socket.socket, obj: dict) -> None:
@@ -121,18 +153,41 @@ def read_reply(f) -> dict | None:
     return json.loads(line) if line else None
 
 
+def runtime_dir_ok(d: str | None = None) -> bool:
+    """The runtime folder is this user's own: a real folder (not a link), owned by us, mode 0700. Checked
+    before any connect: in a shared folder another user could otherwise place a socket there."""
+    import stat
+
+    try:
+        st = os.lstat(runtime_dir() if d is None else d)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) == 0o700
+
+
+def peer_uid(s: socket.socket) -> int:
+    return struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+
+
 def connect(timeout: float = 2.0) -> socket.socket | None:
+    """A connection to this user's server, or None. The folder is checked before connecting and the
+    peer's user id (SO_PEERCRED, from the kernel) after: a check of the socket file's owner alone would
+    leave a gap between that check and the connect (time of check, time of use)."""
     path = socket_path()
-    if not os.path.exists(path):
-        return None
-    if os.stat(path).st_uid != os.getuid():  # only a server of this user is ever trusted
+    if not runtime_dir_ok() or not os.path.exists(path):
         return None
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
         s.connect(path)
+        uid = peer_uid(s)
     except OSError:  # a socket left by a killed server
         s.close()
+        return None
+    if uid != os.getuid():  # another user's process listens there: nothing is sent to it
+        s.close()
+        print(f"simsubjects: ignored a preload socket served by user id {uid}, not yours ({path}); running "
+              "in this process", file=sys.stderr)
         return None
     return s
 
@@ -168,8 +223,18 @@ def run_via_server(argv: list[str]) -> int | None:
     os.umask(umask)
     streams = [[f.encoding, f.errors, f.line_buffering, f.write_through] if f is not None else None
                for f in (sys.stdin, sys.stdout, sys.stderr)]
-    req = {"op": "run", "argv": argv, "argv0": sys.argv[0], "cwd": cwd, "env": dict(os.environ),
-           "umask": umask, "sigmask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), "streams": streams, "sys_path": sys.path, "fingerprint": fingerprint()}
+    # The command line and the environment (API keys) travel in a memfd that the server passes to its
+    # child unread: the long-lived server never holds a client's secrets in its memory (issue 28).
+    payload = {"argv": argv, "argv0": sys.argv[0], "cwd": cwd, "env": dict(os.environ), "umask": umask,
+               "sigmask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), "streams": streams,
+               "sys_path": sys.path}
+    try:
+        memfd = os.memfd_create("simsubjects-request", os.MFD_CLOEXEC)
+        os.write(memfd, json.dumps(payload).encode())
+    except (AttributeError, OSError):  # no memfd here: the in-process run
+        s.close()
+        return None
+    req = {"op": "run", "fingerprint": fingerprint()}
     pending: list[int] = []
     child = {"pid": None}
 
@@ -189,7 +254,7 @@ def run_via_server(argv: list[str]) -> int | None:
     try:
         with s:
             try:
-                send_msg(s, req, fds=(0, 1, 2))
+                send_msg(s, req, fds=(0, 1, 2, memfd))
                 f = s.makefile("rb")
                 s.settimeout(ANSWER_SECONDS)
                 first = read_reply(f)
@@ -206,6 +271,7 @@ def run_via_server(argv: list[str]) -> int | None:
                     forward(sig, None)
                 last = _read_final(f)
     finally:
+        os.close(memfd)
         for sig, handler in old.items():
             signal.signal(sig, handler)
     if child["pid"] is None:  # no fitting server: run in-process
@@ -423,19 +489,19 @@ class Server:
         fds: list[int] = []
         try:
             conn.settimeout(5)
-            uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+            pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
             if uid != os.getuid():
                 raise ConnectionError("another user")
-            msg, fds = recv_msg(conn, maxfds=3)
+            msg, fds = recv_msg(conn, maxfds=4)
             self.last = time.monotonic()
-            self._handle(conn, msg, fds)
+            self._handle(conn, msg, fds, pid)
         except (OSError, ValueError, ConnectionError):
             conn.close()
         finally:
             for fd in fds:  # the child has its copies: the server never holds a client's terminal or pipe
                 os.close(fd)
 
-    def _handle(self, conn: socket.socket, msg: dict, fds: list[int]) -> None:
+    def _handle(self, conn: socket.socket, msg: dict, fds: list[int], peer: int = 0) -> None:
         op = msg.get("op")
         if op == "ping":
             reply(conn, self.status())
@@ -444,8 +510,8 @@ class Server:
             reply(conn, {"stopping": True, **self.status()})
             conn.close()
             self.stop("asked")
-        elif op == "run" and len(fds) == 3:
-            why = self._refuse(msg)
+        elif op == "run" and len(fds) == 4:
+            why = self._refuse(msg, peer)
             if why:
                 reply(conn, {"refused": why})
                 conn.close()
@@ -455,6 +521,7 @@ class Server:
             pid = os.fork()
             if pid == 0:
                 self._child(conn, msg, fds)  # never returns
+            msg.clear()  # the request (fingerprint only: argv and environment stay in the child's memfd)
             self.children[pid] = conn
             self.runs += 1
             try:
@@ -467,7 +534,7 @@ class Server:
         else:
             conn.close()
 
-    def _refuse(self, msg: dict) -> str | None:
+    def _refuse(self, msg: dict, peer: int = 0) -> str | None:
         """Why this request runs in the client's own process instead (the client is told only this)."""
         import threading
 
@@ -475,6 +542,10 @@ class Server:
         for key in ("python", "package", "version", "env", "interpreter"):
             if theirs.get(key) != self.fingerprint[key]:
                 return f"different {key}"
+        if namespaces(peer) != namespaces(os.getpid()):
+            # a child runs in the server's namespaces: a client started in others (unshare -n, a
+            # container) would escape them through it, so it runs itself
+            return "different namespaces"
         if package_signature(self.fingerprint["package"]) != self.signature:
             return "package files changed"
         if threading.active_count() != 1:  # fork safety: never fork with a second Python thread
@@ -533,10 +604,30 @@ class Server:
             os._exit(code)
 
 
+def namespaces(pid: int) -> dict | None:
+    """A process's namespaces as the kernel names them (None when they cannot be read)."""
+    try:
+        return {n: os.readlink(f"/proc/{pid}/ns/{n}") for n in NAMESPACES if os.path.exists(f"/proc/self/ns/{n}")}
+    except OSError:
+        return None
+
+
+def _read_request(fd: int) -> dict:
+    """The client's argv, environment, folder ... from the memfd it passed (read in the child only)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(fd)
+    return json.loads(b"".join(chunks))
+
+
 def run_child(msg: dict, fds: list[int], import_set: dict, main) -> int:
     """In the forked child: become the client's process (folder, environment, umask, stdio), run the CLI."""
     import atexit
 
+    msg = {**msg, **_read_request(fds[3])}
+    fds = fds[:3]
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import platform
-import shlex
 import time
 import traceback
 from datetime import datetime, timezone
@@ -31,6 +30,7 @@ from simsubjects.collect.studies.registry import resolve
 from simsubjects.papers import ALL, KIND, Paper, plan_studies, resolve_papers, size  # noqa: F401 - re-exported
 from simsubjects.redact import redact, redact_obj
 from simsubjects.studyfile.origin import file_of
+from simsubjects.untrusted import md_code, md_text, r_comment, r_string, shell_join, term
 
 EXPORT_FORMATS = ["parquet", "csv", "rds", "dta"]
 
@@ -50,7 +50,7 @@ def canonical_command(papers: list[Paper], *, model: str, out, scale: float, see
         args.append("--chat-template")
     if base_url:
         args += ["--base-url", base_url]
-    return shlex.join(args)
+    return shell_join(args)  # one line whatever a path holds: README, report and analysis.R quote it
 
 
 def _check_folder(out: Path, papers: list[Paper], overwrite: bool) -> None:
@@ -73,7 +73,8 @@ def _check_folder(out: Path, papers: list[Paper], overwrite: bool) -> None:
 def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0, method: str = "auto",
               n: int | None = None, only: list[str] | None = None, overwrite: bool = False,
               model_options: dict | None = None, show_progress: bool = True, batch_size: int = 64,
-              cli_options: dict | None = None, log: Callable[[str], None] = print, loaded_model=None) -> dict:
+              cli_options: dict | None = None, log: Callable[[str], None] = print, loaded_model=None,
+              allow_code: bool = False) -> dict:
     """Run, analyze and export every study of the papers into `out`; write manifest, README, R script, report.
 
     Returns the folder's manifest (also written to out/manifest.json). `loaded_model`: an already
@@ -94,6 +95,7 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     only = [o.strip().replace("-", "_") for o in (only or []) if o.strip()]
     out = Path(out)
     papers, rows = plan_all(paper_names, scale, only, out, seed)
+    code = _code_files(rows, allow_code)  # before the model loads
     _check_folder(out, papers, overwrite)
     from simsubjects.collect.store import check_writable
 
@@ -134,7 +136,7 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
         errors = {}
         try:
             t0 = time.perf_counter()
-            a = analyze_runs([folder])
+            a = analyze_runs([folder], code_from=code.get(study.name))
             analyses[entry["folder"]] = a
             timings["analyze"] = round(time.perf_counter() - t0, 1)
             entry.update(tables=sorted(f"{study.name}/analysis/{k}.csv" for k in a.tables),
@@ -185,6 +187,27 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     return manifest
 
 
+def _code_files(rows, allow_code: bool) -> dict[str, str]:
+    """{study name: its study file} whose `type: function` analyses run (--allow-code: the user's own files);
+    without the flag, a study file that names code is refused before the model loads."""
+    from simsubjects.studyfile.spec import load_study
+    from simsubjects.untrusted import ALLOW_CODE
+
+    code = {}
+    for paper, _, study, params in rows:
+        if "studyfile" not in params:
+            continue
+        if not allow_code:
+            s = load_study(paper.key)
+            for i, a in enumerate(s.analyses):
+                if a["type"] == "function":
+                    raise s.source.error(("analyses", i, "function"), f"type: function runs Python code "
+                                                                      f"({a['function']}); pass {ALLOW_CODE} to run "
+                                                                      "your own study file's code")
+        code[study.name] = paper.key
+    return code if allow_code else {}
+
+
 def _model_info(lm, spec: str) -> dict:
     if lm is None:
         return {"spec": spec}
@@ -197,18 +220,19 @@ def _model_info(lm, spec: str) -> dict:
 def readme(manifest: dict) -> str:
     done = [e for e in manifest["studies"] if e.get("status") == "complete"]
     lines = [
-        f"# Replication package: {', '.join(manifest['papers'])}",
+        # user text (titles, paths, model names, errors) is escaped Markdown on one line (simsubjects.untrusted)
+        f"# Replication package: {md_text(', '.join(manifest['papers']))}",
         "",
-        *[f"- {t}" for t in manifest["paper_titles"].values()],
+        *[f"- {md_text(t)}" for t in manifest["paper_titles"].values()],
         "",
-        f"Written by simsubjects {manifest['versions'].get('simsubjects', __version__)} on {manifest['created']} "
-        f"with model `{manifest['model']['spec']}` (revision `{manifest['model'].get('revision', '?')}`) "
-        f"at scale {manifest['scale']:g} (1 = the paper's full design).",
+        f"Written by simsubjects {md_text(manifest['versions'].get('simsubjects', __version__))} on "
+        f"{md_text(manifest['created'])} with model {md_code(manifest['model']['spec'])} (revision "
+        f"{md_code(manifest['model'].get('revision', '?'))}) at scale {manifest['scale']:g} (1 = the paper's full design).",
         "",
         "## Re-run",
         "",
         "```sh",
-        manifest["command"] + "   # collect, analyze, export, report (resumes if interrupted)",
+        term(manifest["command"]) + "   # collect, analyze, export, report (resumes if interrupted)",
         "Rscript analysis.R                 # from this folder: the R side on the exported data",
         "simsubjects report .               # re-render report.html from the run folders",
         "```",
@@ -226,10 +250,10 @@ def readme(manifest: dict) -> str:
     ]
     for e in manifest["studies"]:
         status = e.get("status")
-        what = f"{e['design_at_scale_1']} at scale 1; here {json.dumps(e['parameters'])}"
+        what = md_text(f"{e['design_at_scale_1']} at scale 1; here {json.dumps(e['parameters'])}")
         if status != "complete":
-            what = f"**{status}**: {e.get('error', '')}"
-        lines.append(f"| `{e['folder']}/` | {e['study']} ({e['paper']}): {what} |")
+            what = f"**{md_text(status)}**: {md_text(e.get('error', ''))}"
+        lines.append(f"| {md_code(e['folder'] + '/')} | {md_text(e['study'])} ({md_text(e['paper'])}): {what} |")
     if done:
         lines += [
             "",
@@ -274,22 +298,23 @@ def _r_block(study, entry: dict) -> str:
     if study is not None and study.r_code and not study.r_function:
         code = study.r_code
         return resolve(code)() if callable(code) or ":" in code.split("\n")[0] else code
+    # user text in R: comments on one line, strings as escaped literals (simsubjects.untrusted)
     if study is None or not study.r_function:
-        return f"\n# ---- {entry['study']}: no R twin yet; the exported data is in {folder}/export/\n"
-    src = f'source("{study.r_source}")\n' if study.r_source else ""
-    return (f"\n# ---- {study.heading}\n{src}"
-            f'write_results({study.r_function}("{folder}"), "r_results")\n')
+        return f"\n# ---- {r_comment(entry['study'])}: no R twin yet; the exported data is in {r_comment(folder)}/export/\n"
+    src = f"source({r_string(study.r_source)})\n" if study.r_source else ""
+    return (f"\n# ---- {r_comment(study.heading)}\n{src}"
+            f'write_results({study.r_function}({r_string(folder)}), "r_results")\n')
 
 
 def r_script(manifest: dict) -> str:
     from simsubjects.collect.studies.registry import studies
 
     declared = studies()
-    parts = [R_HEADER.replace("__COMMAND__", manifest["command"])]
+    parts = [R_HEADER.replace("__COMMAND__", r_comment(manifest["command"]))]
     for e in manifest["studies"]:
         if "rds" not in e.get("exported", []):
-            parts.append(f"\n# ---- {e['study']}: left out, its export/responses.rds was not written "
-                         f"({e.get('error', '')})\n")
+            parts.append(f"\n# ---- {r_comment(e['study'])}: left out, its export/responses.rds was not written "
+                         f"({r_comment(e.get('error', ''))})\n")
             continue
         parts.append(_r_block(declared.get(e["study"]), e))
     parts.append('\ncat("\\nR results written to r_results/\\n")\n')

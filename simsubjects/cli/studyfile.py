@@ -79,6 +79,10 @@ def _collect_file(path: str, kw: dict) -> None:
 
         def judge_loader():
             return load_model(kw["judge_model"], **options)
+    from simsubjects.studyfile.adapter import check_out
+
+    if kw.get("out"):
+        check_out(study, kw["out"])  # before the model loads
     sdef = study_def(study, out=kw["out"], judge=judge_loader)
     method = kw["method"] or sdef.methods[0]
     if method not in sdef.methods:
@@ -126,7 +130,9 @@ def check(study_file, show):
     """Validate STUDY_FILE and print its design (trials, requests, prompt tokens, prompts); no model loads."""
     from simsubjects.studyfile.check import describe
 
-    click.echo(describe(study_file, show))
+    from simsubjects.untrusted import term
+
+    click.echo(term(describe(study_file, show), keep_newlines=True))  # study text never drives the terminal
 
 
 @study_group.command("new")
@@ -143,12 +149,16 @@ def new(kind, folder):
             if not parent.is_dir():
                 raise UserError(f"{folder}: {parent} is a file, not a folder")
             break
-    tmp = dest.parent / f".{dest.name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
+    import tempfile
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # a fresh staging folder of our own: a user's `.NAME.tmp` beside it is never touched (issue 28)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".new", dir=dest.parent)) / "s"
     shutil.copytree(src, tmp)
     if dest.exists():
         dest.rmdir()
     tmp.rename(dest)  # whole or not at all
+    tmp.parent.rmdir()
     click.echo(f"wrote {dest}/study.yaml and its tables; next:\n"
                f"  simsubjects study check {dest}/study.yaml\n"
                f"  simsubjects collect {dest}/study.yaml --model smollm2 --out runs/{dest.name}\n"

@@ -88,7 +88,12 @@ class Respondents:
 
 
 def _read_table(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
+    from simsubjects.studyfile.limits import table_file
+
     suffix = path.suffix.lower()
+    why = table_file(path)  # size and special files, before any read (docs/robustness.md)
+    if why:
+        raise UserError(f"{path}: {why}")
     try:
         if suffix == ".csv":
             # keep_default_na=False: an answer such as "None" stays text (only empty cells are missing)

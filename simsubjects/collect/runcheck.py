@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from simsubjects.errors import UserError
+from simsubjects.untrusted import inside, plain_folder
 
 # key -> allowed types of a study run's manifest.json (docs/schema.md); absent keys are not checked here
 _NUM = (int, float)
@@ -67,6 +68,7 @@ def check_manifest(m: dict, path: Path, fix: str = "re-run the collection") -> d
                 raise UserError(f"{path}: studies[{i}] is not an object with a study name and folder; {fix}")
             if not isinstance(e.get("counts") or {}, dict) or not isinstance(e.get("error") or "", str):
                 raise UserError(f"{path}: studies[{i}] has a counts or error field of the wrong type; {fix}")
+            plain_folder(e.get("folder", e["study"]), f"{path}: studies[{i}]")  # never a path outside
         return m
     _check_keys(m, RUN_KEYS, path, fix)
     for key, names in NUMBER_FIELDS.items():
@@ -78,6 +80,11 @@ def check_manifest(m: dict, path: Path, fix: str = "re-run the collection") -> d
         v = (m.get("model") or {}).get(key)
         if v is not None and not isinstance(v, str):
             raise UserError(f"{path}: model.{key} is {type(v).__name__} {_short(v)}, expected text; {fix}")
+    info = (m.get("parameters") or {}).get("studyfile")
+    if info is not None:  # the run's copy of its study file: a path inside the run, never outside it
+        if not isinstance(info, dict) or not isinstance(info.get("file"), str):
+            raise UserError(f"{path}: parameters.studyfile is not an object with a file; {fix}")
+        inside(path.parent, info["file"], f"{path}: parameters.studyfile.file")
     for key in ("method",):
         v = (m.get("parameters") or {}).get(key)
         if v is not None and not isinstance(v, str):

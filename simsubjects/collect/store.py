@@ -202,6 +202,11 @@ def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]
     store = RunStore(Path(root))
     if not store.root.is_dir():
         raise UserError(f"{root}: no such run folder")
+    from ..untrusted import inside
+
+    for name in (MANIFEST, RESPONSES, ITEMS):  # a received run's files are its own: no link leads outside
+        if (store.root / name).is_symlink():
+            inside(store.root, name, f"{store.root / name}")
     manifest = store.read_manifest()
     if manifest.get("status") != "complete":
         raise UserError(f"{root}: the collection did not finish; run the same `simsubjects collect` command again to resume it")

@@ -13,6 +13,7 @@ from ..collect.studies.registry import resolve
 from ..errors import UserError
 from simsubjects.collect.store import staged_folder
 from simsubjects.analyze.tidy import stack_runs
+from simsubjects.untrusted import check_table_name
 
 
 @dataclass
@@ -27,13 +28,19 @@ class Analysis:
 
 
 def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: bool = True,
-                 extra: Callable[..., dict[str, pd.DataFrame]] | None = None) -> Analysis:
+                 extra: Callable[..., dict[str, pd.DataFrame]] | None = None, code_from=None) -> Analysis:
     """Analyze one run folder, or several of the same study side by side (one model each).
+
+    `code_from`: the user's own study file (analyze --allow-code FILE) whose `type: function` analyses
+    may run; without it a study file's run is analyzed from its own copy, which never runs code.
 
     `extra`: (study, responses, items, tables) -> more tables written into the same set (e.g. --check-r's check_r.csv).
     """
     runs = [load_run(d) for d in dirs]
     outdir = Path(out) if out else Path(dirs[0]) / "analysis"
+    if not out and outdir.is_symlink():  # a received run's analysis/ linking elsewhere: nothing written there
+        raise UserError(f"{outdir}: is a link; a run folder's analysis is written inside it (remove the link or "
+                        "pass --out)")
     for parent in (outdir, *outdir.parents):
         if parent.exists():
             if not parent.is_dir():
@@ -45,7 +52,7 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     study = studies.pop()
     from ..studyfile.origin import study_def  # which study made the run: a study file or a declared one
 
-    spec = study_def(dirs[0], runs[0][0])
+    spec = study_def(dirs[0], runs[0][0], code_from)
     if not spec.analyze:
         raise UserError(f"{dirs[0]}: no analysis registered for study {study!r}")
     responses = stack_runs([r for _, r, _ in runs], _run_labels(dirs))
@@ -60,6 +67,8 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         from simsubjects.analyze.order_effects import order_effects
 
         tables["order_effects"], tables["order_effects_average"] = order_effects(responses)
+    for name in tables:  # a name from the run's study copy or a function's dict: NAME.csv, never a path
+        check_table_name(name, f"{dirs[0]}: analysis")
     # The set of tables and figures is written into a staging folder and swapped in whole: a killed
     # or failed analyze leaves the previous complete set (simsubjects.collect.store).
     figures: list[Path] = []
@@ -69,6 +78,7 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         if plots and spec.plot:
             figures = [outdir / Path(p).name for p in resolve(spec.plot)(tables, responses, stage)]
         for name, df in (extra(spec.name, responses, items, tables) if extra else {}).items():
+            check_table_name(name, f"{dirs[0]}: analysis")
             (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
     shown = resolve(spec.summary)(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, outdir, figures)

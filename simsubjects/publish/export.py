@@ -18,6 +18,7 @@ import pandas as pd
 
 from simsubjects.collect.store import load_run
 from simsubjects.errors import UserError
+from simsubjects.untrusted import md_text
 from .export_rds import add_labels, no_r_note, rscript, write_plain
 from simsubjects.collect.store import staged_folder
 from simsubjects.collect.schema import labels as study_labels
@@ -66,6 +67,8 @@ def stata_name(name: str, taken: set[str]) -> str:
     base = re.sub(r"[^A-Za-z0-9_]", "_", name)
     if not re.match(r"[A-Za-z_]", base):
         base = "v_" + base
+    elif base.startswith("_"):  # SPSS names start with a letter ("年齢" -> "__" -> "v__"; issue 28)
+        base = "v" + base
     base = base[:32]
     new, k = base, 1
     while new.lower() in taken:
@@ -78,13 +81,14 @@ def stata_name(name: str, taken: set[str]) -> str:
 def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | None = None) -> pd.DataFrame:
     labels = study_labels() if labels is None else labels
     rows = []
+    cats = set(categorical_columns(df))  # once: per column it made the codebook quadratic in the columns
     for c in df.columns:
         s = df[c]
         levels = sorted(map(str, s.dropna().unique()))
         rows.append({
             "column": c, "exported_as": names.get(c, c), "type": str(s.dtype), "label": labels.get(c, ""),
             "missing": int(s.isna().sum()), "distinct": len(levels),
-            "values": "; ".join(levels[:12]) + (" ..." if len(levels) > 12 else "") if c in categorical_columns(df)
+            "values": "; ".join(levels[:12]) + (" ..." if len(levels) > 12 else "") if c in cats
             else (f"{s.min()} .. {s.max()}" if pd.api.types.is_numeric_dtype(s) and len(s) else ""),
         })
     return pd.DataFrame(rows)
@@ -156,6 +160,9 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     # attributes of a respondents table) carry their labels in the manifest
     labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
     outdir = Path(out) if out else Path(run_dir) / "export"
+    if not out and outdir.is_symlink():  # a received run's export/ linking elsewhere: nothing written there
+        raise UserError(f"{outdir}: is a link; a run folder's export is written inside it (remove the link or "
+                        "pass --out)")
     if "rds" in formats and rscript() is None:
         print(no_r_note(), file=sys.stderr)
     # Everything is written into a staging folder beside outdir and swapped in whole
@@ -175,8 +182,9 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
             (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
             md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
-            md += [f"| {r.column} | {r.exported_as} | {r.type} | {r.label} | {r.distinct} | {r.missing} | {r.values} |"
-                   for r in book.itertuples()]
+            # cells are user text (column names, labels, answers): escaped Markdown, HTML and `|` included
+            md += ["| " + " | ".join(md_text(v) for v in (r.column, r.exported_as, r.type, r.label, r.distinct,
+                                                            r.missing, r.values)) + " |" for r in book.itertuples()]
             (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
             names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
             if "rds" in formats:

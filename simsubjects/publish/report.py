@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import html
 import json
-import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from simsubjects.collect.store import atomic_write_bytes
 from simsubjects.collect.store import write_error
 from simsubjects.collect.runcheck import check_manifest
 from simsubjects.errors import UserError
+from simsubjects.untrusted import inside, shell_join
 from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, table  # noqa: F401 - re-exported
 from simsubjects.papers import KIND, paper_of, papers, study_title, validity_reference
 
@@ -106,8 +106,8 @@ def find_runs(path: Path) -> tuple[dict | None, list[Run]]:
         check_manifest(top, mpath)
     if top is not None and top.get("kind") == KIND:
         runs = []
-        for e in top.get("studies", []):
-            folder = path / e.get("folder", e["study"])
+        for i, e in enumerate(top.get("studies", [])):  # each folder inside this one, links included
+            folder = inside(path, e.get("folder", e["study"]), f"{mpath}: studies[{i}].folder")
             man = _read_json(folder / "manifest.json") if (folder / "manifest.json").is_file() else None
             try:
                 man = check_manifest(man, folder / "manifest.json") if isinstance(man, dict) else None
@@ -126,7 +126,8 @@ def find_runs(path: Path) -> tuple[dict | None, list[Run]]:
         load_run(path)  # a single run that is unfinished, damaged or mistyped is an error, not a page
         return None, [Run(path, ".", top)]
     runs = []
-    for sub in sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []:
+    # a link to a folder elsewhere is not one of this folder's runs: nothing is written through it
+    for sub in sorted(p for p in path.iterdir() if p.is_dir() and not p.is_symlink()) if path.is_dir() else []:
         man = _read_json(sub / "manifest.json") if (sub / "manifest.json").is_file() else None
         try:
             man = check_manifest(man, sub / "manifest.json") if isinstance(man, dict) else None
@@ -174,7 +175,7 @@ def collect_command(man: dict, folder: str) -> str:
         args += ["--seed", str(params["seed"])]
     if params.get("chat_template"):
         args.append("--chat-template")
-    return shlex.join(args + ["--out", folder])
+    return shell_join(args + ["--out", folder])
 
 
 # ---------------------------------------------------------------- the page
@@ -296,11 +297,12 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
     if top:
         where = "" if " --out /" in command else f" from the folder that holds {path.name}/"
         repro += [f"# re-run{where}: it resumes from each study's request cache, so finished work is not redone",
-                  command, "", f"cd {shlex.quote(str(path))}", "Rscript analysis.R        # R twins on export/*.rds -> r_results/",
+                  command, "", f"cd {shell_join([str(path)])}", "Rscript analysis.R        # R twins on export/*.rds -> r_results/",
                   "simsubjects report .      # re-render this report"]
     else:
         repro += ["# the run's parameters, seed and model revision are in manifest.json", command, "",
-                  f"simsubjects analyze {path}", f"simsubjects export {path} --to rds,dta", f"simsubjects report {path}"]
+                  *(shell_join(["simsubjects", cmd, str(path), *more]) for cmd, more in
+                    (("analyze", []), ("export", ["--to", "rds,dta"]), ("report", [])))]
     nav = "".join(f'<li><a href="#{html.escape(r.manifest.get("study", ""))}">'
                   f'{html.escape(studyfile_title(r.manifest, r.folder) or study_title(r.manifest.get("study", "")))}'
                   '</a></li>' for r in runs)

@@ -116,7 +116,7 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list 
             analyses.append({"type": "representativeness", "by": [column(it) for it in demo],
                              "name": "representativeness_by_group"})
     if any(it.kind in ("yesno", "estimate") for it in conv.items):  # check-all shares, slider means, with intervals
-        analyses.append({"type": "function", "function": "simsubjects.qualtrics.summaries:summaries"})
+        analyses.append({"type": "summaries"})
     for f in conv.factors:
         if len(f.levels) == 2:
             analyses.append({"type": "welch", "factor": f.name, "name": f"{f.name}_welch"})

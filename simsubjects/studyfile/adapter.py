@@ -22,18 +22,33 @@ COPY = "study"  # folder of the run that holds the study file and its tables
 
 
 def file_parameters(study: Study) -> dict:
-    """What the manifest records of the file: its name, sha256, and each table's sha256."""
+    """What the manifest records of the file: its name, sha256, and each table's sha256 (of the bytes
+    load_study read and parsed, not of the file as it is now)."""
     import hashlib
 
     return {"file": f"{COPY}/{study.file.name}", "sha256": study.sha256,
-            "tables": {rel: hashlib.sha256(p.read_bytes()).hexdigest()
+            "tables": {rel: hashlib.sha256(study.raw[rel]).hexdigest()
                        for rel, p in study.files.items() if p != study.file}}
 
 
 def copy_files(study: Study, out: Path) -> None:
-    """The study file and its tables into RUN/study/ (each written whole: atomic)."""
+    """The study file and its tables into RUN/study/ (each written whole: atomic), from the bytes that
+    were read, hashed and parsed: an edit of the files while the run goes on never reaches the run."""
+    for rel in study.files:
+        atomic_write_bytes(Path(out) / COPY / rel, study.raw[rel])
+
+
+def check_out(study: Study, out) -> None:
+    """--out is neither the study's own folder nor a folder that holds the study file or its tables:
+    a run writes items.parquet, responses.parquet and study/ there, over what it would read."""
+    o = Path(out).resolve()
     for rel, p in study.files.items():
-        atomic_write_bytes(Path(out) / COPY / rel, p.read_bytes())
+        p = p.resolve()
+        if (o / COPY) in p.parents:  # the run's own copy (collect RUN/study/x.yaml --out RUN resumes it):
+            continue  # rewritten with the same bytes, which the manifest's sha256 checks
+        if p.parent == o or o in p.parents:
+            raise UserError(f"--out {out}: holds {rel}, a file of the study {study.file.name}; a run writes "
+                            "into its folder, so choose a folder outside the study's (e.g. runs/NAME)")
 
 
 def study_def(study: Study, out=None, judge=None) -> StudyDef:
@@ -48,8 +63,6 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
     def finalize(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
         from simsubjects.collect.option_order import add_shown_position
 
-        if out is not None:
-            copy_files(study, Path(out))
         if study.human is not None:
             responses = pd.concat([responses, study.human], ignore_index=True)
         if study.order_mode in ("randomized", "averaged"):  # the position each option was shown at
@@ -60,8 +73,9 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
         name=study.name,
         help=study.title,
         build=lambda **_: build_trials(study),
-        collect=lambda model, cache, trials, params, show: collect_study(study, model, cache, trials, params, show,
-                                                                         judge=judge),
+        collect=lambda model, cache, trials, params, show: (
+            copy_files(study, Path(out)) if out is not None else None,  # once, at the start (as hashed)
+            collect_study(study, model, cache, trials, params, show, judge=judge))[1],
         validate=lambda model, trials, params: validity_sample(study, model, trials, params, judge=judge),
         finalize=finalize,
         templates=lambda: [study.template],
@@ -97,6 +111,7 @@ def replicate_row(path: str, out, seed: int | None = None):
         params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": None, "session_scorer": SCORER}
         return paper, plan, session_def(study, out=Path(out) / study.name), params
     study = load_study(path, seed=seed)
+    check_out(study, Path(out) / study.name)
     paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title, note="a study file")
     plan = Plan(paper, lambda scale: {}, f"the study file's own design ({path}; --scale does not change it)")
     params = {KEY: file_parameters(study), "seed": study.seed, "judge_model": None}

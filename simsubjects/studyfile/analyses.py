@@ -8,6 +8,7 @@ p.value, conf.low, conf.high, n, plus effect_size and effect_size_type.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ from .spec import Study
 
 SYSTEM = ["source", "model"]
 BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n", "unit", "weights",
-         "effect_size", "effect_size_type"]
+         "effect_size", "effect_size_type", "warning"]
 
 
 def trial_scores(study: Study, responses: pd.DataFrame) -> pd.DataFrame:
@@ -105,12 +106,19 @@ def unit_means(g: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     return u.agg(score=("score", "mean"), tw=("tw", "mean")).reset_index()
 
 
+DEGENERATE = "zero variance (every score the same within a group): no test; p.value left empty"
+
+
 def _broom(res, est: float, n: int, es: float, es_type: str) -> dict:
-    ci = res.confidence_interval()
     t = float(res.statistic)
+    if not math.isfinite(t):  # a standard error of 0: scipy's t is inf (p = 0) or nan; not evidence
+        return {"estimate": est, "std.error": 0.0 if math.isinf(t) else math.nan, "statistic": math.nan,
+                "df": float(res.df), "p.value": math.nan, "conf.low": math.nan, "conf.high": math.nan, "n": n,
+                "effect_size": math.nan, "effect_size_type": es_type, "warning": DEGENERATE}
+    ci = res.confidence_interval()
     return {"estimate": est, "std.error": est / t if t else math.nan, "statistic": t, "df": float(res.df),
             "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high), "n": int(n),
-            "unit": UNIT, "weights": "none", "effect_size": es, "effect_size_type": es_type}
+            "unit": UNIT, "weights": "none", "effect_size": es, "effect_size_type": es_type, "warning": ""}
 
 
 def _weighted(u: pd.DataFrame) -> bool:
@@ -172,7 +180,9 @@ def welch(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) -
                          "n": len(both), "unit": UNIT, "weights": "survey", "effect_size": r["estimate"] / sd
                          if sd > 0 else math.nan, "effect_size_type": "cohen_d_av"})
             continue
-        res = stats.ttest_ind(x, y, equal_var=False)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
+            res = stats.ttest_ind(x, y, equal_var=False)
         rows.append({**key, "test": "Welch two-sample t-test", "contrast": contrast,
                      **_broom(res, x.mean() - y.mean(), len(x) + len(y),
                               (x.mean() - y.mean()) / sd if sd > 0 else math.nan, "cohen_d_av")})
@@ -202,7 +212,9 @@ def paired(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) 
                          "weights": "survey", "effect_size": r["estimate"] / sd if sd > 0 else math.nan,
                          "effect_size_type": "cohen_d_z"})
             continue
-        res = stats.ttest_rel(m[levels[0]].to_numpy(float), m[levels[1]].to_numpy(float))
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
+            res = stats.ttest_rel(m[levels[0]].to_numpy(float), m[levels[1]].to_numpy(float))
         rows.append({**key, "test": "Paired t-test", "contrast": f"{factor}: {levels[0]} - {levels[1]}",
                      **_broom(res, diff.mean(), len(diff), diff.mean() / sd if sd > 0 else math.nan, "cohen_d_z")})
     return pd.DataFrame(rows)
@@ -226,7 +238,9 @@ def one_sample(trials: pd.DataFrame, mu, by: list[str]) -> pd.DataFrame:
                          "contrast": f"score - {mu}", **r, "n": len(x), "unit": UNIT, "weights": "survey",
                          "effect_size": r["estimate"] / sd if sd > 0 else math.nan, "effect_size_type": "cohen_d"})
             continue
-        res = stats.ttest_1samp(x, 0.0)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
+            res = stats.ttest_1samp(x, 0.0)
         rows.append({**key, "test": "One-sample t-test", "contrast": f"score - {mu}",
                      **_broom(res, x.mean(), len(x), x.mean() / sd if sd > 0 else math.nan, "cohen_d")})
     return pd.DataFrame(rows)
@@ -370,10 +384,32 @@ def study_order_effects(study: Study, responses: pd.DataFrame) -> dict[str, pd.D
     return dict(zip(("order_effects", "order_effects_average"), got))
 
 
+def user_function(study: Study, i: int, ref: str):
+    """The callable of a `type: function` analysis: only from a study file the user runs with --allow-code
+    (never from a run folder's copy), imported from installed modules only, never from the working
+    folder or the study's and run's folders (docs/robustness.md)."""
+    import importlib
+
+    from ..untrusted import ALLOW_CODE, no_local_imports
+
+    where = ("analyses", i, "function")
+    if not study.allow_code:
+        raise study.source.error(where, f"type: function runs Python code ({ref}); code runs only from the study "
+                                        f"file you run yourself, never from a run folder's copy: pass "
+                                        f"{ALLOW_CODE} YOUR_STUDY.yaml to analyze (or {ALLOW_CODE} to replicate)")
+    module, _, name = ref.partition(":")
+    with no_local_imports(study.file.parent):
+        try:
+            fn = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as e:
+            raise study.source.error(where, f"cannot import {ref} from the installed modules ({e})") from None
+    if not callable(fn):
+        raise study.source.error(where, f"{ref} is not a function")
+    return fn
+
+
 def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every analysis the file lists (the response distribution always)."""
-    from ..collect.studies.registry import resolve
-
     trials = trial_scores(study, responses)
     tables = distribution(study, responses, trials)
     tests = []
@@ -400,8 +436,12 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
             tables[name] = representativeness_table(study, responses, list(a.get("by", [])))
         elif kind == "agreement":
             tables[name] = agreement_table(trials, list(a.get("by", [])))
+        elif kind == "summaries":  # check-all shares and numeric means (studyfile/summaries.py)
+            from .summaries import summaries
+
+            tables.update(summaries(responses, items))
         elif kind == "function":
-            got = resolve(a["function"])(responses, items, **(a.get("args") or {}))
+            got = user_function(study, i, a["function"])(responses, items, **(a.get("args") or {}))
             tables.update(got if isinstance(got, dict) else {name: got})
     if "shown_position" in responses.columns:
         tables.update(study_order_effects(study, responses))

@@ -115,7 +115,23 @@ def build_trials(study: Study) -> tuple[pd.DataFrame, pd.DataFrame]:
                     if _applies(it, cond):
                         add(s, cond, it)
     trials = _tidy_types(pd.DataFrame(rows))
+    _check_unique(study, trials)
     return trials, items_table(study)
+
+
+def _check_unique(study: Study, trials: pd.DataFrame) -> None:
+    """Every trial has its own id. Ids join subject, item and condition with " | " (or fill trial_id's
+    template); a subject or item id that holds the separator, or a template that leaves out what
+    tells two trials apart, would give two trials one id, and the analysis would merge them."""
+    if not len(trials):
+        return
+    dup = trials["trial"].duplicated(keep=False)
+    if dup.any():
+        first = trials.loc[dup, "trial"].iat[0]
+        what = ("design.trial_id leaves out what tells them apart (add ${subject}, ${item}, ${repetition} ...)"
+                if study.trial_id else "an id (subject, item or level) holds the separator ' | '; rename it")
+        raise study.source.error(("design", "trial_id") if study.trial_id else ("items",),
+                                 f"{int(dup.sum())} trials share the id {first!r}: {what}")
 
 
 def per_item_subjects(study: Study) -> list[list[str]]:

@@ -29,6 +29,7 @@ class Source:
     def __init__(self, file: Path, text: str):
         self.file = Path(file)
         self.text = text
+        self.raw = text.encode("utf-8")
         self.lines: dict[Path_, int] = {}
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # libyaml when present: faster
         try:
@@ -51,6 +52,10 @@ class Source:
             seen: dict = {}
             for k, v in node.value:
                 key = k.value
+                if k.tag in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"):  # YAML 1.1: yes, on, ~
+                    raise StudyFileError(f"{self.file}:{k.start_mark.line + 1}: {keypath(path)}: key {key!r} is "
+                                         f"read as {'true/false' if k.tag.endswith('bool') else 'null'}; "
+                                         f"quote it: \"{key}\"")
                 if key in seen:
                     raise StudyFileError(f"{self.file}:{k.start_mark.line + 1}: {keypath(path + (key,))}: "
                                          f"duplicate key (first at line {seen[key]})")
@@ -60,6 +65,9 @@ class Source:
         elif isinstance(node, yaml.SequenceNode):
             for i, v in enumerate(node.value):
                 self._walk(v, path + (i,))
+        elif "\x00" in str(node.value):  # a NUL would be cut silently by R, Stata and SPSS files
+            raise StudyFileError(f"{self.file}:{node.start_mark.line + 1}: {keypath(path)}: holds a NUL "
+                                 "character (\\0); remove it")
 
     def line(self, path: Path_) -> int | None:
         path = tuple(path)
@@ -73,11 +81,21 @@ class Source:
 
 
 def read_source(file) -> Source:
+    from . import limits
+
     file = Path(file)
     if file.suffix.lower() not in (".yaml", ".yml"):
         raise StudyFileError(f"{file}: a study file ends in .yaml or .yml")
+    why = limits.regular_file(file, "study file")  # a FIFO would block, a device never end
+    if why and not file.is_dir():
+        raise StudyFileError(f"{file}: {why}")
     try:
-        text = file.read_text(encoding="utf-8")
+        with open(file, "rb") as f:
+            raw = f.read(limits.MAX_STUDY_BYTES + 1)
+        if len(raw) > limits.MAX_STUDY_BYTES:
+            raise StudyFileError(f"{file}: larger than {limits.MAX_STUDY_BYTES // 2**20} MB; a study file is a "
+                                 "short text (tables go in their own files)")
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text reads it
     except FileNotFoundError:
         raise StudyFileError(f"{file}: no such study file") from None
     except IsADirectoryError:
@@ -86,7 +104,12 @@ def read_source(file) -> Source:
         raise StudyFileError(f"{file}: not UTF-8 text (byte {e.start})") from None
     except OSError as e:
         raise StudyFileError(f"{file}: cannot be read ({e.strerror or e})") from None
-    return Source(file, text)
+    why = limits.yaml_shape(text)  # before anything is built from it
+    if why:
+        raise StudyFileError(f"{file}: {why}")
+    src = Source(file, text)
+    src.raw = raw  # the bytes hashed and checked: what the run folder's copy gets (never re-read)
+    return src
 
 
 def did_you_mean(word: str, choices) -> str:

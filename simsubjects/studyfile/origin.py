@@ -52,32 +52,49 @@ def title(manifest: dict, folder) -> str | None:
     try:
         import yaml
 
-        data = yaml.safe_load((Path(folder) / o.file).read_text(encoding="utf-8"))
+        from simsubjects.untrusted import inside
+
+        data = yaml.safe_load(inside(folder, o.file, "studyfile").read_text(encoding="utf-8"))
         return str(data.get("title") or o.study)
     except Exception:  # noqa: BLE001 - a missing or damaged copy: the section still renders
         return o.study
 
 
-def study_def(folder, manifest: dict):
-    """The StudyDef that made the run: the study file's copy in the folder, else the declared study."""
+def study_def(folder, manifest: dict, code_from=None):
+    """The StudyDef that made the run: the study file's copy in the folder, else the declared study.
+
+    The run's own copy is read as data: its `type: function` analyses never run. `code_from`: the
+    study file the user runs themselves (analyze --allow-code FILE), the same bytes as the run's copy;
+    its analyses may run code (docs/robustness.md)."""
     o = origin(manifest)
     if not o.is_study_file:
+        if code_from is not None:
+            raise UserError(f"--allow-code {code_from}: {folder} is a built-in study's run, not a study file's")
         from simsubjects.collect.studies.registry import get_study
 
         return get_study(o.study)
+    from simsubjects.untrusted import inside
+
     from .adapter import study_def as from_file
     from .spec import load_study
 
-    path = Path(folder) / o.file
+    path = inside(folder, o.file, f"{Path(folder) / 'manifest.json'}: parameters.studyfile.file")
     if not path.is_file():
         raise UserError(f"{folder}: the copy of the study file ({o.file}) is missing; re-run the collection")
     params = manifest.get("parameters") or {}
     seed = params.get("seed")  # the run's seed (collect --seed), so seeded tables are drawn as collected
-    seed = seed if isinstance(seed, int) else None
+    seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
     from .session import is_session_file, load_session
 
     if is_session_file(path):  # a session file (blocks, rounds, players): its own StudyDef
         from .session_def import session_def
 
         return session_def(load_session(path, seed=seed))
-    return from_file(load_study(path, seed=seed))
+    if code_from is None:
+        return from_file(load_study(path, seed=seed))
+    own = load_study(code_from, seed=seed, allow_code=True)
+    info = (manifest.get("parameters") or {}).get("studyfile") or {}
+    if own.sha256 != info.get("sha256"):
+        raise UserError(f"--allow-code {code_from}: not the study file of {folder} (its sha256 differs from the "
+                        f"run's copy {o.file}); name the file the run was collected from")
+    return from_file(own)

@@ -7,6 +7,7 @@ The format is documented field by field in docs/studies.md. Checks here need no 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +17,12 @@ import pandas as pd
 
 from simsubjects.collect.schema import CORE_COLUMNS
 from .load import Source, StudyFileError, did_you_mean, read_source
+from .limits import MAX_COUNT, MAX_ORDERINGS, MAX_SEED, MAX_TRIALS
 from .tables import read_table
 
 SLUG = re.compile(r"^[a-z][a-z0-9_-]*$")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # placeholders, factor and attribute names
+FUNCTION_REF = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
 RESERVED = {*CORE_COLUMNS, "prompt", "options", "labels", "persona", "question", "option_order", "ordering",
             "order_shown", "shown_position", "n_shown",
             "repetition", "response_type", "estimate", "completion", "score", "n_samples", "n_queries"}
@@ -43,7 +46,7 @@ HUMAN_COLUMNS = {"respondent", "item", "response", "weight", "condition", "group
 JUDGE = {"prompt", "response"}
 ANALYSIS_TYPES = {"distribution": set(), "welch": {"factor", "levels", "by"}, "paired": {"factor", "levels", "by"},
                   "one_sample": {"mu", "by"}, "chi_square": {"factor", "by"}, "amce": {"factors"},
-                  "representativeness": {"by"}, "agreement": {"by"}, "function": {"function", "args"}}
+                  "representativeness": {"by"}, "agreement": {"by"}, "summaries": set(), "function": {"function", "args"}}
 MODES = ("as_listed", "reversed", "randomized", "averaged")
 LIKERT = {5: ["Strongly disagree", "Disagree", "Neither agree nor disagree", "Agree", "Strongly agree"],
           7: ["Strongly disagree", "Disagree", "Somewhat disagree", "Neither agree nor disagree", "Somewhat agree",
@@ -143,6 +146,12 @@ class Study:
     human_name: str = "human"
     analyses: list[dict] = field(default_factory=list)
     files: dict[str, Path] = field(default_factory=dict)  # relative name -> path: the file and its tables
+    # `type: function` analyses run only when the user runs this file themselves with --allow-code,
+    # never from a run folder's copy (docs/robustness.md): a received run is data, not code
+    allow_code: bool = False
+    # relative name -> the bytes read and parsed: hashed into the manifest and copied into the run from
+    # here, never re-read (an edit during a run cannot reach the run folder)
+    raw: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def sha256(self) -> str:
@@ -190,12 +199,16 @@ class Checker:
             return str(v)
         return self.typed(v, (*path, key), str, "text")
 
-    def number(self, d: dict, key: str, path, default=None, integer=False, low=None):
+    def number(self, d: dict, key: str, path, default=None, integer=False, low=None, high=None):
         if key not in d or d[key] is None:
             return default
         v = self.typed(d[key], (*path, key), int if integer else (int, float), "an integer" if integer else "a number")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise self.err((*path, key), f"must be a finite number, got {v}")
         if low is not None and v < low:
             raise self.err((*path, key), f"must be at least {low}, got {v}")
+        if high is not None and v > high:  # bounded before the work it counts (docs/robustness.md)
+            raise self.err((*path, key), f"must be at most {high}, got {v}")
         return v
 
     def flag(self, d: dict, key: str, path, default=False) -> bool:
@@ -340,8 +353,9 @@ def _generated(c: Checker, d: dict, path, kind: str, named) -> Response:
 
 # ----------------------------------------------------------------------------------------- the study
 
-def load_study(file, seed: int | None = None) -> Study:
-    """The study of `file`; `seed` (collect --seed) replaces design.seed before any seeded table is drawn."""
+def load_study(file, seed: int | None = None, allow_code: bool = False) -> Study:
+    """The study of `file`; `seed` (collect --seed) replaces design.seed before any seeded table is drawn.
+    `allow_code`: its `type: function` analyses may run (the user's own file, given with --allow-code)."""
     src = read_source(file)
     c = Checker(src)
     data = src.data
@@ -349,16 +363,17 @@ def load_study(file, seed: int | None = None) -> Study:
         raise StudyFileError(f"{src.file}: the file is empty; start from `simsubjects study new survey DIR`")
     d = c.mapping(data, (), TOP, required=("study", "title", "prompt", "items"))
     name = c.text(d, "study", ())
-    if not SLUG.match(name):
+    if not SLUG.fullmatch(name):  # fullmatch: `$` alone lets a trailing newline through
         raise c.err(("study",), f"{name!r}: use lower-case letters, digits, - and _, starting with a letter")
     s = Study(file=src.file, source=src, name=name, title=c.text(d, "title", (), required=True),
               citation=c.text(d, "citation", (), ""), license=c.text(d, "license", (), ""),
-              description=c.text(d, "description", (), ""))
+              description=c.text(d, "description", (), ""), allow_code=allow_code)
     s.files[src.file.name] = src.file
+    s.raw[src.file.name] = src.raw
     _prompt(c, d, s)
     named = {}
     for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
-        if not NAME.match(str(k)):
+        if not NAME.fullmatch(str(k)):
             raise c.err(("response_types", k), "a response type name is letters, digits and _")
         named[k] = parse_response(c, v, ("response_types", k), named)
     default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
@@ -368,7 +383,27 @@ def load_study(file, seed: int | None = None) -> Study:
     _human(c, d, s)
     _analyses(c, d, s)
     _check_placeholders(c, s)
+    _check_size(c, s)
     return s
+
+
+def _check_size(c: Checker, s: Study) -> None:
+    """An upper bound on the trials, before any is built: subjects x items x within-subject cells x
+    repetitions x orderings (a k-choice item's option orders, at most max_orderings)."""
+    within = math.prod(len(f.levels) for f in s.factors if f.assignment != "between") or 1
+    if s.sample:
+        within = min(within, s.sample)
+    orders = 1
+    if s.order_mode == "averaged":
+        for it in s.items:
+            r = it.response.judge if it.response.kind == "free_text" else it.response
+            k = sum(not o.refusal for o in (r.options if r else []))
+            orders = max(orders, min(math.factorial(min(k, 20)), s.max_orderings))
+    bound = len(s.subjects) * len(s.items) * within * s.repetitions * orders
+    if bound > MAX_TRIALS:
+        raise c.err(("design",), f"up to {bound} trials ({len(s.subjects)} subjects x {len(s.items)} items x "
+                                 f"{within} cells x {s.repetitions} repetitions x {orders} orderings); a study file "
+                                 f"has at most {MAX_TRIALS}")
 
 
 def _prompt(c: Checker, d: dict, s: Study) -> None:
@@ -400,14 +435,15 @@ def _table(c: Checker, s: Study, name, path) -> pd.DataFrame:
     except ValueError:
         raise c.err(path, f"{rel}: tables sit beside the study file or in a folder under it") from None
     s.files[Path(rel).as_posix()] = p
-    return read_table(p, lambda msg: c.err(path, msg))
+    df, s.raw[Path(rel).as_posix()] = read_table(p, lambda msg: c.err(path, msg), keep_bytes=True)
+    return df
 
 
 def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
     g = c.mapping(d.get("design") or {}, ("design",), DESIGN)
     for fname, fv in c.typed(g.get("factors") or {}, ("design", "factors"), dict, "a mapping").items():
         path = ("design", "factors", fname)
-        if not NAME.match(str(fname)) or fname in RESERVED:
+        if not NAME.fullmatch(str(fname)) or fname in RESERVED:
             raise c.err(path, f"factor name {fname!r}: letters, digits and _, and not a reserved column "
                               f"({', '.join(sorted(RESERVED))})")
         fd = {"levels": fv} if isinstance(fv, list) else c.mapping(fv, path, FACTOR, required=("levels",))
@@ -424,11 +460,11 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
         s.factors.append(Factor(str(fname), levels, c.choice(fd, "assignment", path, ("within", "between", "item"),
                                                              "within")))
     s.crossing = c.choice(g, "crossing", ("design",), ("crossed", "sampled"), "crossed")
-    s.sample = c.number(g, "sample", ("design",), None, integer=True, low=1)
+    s.sample = c.number(g, "sample", ("design",), None, integer=True, low=1, high=MAX_COUNT)
     if s.crossing == "sampled" and s.sample is None:
         raise c.err(("design", "crossing"), "crossing: sampled needs sample: N (conditions per subject)")
-    s.repetitions = c.number(g, "repetitions", ("design",), 1, integer=True, low=1)
-    s.seed = c.number(g, "seed", ("design",), 0, integer=True)
+    s.repetitions = c.number(g, "repetitions", ("design",), 1, integer=True, low=1, high=MAX_COUNT)
+    s.seed = c.number(g, "seed", ("design",), 0, integer=True, low=0, high=MAX_SEED)
     if seed is not None:
         s.seed = seed
     s.trial_order = c.choice(g, "trial_order", ("design",), ("subject", "item"), "subject")
@@ -437,7 +473,7 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
     s.subjects = _subjects(c, g.get("subjects"), s)
     for name, t in c.typed(g.get("columns") or {}, ("design", "columns"), dict, "a mapping").items():
         path = ("design", "columns", name)
-        if not NAME.match(str(name)) or name in RESERVED or s.factor(name) or name in s.subjects.columns:
+        if not NAME.fullmatch(str(name)) or name in RESERVED or s.factor(name) or name in s.subjects.columns:
             raise c.err(path, f"column name {name!r}: letters, digits and _, and neither a reserved column, a factor "
                               "nor a subjects column")
         s.columns[str(name)] = c.typed(t, path, str, "a template (text)")
@@ -448,7 +484,7 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
     if v is None:
         return pd.DataFrame({"subject": ["s1"], "persona": [""]})
     d = c.mapping({"n": v} if isinstance(v, int) and not isinstance(v, bool) else v, path, SUBJECTS)
-    n = c.number(d, "n", path, None, integer=True, low=1)
+    n = c.number(d, "n", path, None, integer=True, low=1, high=MAX_COUNT)
     if "table" not in d:
         if "template" in d or "id" in d:
             raise c.err(path, "template: and id: read a subjects table; add table: FILE")
@@ -478,7 +514,7 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
         else:
             df = df.head(n)
     df = df.reset_index(drop=True)
-    s.per_item = c.number(d, "per_item", path, None, integer=True, low=1)
+    s.per_item = c.number(d, "per_item", path, None, integer=True, low=1, high=MAX_COUNT)
     if s.per_item is not None and s.per_item > len(df):
         raise c.err((*path, "per_item"), f"{s.per_item} subjects per item, but {d['table']} has {len(df)}")
     ids = df[idcol].astype(str) if idcol else pd.Series([f"s{i + 1}" for i in range(len(df))])
@@ -530,7 +566,7 @@ def _items(c: Checker, d: dict, s: Study, named, default) -> None:
             raise c.err(path, "no response: give the item response: ..., or a study-level response:")
         attrs = c.typed(it.get("attributes") or {}, (*path, "attributes"), dict, "a mapping")
         for k, v in attrs.items():
-            if not NAME.match(str(k)) or k in RESERVED:
+            if not NAME.fullmatch(str(k)) or k in RESERVED:
                 raise c.err((*path, "attributes", k), "attribute names are letters, digits and _, not a reserved column")
             f = s.factor(k)
             if f is not None and str(v) not in f.levels:
@@ -684,7 +720,7 @@ def _order(c: Checker, d: dict, s: Study) -> None:
         return
     o = c.mapping({"mode": v} if isinstance(v, str) else v, ("option_order",), ORDER, required=("mode",))
     s.order_mode = c.choice(o, "mode", ("option_order",), MODES, "as_listed")
-    s.max_orderings = c.number(o, "max_orderings", ("option_order",), 24, integer=True, low=1)
+    s.max_orderings = c.number(o, "max_orderings", ("option_order",), 24, integer=True, low=1, high=MAX_ORDERINGS)
 
 
 def _human(c: Checker, d: dict, s: Study) -> None:
@@ -728,9 +764,9 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
             weight = float(rec[m["weight"]]) if "weight" in m else 1.0
         except (TypeError, ValueError):
             weight = float("nan")
-        if not weight >= 0:  # NaN or negative
+        if not (weight >= 0 and math.isfinite(weight)):  # NaN, inf or negative
             raise c.err((*path, "columns", "weight"), f"row {i + 2} of the human table: weight {rec[m['weight']]!r} "
-                                                      "is not a number >= 0")
+                                                      "is not a number (finite, >= 0)")
         resp = str(rec[m["respondent"]]) if not isinstance(rec[m["respondent"]], float) else _plain(rec[m["respondent"]])
         trial = _plain(rec[m["trial"]]) if "trial" in m else f"{s.human_name}|{resp}|{iid}"
         rows.append({"study": s.name, "trial": trial, "item": iid,
@@ -742,8 +778,16 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
         lines.append(i + 2)
     if not rows:
         raise c.err(path, "the human table has no answered rows")
+    out = pd.DataFrame(rows)
+    if not (out["weight"] > 0).any():
+        raise c.err((*path, "columns", "weight"), "every weight of the human table is 0; no answer would count")
+    pairs = out.drop_duplicates(["trial", "subject", "item"])
+    if pairs["trial"].duplicated().any():  # ids holding "|": two respondent x item pairs, one trial id
+        t = pairs.loc[pairs["trial"].duplicated(), "trial"].iat[0]
+        raise c.err((*path, "columns", "respondent"), f"two respondent x item pairs share the trial id {t!r}: a "
+                                                      "respondent or item id holds '|'; rename it")
     _check_human_levels(c, s, rows, lines, m, groups, path)
-    return pd.DataFrame(rows)
+    return out
 
 
 def _check_human_levels(c: Checker, s: Study, rows: list[dict], lines: list[int], m: dict, groups: list[str],
@@ -775,10 +819,13 @@ def _human_answer(c: Checker, it: Item, value, i: int, path):
     r = it.response
     if r.kind == "estimate":
         try:
-            return str(value), float(value)
+            x = float(value)
         except (TypeError, ValueError):
-            raise c.err((*path, "columns", "response"), f"row {i + 2} of the human table: {value!r} is not a number "
-                                                        f"(item {it.id} asks for an estimate)") from None
+            x = None
+        if x is None or not math.isfinite(x):  # nan, inf, 1e400 (read as inf): refused with the row
+            raise c.err((*path, "columns", "response"), f"row {i + 2} of the human table: {value!r} is not a finite "
+                                                        f"number (item {it.id} asks for an estimate)")
+        return str(value), x
     if r.kind == "free_text":
         r = r.judge
     labels = {o.label: o for o in r.options}
@@ -806,6 +853,7 @@ def _analyses(c: Checker, d: dict, s: Study) -> None:
         if kind not in ANALYSIS_TYPES:
             raise c.err((*path, "type"), f"unknown analysis {kind!r}{did_you_mean(kind, ANALYSIS_TYPES)}")
         c.mapping(a, path, {"type", "name", *ANALYSIS_TYPES[kind]})
+        _analysis_name(c, a, path, s)
         for key in ("factor",):
             if key in ANALYSIS_TYPES[kind]:
                 f = s.factor(c.text(a, key, path, required=True)) or _group_factor(c, s, a, key, kind, path)
@@ -836,8 +884,8 @@ def _analyses(c: Checker, d: dict, s: Study) -> None:
             raise c.err((*path, "type"), f"{kind} compares with human rows; add human: {{file, columns}}")
         if kind == "function":
             ref = c.text(a, "function", path, required=True)
-            if ":" not in ref:
-                raise c.err((*path, "function"), "name a function as module:function")
+            if not FUNCTION_REF.fullmatch(ref):
+                raise c.err((*path, "function"), "name a function as module:function (dotted identifiers)")
         s.analyses.append(a)
 
 
@@ -857,6 +905,27 @@ def _group_factor(c: Checker, s: Study, a: dict, key: str, kind: str, path) -> F
         raise c.err((*path, key), f"{name!r} is neither a declared factor nor a persona or human group column"
                                   f"{did_you_mean(name, allowed) if allowed else ' (the study declares none)'}")
     return Factor(name=name, levels={v: v for v in sorted(values)}, assignment="between")
+
+
+RESERVED_TABLES = {"trials", "distribution", "estimates", "tests", "order_effects", "order_effects_average", "ppi",
+                   "check_r"}
+
+
+def _analysis_name(c: Checker, a: dict, path, s: Study) -> None:
+    """An analysis's name becomes NAME.csv in the analysis folder: an identifier, never a path
+    (docs/robustness.md); checked here (study check, collect) and again at analyze on the run's copy."""
+    from ..untrusted import is_ident
+
+    if "name" not in a:
+        return
+    name = a["name"]
+    if not is_ident(name):
+        raise c.err((*path, "name"), f"{name!r} is not an identifier: a letter, then letters, digits and _ "
+                                     "(at most 64); it names the table NAME.csv, never a path")
+    if name in RESERVED_TABLES:
+        raise c.err((*path, "name"), f"{name!r} is the name of a table analyze always writes; choose another")
+    if any(b.get("name") == name for b in s.analyses):
+        raise c.err((*path, "name"), f"{name!r} names an earlier analysis too; each table needs its own name")
 
 
 def _check_placeholders(c: Checker, s: Study) -> None:

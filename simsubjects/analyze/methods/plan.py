@@ -162,6 +162,12 @@ def read_pilot(path, unit: str, outcome: str, prediction: str) -> pd.DataFrame:
     if df[prediction].isna().any():
         raise UserError(f"{path}: column {prediction} is missing on {int(df[prediction].isna().sum())} row(s); "
                         "the model must answer every unit")
+    for col in (prediction, outcome):  # inf, -inf, 1e400 (read as inf) or text: refused with the row
+        v = pd.to_numeric(df[col], errors="coerce")
+        bad = (df[col].notna() & ~np.isfinite(v.astype(float))).to_numpy()
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise UserError(f"{path}: row {i + 2}, column {col}: {df[col].iat[i]!r} is not a finite number")
     return df
 
 

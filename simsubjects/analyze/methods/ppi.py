@@ -41,7 +41,8 @@ from scipy.special import expit
 from simsubjects.errors import UserError
 
 COLUMNS = ["term", "estimate", "std.error", "statistic", "p.value", "conf.low", "conf.high", "n", "n_model",
-           "lambda", "method"]
+           "lambda", "method", "warning"]
+DEGENERATE = "zero variance (every outcome the same): no test; p.value left empty"
 
 
 # ---------------------------------------------------------------- helpers
@@ -84,10 +85,14 @@ def _table(est, se, level, terms, n, N, lam, method) -> pd.DataFrame:
     q = _z(level)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = est / se
+    # a standard error of 0 (identical outcomes) gives z = inf and p = 0: a degenerate test, not evidence
+    degenerate = ~(se > 0)
+    z = np.where(degenerate, np.nan, z)
     return pd.DataFrame({"term": list(terms), "estimate": est, "std.error": se, "statistic": z,
                          "p.value": 2 * stats.norm.sf(np.abs(z)), "conf.low": est - q * se,
                          "conf.high": est + q * se, "n": n, "n_model": N,
-                         "lambda": np.broadcast_to(np.asarray(lam, float), est.shape), "method": method})
+                         "lambda": np.broadcast_to(np.asarray(lam, float), est.shape), "method": method,
+                         "warning": np.where(degenerate, DEGENERATE, "")})
 
 
 def _calc_lam(grads, grads_hat, grads_hat_u, inv_hessian, coord=None) -> float:

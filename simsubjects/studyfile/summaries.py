@@ -1,5 +1,5 @@
-"""Natural summaries of imported Qualtrics questions, named in an imported study.yaml as
-`{type: function, function: simsubjects.qualtrics.summaries:summaries}`.
+"""Natural summaries of check-all and numeric questions (`{type: summaries}` in a study file; the
+Qualtrics import names it): a built-in analysis, so a received run folder names no code to run.
 
 - `selection_shares`: each check-all option (and multiple-answer matrix cell): the share of subjects
   who select it. A model subject's value is its exact P(Yes); a respondent's is 0 or 1.

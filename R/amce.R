@@ -60,7 +60,7 @@
 amce <- function(data, outcome, attribute, cluster, se_type = c("CR2", "stata", "CR0", "cregg"),
                  levels = NULL, baseline = NULL, conf.level = 0.95) {
   se_type <- match.arg(se_type)
-  if (!is.data.frame(data)) stop("data: expected a data frame", call. = FALSE)
+  data <- .plain(data)
   miss <- setdiff(c(outcome, attribute, cluster), names(data))
   if (length(miss)) stop(sprintf("data: missing column(s) %s", paste(miss, collapse = ", ")),
                          call. = FALSE)

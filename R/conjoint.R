@@ -5,7 +5,7 @@
 #' Prepare a conjoint table: complete rows, features as factors under safe names F1, F2, ...
 #' @noRd
 .cj_prepare <- function(data, outcome, features, id, weights) {
-  if (!is.data.frame(data)) stop("data: expected a data frame", call. = FALSE)
+  data <- .plain(data)
   miss <- setdiff(c(outcome, features, id, weights), names(data))
   if (length(miss)) stop(sprintf("data: missing column(s) %s", paste(miss, collapse = ", ")), call. = FALSE)
   d <- data[unique(c(outcome, features, id, weights))]

@@ -126,10 +126,17 @@ read_run <- function(dir) {
 #' @rdname prob_of
 #' @export
 prob_of <- function(data, response, keep = NULL) {
+  data <- .plain(data)
   need <- c("trial", "response", "weight")
   miss <- setdiff(need, names(data))
   if (length(miss)) stop(sprintf("data: missing column(s) %s; expected the tidy responses table",
                                  paste(miss, collapse = ", ")), call. = FALSE)
+  if (nrow(data) && !response %in% as.character(data$response)) {
+    # a tiny sampled run may never draw an option, but a typo or a coded column gives 0 everywhere
+    warning(sprintf("response \"%s\" never occurs in column response (it holds %s); every p_%s is 0",
+                    response, paste0('"', utils::head(unique(as.character(data$response)), 8), '"',
+                                     collapse = ", "), response), call. = FALSE)
+  }
   key <- .trial_key(data)
   id <- do.call(paste, c(lapply(data[key], as.character), sep = "\r"))
   w <- as.numeric(data$weight)

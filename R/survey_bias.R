@@ -26,6 +26,8 @@
 .design <- c("key", "bias", "perturbation", "form")
 
 .prepare_bias <- function(data, items) {
+  data <- .plain(data)
+  if (!is.null(items)) items <- .plain(items, "items")
   miss <- setdiff(c("item", "response", "weight"), names(data))
   if (length(miss)) stop(sprintf("data: missing column(s) %s; expected the tidy responses table",
                                  paste(miss, collapse = ", ")), call. = FALSE)
@@ -178,7 +180,7 @@ delta_tests <- function(deltas, conf.level = 0.95) {
   miss <- setdiff(need, names(deltas))
   if (length(miss)) stop(sprintf("deltas: missing column(s) %s; build it with delta_bias()",
                                  paste(miss, collapse = ", ")), call. = FALSE)
-  deltas <- .order_bias(deltas)
+  deltas <- .order_bias(.chr_cols(.plain(deltas, "deltas")))
   id <- .group_id(deltas, c("model", "bias", "perturbation"))
   rows <- list()
   for (k in unique(id)) {

@@ -89,6 +89,13 @@ CONTRASTS: dict[str, dict[str, tuple[str, str]]] = {
     },
 }
 
+
+
+def design_levels(responses=None, items=None) -> dict[str, list[str]]:
+    """The export's level order of MoCa's factors: B (the contrast's baseline) first, then A."""
+    return {f: [b, a] for task in CONTRASTS.values() for f, (a, b) in task.items()}
+
+
 BY = ("source", "model")
 COLUMNS = ["task", "factor", "term", "level_a", "level_b", "estimate", "std.error", "statistic", "df", "p.value",
            "conf.low", "conf.high", "conf_level", "n", "n_clusters", "n_a", "n_b", "method", "se_type",

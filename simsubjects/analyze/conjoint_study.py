@@ -72,6 +72,20 @@ def profile_table(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def design_levels(responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, list[str]]:
+    """The export's level order: each attribute's design levels, the baseline (cregg's reference) first."""
+    return {a.name: list(a.levels) for a in _design().attributes}
+
+
+def export_tables(responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The profile-level table the analysis uses (one row per profile shown, the model's and HHY's
+    respondents', with `chosen`), so that R and Stata start where Python's AMCEs start (issue 29)."""
+    prof = profile_table(responses, items)
+    for f in features():
+        prof[f] = prof[f].astype(object)
+    return {"profiles": prof}
+
+
 def _by_source(fn, table: pd.DataFrame, **kw) -> pd.DataFrame:
     parts = []
     for src, g in table.groupby("source", sort=False):

@@ -30,6 +30,7 @@ from .errors import UserError
 from .collect.studies.registry import resolve
 from .papers import ALL, KIND, Paper, plan_studies, resolve_papers, size  # noqa: F401 - re-exported
 from .redact import redact, redact_obj
+from .rpackage import copy_r_package, r_package_version, source_commit
 
 EXPORT_FORMATS = ["parquet", "csv", "rds", "dta"]
 
@@ -172,9 +173,11 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
         "versions": versions() if lm is not None else {"simsubjects": __version__, "python": platform.python_version()},
         "studies": entries,
         "files": {"report": "report.html", "readme": "README.md", "r_script": "analysis.R"},
+        "source": {"commit": source_commit(), "r_package_version": r_package_version()},
         "timings": {"seconds": round(time.perf_counter() - started, 1)},
     }
     manifest = redact_obj(manifest)  # every string a server or the command line supplied, scrubbed
+    manifest["files"]["r_package"] = copy_r_package(out)  # analysis.R needs no checkout
     atomic_write_json(manifest, out / "manifest.json")
     atomic_write_bytes(out / "analysis.R", r_script(manifest).encode())
     atomic_write_bytes(out / "README.md", readme(manifest).encode())
@@ -212,8 +215,7 @@ def readme(manifest: dict) -> str:
         "simsubjects report .               # re-render report.html from the run folders",
         "```",
         "",
-        "`analysis.R` needs the R package simsubjects (`R CMD INSTALL <simsubjects checkout>`; its Imports:",
-        "estimatr, survival) or `SIMSUBJECTS_R_SOURCE=<checkout>/R`; it writes `r_results/*.csv`.",
+        *_readme_r(manifest),
         "",
         "## What is where",
         "",
@@ -221,7 +223,9 @@ def readme(manifest: dict) -> str:
         "| --- | --- |",
         "| `report.html` | one self-contained report: the model beside the human references and the papers' numbers |",
         "| `manifest.json` | papers, scale, model, command, versions, and every study's parameters, counts, timings |",
-        "| `analysis.R` | the R twins (t-tests, AMCE, response-bias deltas, obedience survival) from `*/export/` |",
+        "| `analysis.R` | the R twins (t-tests, AMCE, response-bias deltas, obedience survival) from `*/export/`, "
+        "each table compared with its Python twin in `*/analysis/` |",
+        "| `r-package/simsubjects/` | the R package's source (`R CMD INSTALL r-package/simsubjects`) |",
     ]
     for e in manifest["studies"]:
         status = e.get("status")
@@ -242,26 +246,90 @@ def readme(manifest: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _readme_r(manifest: dict) -> list[str]:
+    """The README's lines on running analysis.R: what it needs, what it writes, what it checks."""
+    imports = _r_imports()
+    where = ("`R CMD INSTALL r-package/simsubjects` installs it from this folder; without it analysis.R sources "
+             "`r-package/simsubjects/R/`" if manifest["files"].get("r_package") else
+             "this folder carries no copy of it (written from an install without the R package): "
+             "`R CMD INSTALL <simsubjects checkout>` or `SIMSUBJECTS_R_SOURCE=<checkout>/R`")
+    return [
+        f"`analysis.R` needs R and the R package simsubjects ({where}); the package's Imports: "
+        f"{', '.join(imports) or '?'} (Debian: `apt-get install " + " ".join(
+            f"r-cran-{i.lower()}" for i in imports if i not in ('stats', 'utils')) + "`).",
+        "It writes `r_results/<study>/<table>.csv` under the names and columns of the Python tables, prints one "
+        "line per table with the largest difference from `<study>/analysis/<table>.csv`, exits with status 1 "
+        "when one differs, and records `sessionInfo()`, the R package version and the commit in "
+        "`r_results/session.txt`. Stata users: the exports are `*/export/*.dta` with value labels in the "
+        "design's order (baseline first); the statistics have no Stata script yet.",
+    ]
+
+
+def _r_imports() -> list[str]:
+    from .rpackage import package_root
+
+    root = package_root()
+    if root is None:
+        return []
+    text = (root / "DESCRIPTION").read_text(encoding="utf-8").replace("\n ", " ")
+    for line in text.splitlines():
+        if line.startswith("Imports:"):
+            return [p.strip().split(" ")[0] for p in line.split(":", 1)[1].split(",") if p.strip()]
+    return []
+
+
 R_HEADER = r'''# R side of a simsubjects replication: the R twins of the Python statistics, computed from the
-# exported data of each study folder (export/responses.rds). Run from this folder:
+# exported data of each study folder (<study>/export/), then compared with the tables Python wrote
+# (<study>/analysis/*.csv): one line per table with the largest difference; the script exits with
+# status 1 when a table differs. Run from this folder, with no checkout and no Python:
 #   Rscript analysis.R
-# Needs the R package simsubjects (R CMD INSTALL <simsubjects checkout>), or its R/ folder through
-# SIMSUBJECTS_R_SOURCE=<checkout>/R. Results go to r_results/*.csv and are printed.
+# It uses the R package simsubjects: installed (R CMD INSTALL r-package/simsubjects, from this folder),
+# or SIMSUBJECTS_R_SOURCE=<checkout>/R, or else the package source in r-package/simsubjects/R.
+# Results go to r_results/<study>/<table>.csv (the Python table's name and columns);
+# r_results/session.txt records sessionInfo(), the R package version and the commit.
+# Folder written by simsubjects __VERSION__ at commit __COMMIT__
 # Command that made this folder: __COMMAND__
 
 if (requireNamespace("simsubjects", quietly = TRUE)) {
   suppressPackageStartupMessages(library(simsubjects))
-} else if (nzchar(Sys.getenv("SIMSUBJECTS_R_SOURCE"))) {
-  for (f in sort(list.files(Sys.getenv("SIMSUBJECTS_R_SOURCE"), pattern = "[.]R$", full.names = TRUE))) source(f)
+  r_package <- paste("simsubjects", utils::packageVersion("simsubjects"), "(installed)")
 } else {
-  stop("the R package simsubjects is not installed: R CMD INSTALL <simsubjects checkout> ",
-       "(or set SIMSUBJECTS_R_SOURCE=<checkout>/R)", call. = FALSE)
+  src <- Sys.getenv("SIMSUBJECTS_R_SOURCE", "r-package/simsubjects/R")
+  if (!dir.exists(src)) {
+    stop("the R package simsubjects is not installed and ", src, " is missing: ",
+         "R CMD INSTALL r-package/simsubjects (or set SIMSUBJECTS_R_SOURCE=<checkout>/R)", call. = FALSE)
+  }
+  for (f in sort(list.files(src, pattern = "[.]R$", full.names = TRUE))) source(f)
+  desc <- file.path(dirname(normalizePath(src)), "DESCRIPTION")
+  r_package <- paste("simsubjects", if (file.exists(desc)) read.dcf(desc, "Version")[1, 1] else "?",
+                     "(sourced from", src, ")")
 }
 options(width = 160)
+dir.create("r_results", showWarnings = FALSE)
+writeLines(c(paste("R package:", r_package), "Folder written by simsubjects __VERSION__",
+             "Commit: __COMMIT__", "", utils::capture.output(utils::sessionInfo())),
+           file.path("r_results", "session.txt"))
+cat("R package:", r_package, "| folder written by simsubjects __VERSION__ at commit __COMMIT__\n")
+checks <- list()
+# one study: its R tables written to r_results/<folder>/ and compared with <folder>/analysis/*.csv
+study <- function(folder, results) {
+  write_results(results, file.path("r_results", folder))
+  checks[[folder]] <<- check_results(results, folder)
+}
 # helpers of blocks written in the script itself (a study's r_code)
 keep <- function(df, name, show = 40) write_results(stats::setNames(list(df), name), "r_results", show)
 chr <- function(d) { for (c in names(d)) if (is.factor(d[[c]])) d[[c]] <- as.character(d[[c]]); d }
 rows <- function(lst) { lst <- Filter(Negate(is.null), lst); if (length(lst)) do.call(rbind, lst) else data.frame() }
+'''
+
+R_FOOTER = r'''
+cat("\nR results written to r_results/\n")
+checked <- do.call(rbind, Filter(function(x) !is.null(x) && nrow(x) > 0, checks))
+if (!is.null(checked) && !all(checked$ok)) {
+  cat(sprintf("%d of %d tables differ from the Python tables\n", sum(!checked$ok), nrow(checked)))
+  quit(status = 1)
+}
+cat(sprintf("all %d tables agree with the Python tables\n", if (is.null(checked)) 0L else nrow(checked)))
 '''
 
 
@@ -277,21 +345,33 @@ def _r_block(study, entry: dict) -> str:
         return f"\n# ---- {entry['study']}: no R twin yet; the exported data is in {folder}/export/\n"
     src = f'source("{study.r_source}")\n' if study.r_source else ""
     return (f"\n# ---- {study.heading}\n{src}"
-            f'write_results({study.r_function}("{folder}"), "r_results")\n')
+            f'study({_r_str(folder)}, {study.r_function}({_r_str(folder)}))\n')
+
+
+def _r_str(text) -> str:
+    """`text` as one double-quoted R string literal (the one escaping helper of this file; the
+    hardening branch's untrusted.r_string is its general form and replaces it on merge)."""
+    body = "".join("\\\\" if c == "\\" else '\\"' if c == '"' else f"\\u{{{ord(c):04x}}}" if ord(c) < 32 or ord(c) == 127
+                   else c for c in str(text))
+    return f'"{body}"'
+
 
 
 def r_script(manifest: dict) -> str:
     from .collect.studies.registry import studies
 
     declared = studies()
-    parts = [R_HEADER.replace("__COMMAND__", manifest["command"])]
+    source = manifest.get("source") or {}
+    parts = [R_HEADER.replace("__COMMAND__", manifest["command"])
+             .replace("__VERSION__", str(manifest.get("versions", {}).get("simsubjects", __version__)))
+             .replace("__COMMIT__", str(source.get("commit") or "unknown"))]
     for e in manifest["studies"]:
         if "rds" not in e.get("exported", []):
             parts.append(f"\n# ---- {e['study']}: left out, its export/responses.rds was not written "
                          f"({e.get('error', '')})\n")
             continue
         parts.append(_r_block(declared.get(e["study"]), e))
-    parts.append('\ncat("\\nR results written to r_results/\\n")\n')
+    parts.append(R_FOOTER)
     return "".join(parts)
 
 

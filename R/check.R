@@ -35,7 +35,9 @@
 #' one line per table with the largest absolute difference.
 #'
 #' @param results a named list of data frames (a \code{replicate_*()} result); each name is the name
-#'   of the Python table, optionally with the study's prefix (\code{"<folder>_"}) removed first.
+#'   of the Python table, optionally with the study's prefix (\code{"<folder>_"}) removed first. A
+#'   table's \code{attr(, "keys")} names the columns that identify its rows; by default the text
+#'   columns both tables share.
 #' @param folder the study's run folder.
 #' @param tol tolerance for estimates, errors, statistics and bounds (1e-8, as \samp{--check-r}).
 #' @param tol_p tolerance for \code{p.value} and \code{df} columns (1e-6).
@@ -61,8 +63,12 @@ check_results <- function(results, folder, tol = 1e-8, tol_p = 1e-6) {
       row$columns <- sprintf("no %s", path)
     } else {
       py <- .read_csv(path)
-      keys <- intersect(names(r)[!vapply(r, .is_num, TRUE)], names(py)[!vapply(py, .is_num, TRUE)])
-      vals <- intersect(names(r)[vapply(r, .is_num, TRUE)], names(py)[vapply(py, .is_num, TRUE)])
+      keys <- attr(results[[name]], "keys")
+      if (is.null(keys)) {
+        keys <- intersect(names(r)[!vapply(r, .is_num, TRUE)], names(py)[!vapply(py, .is_num, TRUE)])
+      }
+      keys <- intersect(keys, intersect(names(r), names(py)))
+      vals <- setdiff(intersect(names(r)[vapply(r, .is_num, TRUE)], names(py)[vapply(py, .is_num, TRUE)]), keys)
       rk <- do.call(paste, c(lapply(r[keys], .key_text), sep = "\r"))
       pk <- do.call(paste, c(lapply(py[keys], .key_text), sep = "\r"))
       if (!length(keys)) rk <- pk <- as.character(seq_len(max(nrow(r), nrow(py))))[seq_len(nrow(r))]

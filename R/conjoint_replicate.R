@@ -31,7 +31,7 @@
 #' @export
 replicate_conjoint <- function(folder, features = .hhy_features,
                                constraints = c("Education:Job", "CountryOfOrigin:ReasonForApplication"),
-                               format = "auto") {
+                               format = getOption("simsubjects.format", "auto")) {
   run <- read_run(folder, format)
   p <- run$profiles
   if (is.null(p)) {

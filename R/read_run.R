@@ -81,7 +81,9 @@
 #' @param dir a run folder of \samp{simsubjects collect}.
 #' @param format \code{"auto"} (the \file{.rds} files, else the \file{.csv} files), or \code{"dta"} /
 #'   \code{"sav"} to read the Stata or SPSS export with \pkg{haven} (value labels become factors in the
-#'   design's order, the original column names come back from the codebook).
+#'   design's order, the original column names come back from the codebook). The default is the option
+#'   \code{simsubjects.format}, so \code{options(simsubjects.format = "dta")} makes every
+#'   \code{replicate_*()} function start from the Stata files.
 #' @details
 #' Looks for \file{DIR/export/responses.rds}, then \file{DIR/export/responses.csv}, then the same names
 #' in \file{DIR} itself; likewise for \file{items}. Text columns with few distinct values are factors
@@ -109,11 +111,15 @@
 #' str(read_run(run)$responses)
 #' @rdname read_run
 #' @export
-read_run <- function(dir, format = c("auto", "dta", "sav")) {
-  format <- match.arg(format)
+read_run <- function(dir, format = getOption("simsubjects.format", "auto")) {
+  format <- match.arg(format, c("auto", "dta", "sav"))
   if (!dir.exists(dir)) stop(sprintf("%s: no such run folder", dir), call. = FALSE)
   dirs <- c(file.path(dir, "export"), dir)
   responses <- .read_table(dirs, "responses", format)
+  if (is.null(responses) && format != "auto") {
+    stop(sprintf("%s: no responses.%s in %s; run `simsubjects export %s --to %s` first", dir, format,
+                 file.path(dir, "export"), dir, format), call. = FALSE)
+  }
   if (is.null(responses)) {
     has_parquet <- file.exists(file.path(dir, "responses.parquet"))
     stop(sprintf(paste0("%s: no responses.rds or responses.csv in %s%s; ",

@@ -7,6 +7,12 @@
   d
 }
 
+# the columns that identify a row of a result table (check_results matches R and Python rows on them)
+.keys <- function(d, keys) {
+  attr(d, "keys") <- keys
+  d
+}
+
 .rows <- function(lst) {
   lst <- Filter(Negate(is.null), lst)
   if (length(lst)) do.call(rbind, lst) else data.frame()
@@ -45,16 +51,21 @@ replicate_ultimatum <- function(folder) {
   r <- .chr(read_run(folder)$responses)
   p <- prob_of(r[r$source == "model", ], "accept", keep = c("model", "offer", "pairing", "pair"))
   p$offer <- as.numeric(p$offer)
-  by_offer <- .rows(lapply(split(p, list(p$model, p$offer), drop = TRUE), function(g)
-    cbind(model = g$model[1], offer = g$offer[1], one_sample_test(g$p_accept))))
+  by_offer <- .rows(lapply(split(p, list(p$model, p$offer), drop = TRUE), function(g) {
+    t <- one_sample_test(g$p_accept)
+    cbind(model = g$model[1], offer = g$offer[1], mean = t$estimate, t[setdiff(names(t), "estimate")])
+  }))
   welch <- .rows(lapply(split(p, p$model), function(gm) .rows(lapply(c("all", sort(unique(gm$offer))), function(o) {
     g <- if (o == "all") gm else gm[gm$offer == as.numeric(o), ]
     x <- g$p_accept[g$pairing == "Mr-Ms"]
     y <- g$p_accept[g$pairing == "Ms-Mr"]
     if (length(x) < 2 || length(y) < 2) return(NULL)
-    cbind(model = gm$model[1], offer = o, comparison = "Mr-Ms minus Ms-Mr", welch_test(x, y))
+    w <- welch_test(x, y)
+    names(w)[names(w) %in% c("n1", "n2")] <- c("n_x", "n_y")
+    cbind(model = gm$model[1], offer = o, comparison = "Mr-Ms minus Ms-Mr", test = "Welch two-sample t-test", w)
   }))))
-  list(ultimatum_acceptance_by_offer = by_offer, ultimatum_pairing_welch = welch)
+  list(acceptance_by_offer = .keys(by_offer, c("model", "offer")),
+       pairing_tests = .keys(welch, c("model", "offer", "comparison", "test")))
 }
 
 #' Garden Path sentences: per-sentence means and the paired tests
@@ -67,11 +78,17 @@ replicate_ultimatum <- function(folder) {
 #' @export
 replicate_garden_path <- function(folder) {
   s <- garden_path_sentences(.chr(read_run(folder)$responses))
+  # the sets one by one, and pooled as "both" when the run has two (as the Python table)
+  sets <- if (length(unique(s$set)) > 1) rbind(s, transform(s, set = "both")) else s
   tests <- .rows(c(
-    lapply(split(s, s$model), function(g) cbind(model = g$model[1], type = "all", garden_path_tests(g))),
-    lapply(split(s, list(s$model, s$type), drop = TRUE), function(g)
-      cbind(model = g$model[1], type = g$type[1], garden_path_tests(g)))))
-  list(garden_path_sentences = s, garden_path_paired_tests = tests)
+    lapply(split(sets, list(sets$model, sets$set), drop = TRUE), function(g)
+      cbind(model = g$model[1], set = g$set[1], type = "all", garden_path_tests(g))),
+    lapply(split(sets, list(sets$model, sets$set, sets$type), drop = TRUE), function(g)
+      cbind(model = g$model[1], set = g$set[1], type = g$type[1], garden_path_tests(g)))))
+  names(tests)[names(tests) == "n"] <- "n_sentences"
+  names(tests)[names(tests) == "estimate"] <- "mean_difference"
+  list(per_sentence = .keys(s, c("model", "set", "type", "item")),
+       paired_tests = .keys(tests, c("model", "set", "type", "test")))
 }
 
 #' Wisdom of Crowds: median, quartiles and exact share per question

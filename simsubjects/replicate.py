@@ -32,7 +32,7 @@ from .papers import ALL, KIND, Paper, plan_studies, resolve_papers, size  # noqa
 from .redact import redact, redact_obj
 from .rpackage import copy_r_package, r_package_version, source_commit
 
-EXPORT_FORMATS = ["parquet", "csv", "rds", "dta"]
+EXPORT_FORMATS = ["parquet", "csv", "rds", "dta", "sav"]
 
 
 def canonical_command(papers: list[Paper], *, model: str, out, scale: float, seed: int = 0, method: str = "auto",
@@ -240,7 +240,7 @@ def readme(manifest: dict) -> str:
             "checksums, prompt-template hashes, counts, validity, timings), `responses.parquet` (the tidy long",
             "table, docs/schema.md of simsubjects), `items.parquet`, `records.jsonl` (free-text transcripts, Milgram),",
             "`cache.sqlite` (the request cache a re-run resumes from), `analysis/` (tables as CSV, figures as PNG)",
-            "and `export/` (responses and items as .parquet, .csv, .rds with R factors, .dta with value labels,",
+            "and `export/` (responses and items as .parquet, .csv, .rds with R factors, .dta/.sav with value labels,",
             "plus `codebook_*.md/.csv`).",
         ]
     return "\n".join(lines) + "\n"

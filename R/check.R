@@ -85,7 +85,8 @@ check_results <- function(results, folder, tol = 1e-8, tol_p = 1e-6) {
       row$max_abs_diff <- worst
       row$ok <- ok
     }
-    cat(sprintf("check %-44s %5d rows, %5s matched  max |R - Python| = %-9s %s\n", row$table, row$rows,
+    cat(sprintf("check %-44s %5d rows, %5s matched  max |R - Python| = %-9s %s\n",
+                paste0(basename(folder), "/", row$table), row$rows,
                 format(row$matched), formatC(row$max_abs_diff, format = "g", digits = 3),
                 if (row$ok) "agrees" else if (is.na(row$matched)) paste0("DIFFERS (", row$columns, ")")
                 else "DIFFERS"))

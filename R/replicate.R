@@ -100,14 +100,16 @@ replicate_garden_path <- function(folder) {
 #' @export
 replicate_wisdom <- function(folder) {
   run <- read_run(folder)
-  list(wisdom_questions = wisdom_questions(.chr(run$responses), .chr(run$items)[c("item", "truth")]))
+  list(per_question = .keys(wisdom_questions(.chr(run$responses), .chr(run$items)[c("item", "truth")]),
+                            c("model", "item")))
 }
 
 #' Milgram obedience: share still obeying by level (Kaplan-Meier)
 #'
 #' From the per-subject break-off rows, the survival table of each model and of Milgram's (1963)
 #' participants (\code{\link{milgram_survival}}), levels with a refusal and the two ends. Aher et al. (2023),
-#' section 6 and Appendix E. The table is named after the folder (\code{<folder>_survival}).
+#' section 6 and Appendix E. The table \code{survival} has the columns of the Python table \file{analysis/survival.csv}
+#' (\code{at_risk}, \code{events}, \code{share_obeying}) beside the Kaplan-Meier errors and interval.
 #'
 #' @template folder
 #' @export
@@ -117,9 +119,11 @@ replicate_milgram <- function(folder) {
   b <- data.frame(model = b$model, level = as.numeric(b$breakoff_level),
                   censored = as.logical(b$censored) %in% TRUE)
   s <- milgram_survival(b, max_level = 30, by = "model")
-  out <- list(s[s$n.event > 0 | s$level %in% c(0, 30), ])
-  names(out) <- paste0(basename(normalizePath(folder)), "_survival")
-  out
+  s <- s[s$n.event > 0 | s$level %in% c(0, 30), ]
+  # the Python table's names: at_risk, events, share_obeying
+  names(s)[match(c("n.risk", "n.event", "estimate"), names(s))] <- c("at_risk", "events", "share_obeying")
+  rownames(s) <- NULL
+  list(survival = .keys(s, c("model", "level")))
 }
 
 #' Survey response biases: delta per question and t-tests across questions
@@ -133,9 +137,13 @@ replicate_survey_bias <- function(folder) {
   run <- read_run(folder)
   d <- delta_bias(.chr(run$responses), if (is.null(run$items)) NULL else .chr(run$items))
   t <- delta_tests(d)
-  list(survey_bias_deltas = d,
-       survey_bias_tests = t[t$method == "One Sample t-test",
-                             c("model", "bias", "setting", "estimate", "std.error", "statistic", "df", "p.value", "n")])
+  t$test <- c("One Sample t-test" = "One-sample t-test",
+              "Welch Two Sample t-test" = "Welch two-sample t-test")[t$method]
+  keys <- c("model", "bias", "perturbation", "setting", "test")
+  names(d)[names(d) == "estimate"] <- "delta"
+  list(deltas = .keys(d, c("model", "bias", "perturbation", "key")),
+       bias_tests = .keys(t[t$setting == "bias", , drop = FALSE], keys),
+       perturbation_tests = .keys(t[t$setting != "bias", , drop = FALSE], keys))
 }
 
 #' The factor contrasts of MoCa: for each task and factor, the attribute pair (A, B) of A - B
@@ -177,7 +185,7 @@ replicate_moca <- function(folder) {
       lv <- .moca_contrasts[[task]][[f]]
       if (sum(g[[f]] %in% lv) < 2) next
       a <- amce(g, "y", f, "item", se_type = "CR2", levels = lv, baseline = lv[2])
-      out[[length(out) + 1]] <- cbind(system = sys, task = task, a)
+      out[[length(out) + 1]] <- cbind(source = g$source[1], model = g$model[1], task = task, a)
     }
   }
   res <- .rows(out)
@@ -185,8 +193,13 @@ replicate_moca <- function(folder) {
     cat("\nmoca: no factor has two annotated stories in this run; no AMCE\n")
     return(list())
   }
-  list(moca_amce = res[, c("system", "task", "attribute", "term", "estimate", "std.error", "df", "p.value",
-                           "conf.low", "conf.high", "n", "n_clusters")])
+  # the Python table's names: factor, level_a (A of A - B), level_b, n_a, n_b, method
+  res <- data.frame(res[c("source", "model", "task")], factor = res$attribute, term = res$term,
+                    level_a = res$level, level_b = res$baseline,
+                    res[c("estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n",
+                          "n_clusters")], n_a = res$n_level, n_b = res$n_baseline, method = "ols-cluster",
+                    se_type = "CR2", stringsAsFactors = FALSE, check.names = FALSE)
+  list(amce = .keys(res, c("source", "model", "task", "factor", "term", "method", "se_type")))
 }
 
 #' Opinion survey: representativeness of the default prompt and the personas by group
@@ -197,5 +210,12 @@ replicate_moca <- function(folder) {
 #' @template folder
 #' @export
 replicate_opinion_survey <- function(folder) {
-  list(opinion_survey_representativeness = opinion_representativeness(.chr(read_run(folder)$responses)))
+  r <- opinion_representativeness(.chr(read_run(folder)$responses))
+  # opinion_distributions() keys a prompt as "<model> | <prompt>"; the Python table has both columns
+  cut <- regexpr(" | ", r$model, fixed = TRUE)
+  last <- vapply(gregexpr(" | ", r$model, fixed = TRUE), function(m) max(m), 1)
+  r <- data.frame(model = ifelse(cut > 0, substr(r$model, 1, last - 1), r$model),
+                  prompt = ifelse(cut > 0, substring(r$model, last + 3), ""),
+                  r[setdiff(names(r), "model")], stringsAsFactors = FALSE, check.names = FALSE)
+  list(representativeness = .keys(r, c("model", "prompt", "attribute", "group")))
 }

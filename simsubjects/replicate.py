@@ -301,8 +301,8 @@ if (requireNamespace("simsubjects", quietly = TRUE)) {
   }
   for (f in sort(list.files(src, pattern = "[.]R$", full.names = TRUE))) source(f)
   desc <- file.path(dirname(normalizePath(src)), "DESCRIPTION")
-  r_package <- paste("simsubjects", if (file.exists(desc)) read.dcf(desc, "Version")[1, 1] else "?",
-                     "(sourced from", src, ")")
+  r_package <- paste0("simsubjects ", if (file.exists(desc)) read.dcf(desc, "Version")[1, 1] else "?",
+                      " (sourced from ", src, ")")
 }
 options(width = 160)
 dir.create("r_results", showWarnings = FALSE)

@@ -54,20 +54,47 @@
 #' pair in \code{constraints} adds the pair's interaction; a level's AMCE is then its main effect
 #' plus the mean of its estimable interactions (cregg's averaging).
 #'
-#' @param data a data frame, one row per profile.
-#' @param outcome name of the outcome column (1 = chosen, or a rating, or P(profile chosen)).
-#' @param features names of the feature columns; factors keep their level order.
-#' @param id name of the respondent column to cluster by; NULL: each row its own cluster.
-#' @param weights name of a survey-weight column, or NULL.
+#' @param data a data frame, one row per profile (from \code{read_run()$profiles}, readRDS or haven).
+#' @param outcome name of the outcome column (1 = chosen, or a rating, or P(profile chosen)), or a
+#'   formula \code{outcome ~ A + B * C} as cregg's: the right side names the features, \code{B * C}
+#'   a restricted pair (a constraint).
+#' @param features names of the feature columns; factors keep their level order (the export's: the
+#'   design's baseline first). Not needed with a formula.
+#' @param id the respondent column to cluster by, as a name or \code{~respondent}; NULL: each row
+#'   its own cluster.
+#' @param weights a survey-weight column (name or \code{~w}), or NULL.
 #' @param constraints restricted pairs as "A:B" strings, e.g. "Education:Job".
 #' @param se_type "cregg" (survey::svyglm's linearization), "stata" (CR1) or "CR2".
-#' @param alpha 1 - confidence level of the normal interval.
-#' @return a data frame: feature, level, estimate, std.error, statistic (z), p.value, conf.low,
-#'   conf.high, n; baseline rows have estimate 0 and NA errors.
+#' @param conf.level confidence level of the normal interval.
+#' @param alpha deprecated: \code{conf.level = 1 - alpha}.
+#' @return a data frame of class \code{simsubjects_amce} (\code{\link{simsubjects_result}}; cregg's
+#'   frame through \code{\link{as_cregg}}): feature, level, estimate, std.error, statistic (z), p.value,
+#'   conf.low, conf.high, n; baseline rows have estimate 0 and NA errors.
+#' @examples
+#' set.seed(2)
+#' d <- data.frame(id = rep(1:60, each = 4), g = sample(c("Female", "Male"), 240, TRUE),
+#'                 e = sample(c("None", "High", "College"), 240, TRUE))
+#' d$e <- factor(d$e, levels = c("None", "High", "College"))  # the baseline first
+#' d$y <- rbinom(240, 1, 0.4 + 0.1 * (d$g == "Male") + 0.2 * (d$e == "College"))
+#' conjoint_amce(d, y ~ g + e, id = ~id)
+#' conjoint_amce(d, "y", c("g", "e"), id = "id", se_type = "CR2")
 #' @export
-conjoint_amce <- function(data, outcome, features, id = NULL, weights = NULL, constraints = NULL,
-                          se_type = c("cregg", "stata", "CR2"), alpha = 0.05) {
+conjoint_amce <- function(data, outcome, features = NULL, id = NULL, weights = NULL, constraints = NULL,
+                          se_type = c("cregg", "stata", "CR2"), conf.level = 0.95, alpha = NULL) {
   se_type <- match.arg(se_type)
+  if (inherits(outcome, "formula")) {
+    f <- .parse_formula(outcome)
+    outcome <- f$outcome
+    features <- f$features
+    constraints <- c(constraints, f$constraints)
+  }
+  if (!is.null(alpha)) {
+    .deprecated("alpha", "conf.level = 1 - alpha")
+    conf.level <- 1 - alpha
+  }
+  alpha <- 1 - conf.level
+  id <- .column_arg(id, "id")
+  weights <- .column_arg(weights, "weights")
   d <- .cj_prepare(data, outcome, features, id, weights)
   fn <- stats::setNames(paste0("F", seq_along(features)), features)
   pairs <- lapply(strsplit(as.character(constraints), ":", fixed = TRUE), trimws)
@@ -102,7 +129,9 @@ conjoint_amce <- function(data, outcome, features, id = NULL, weights = NULL, co
       rows[[length(rows) + 1]] <- .cj_row(f, l, sum(w * b[terms]), drop(t(w) %*% V %*% w), fit$n, alpha)
     }
   }
-  do.call(rbind, rows)
+  .result(do.call(rbind, rows), "simsubjects_amce",
+          list(outcome = outcome, unit = if (is.null(id)) "row" else id, se_type = se_type,
+               conf.level = conf.level, n = fit$n, n_clusters = length(unique(d$.id))))
 }
 
 #' Marginal means of a conjoint experiment
@@ -112,12 +141,30 @@ conjoint_amce <- function(data, outcome, features, id = NULL, weights = NULL, co
 #'
 #' @inheritParams conjoint_amce
 #' @param h0 the value the z statistic tests (0.5: no preference in a two-profile forced choice).
-#' @return a data frame: feature, level, estimate, std.error, statistic, p.value, conf.low,
-#'   conf.high, n.
+#' @return a data frame of class \code{simsubjects_mm} (\code{\link{simsubjects_result}}): feature, level,
+#'   estimate, std.error, statistic, p.value, conf.low, conf.high, n.
+#' @examples
+#' set.seed(2)
+#' d <- data.frame(id = rep(1:60, each = 4), g = sample(c("Female", "Male"), 240, TRUE))
+#' d$y <- rbinom(240, 1, ifelse(d$g == "Male", 0.55, 0.45))
+#' conjoint_mm(d, y ~ g, id = ~id, h0 = 0.5)
 #' @export
-conjoint_mm <- function(data, outcome, features, id = NULL, weights = NULL,
-                        se_type = c("cregg", "stata", "CR2"), alpha = 0.05, h0 = 0) {
+conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NULL,
+                        se_type = c("cregg", "stata", "CR2"), conf.level = 0.95, h0 = 0, alpha = NULL) {
   se_type <- match.arg(se_type)
+  if (inherits(outcome, "formula")) {
+    f <- .parse_formula(outcome)
+    outcome <- f$outcome
+    features <- c(f$features, unlist(strsplit(f$constraints, ":", fixed = TRUE)))
+    features <- unique(features)
+  }
+  if (!is.null(alpha)) {
+    .deprecated("alpha", "conf.level = 1 - alpha")
+    conf.level <- 1 - alpha
+  }
+  alpha <- 1 - conf.level
+  id <- .column_arg(id, "id")
+  weights <- .column_arg(weights, "weights")
   d <- .cj_prepare(data, outcome, features, id, weights)
   rows <- list()
   for (i in seq_along(features)) {
@@ -128,5 +175,7 @@ conjoint_mm <- function(data, outcome, features, id = NULL, weights = NULL,
       rows[[length(rows) + 1]] <- .cj_row(features[i], l, unname(fit$coef[k]), fit$vcov[k, k], fit$n, alpha, h0)
     }
   }
-  do.call(rbind, rows)
+  .result(do.call(rbind, rows), "simsubjects_mm",
+          list(outcome = outcome, unit = if (is.null(id)) "row" else id, se_type = se_type,
+               conf.level = conf.level, n = nrow(d), n_clusters = length(unique(d$.id)), h0 = h0))
 }

@@ -28,7 +28,7 @@ utils::globalVariables(".data")
 #' installed, base graphics otherwise); \code{tidy()} gives the plain data frame with broom's
 #' names; \code{glance()} one row about the fit.
 #'
-#' @param x,object a result of \code{amce()}, \code{conjoint_amce()} or \code{conjoint_mm()}.
+#' @param x a result of \code{amce()}, \code{conjoint_amce()} or \code{conjoint_mm()}.
 #' @param digits significant digits printed.
 #' @param ... unused.
 #' @return \code{print()} and \code{plot()}: \code{x} invisibly (\code{plot()}: the ggplot object when

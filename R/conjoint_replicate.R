@@ -23,10 +23,10 @@
 #'   Python tables \file{analysis/amce.csv} and \file{analysis/mm.csv}: \code{source, feature, level,
 #'   estimate, std.error, statistic, p.value, conf.low, conf.high, n, model}.
 #' @examples
-#' \dontrun{
-#' res <- replicate_conjoint("conjoint_immigration")
-#' head(res$amce)
-#' }
+#' folder <- system.file("extdata", "replication", "conjoint_immigration", package = "simsubjects")
+#' res <- replicate_conjoint(folder)
+#' check_results(res, folder)
+#' head(as_cregg(res$amce, outcome = "chosen"))
 #' @family replication
 #' @export
 replicate_conjoint <- function(folder, features = .hhy_features,

@@ -26,6 +26,9 @@
 #' @param dir Folder to write into (created if missing).
 #' @param show Rows printed per table.
 #' @return \code{results}, invisibly.
+#' @examples
+#' folder <- system.file("extdata", "replication", "wisdom", package = "simsubjects")
+#' write_results(replicate_wisdom(folder), file.path(tempdir(), "r_results"), show = 5)
 #' @family replication
 #' @export
 write_results <- function(results, dir = "r_results", show = 40) {
@@ -46,6 +49,10 @@ write_results <- function(results, dir = "r_results", show = 40) {
 #' "Mr-Ms minus Ms-Mr" (\code{\link{welch_test}}). Aher et al. (2023), section 4.
 #'
 #' @template folder
+#' @examples
+#' folder <- system.file("extdata", "replication", "ultimatum", package = "simsubjects")
+#' res <- replicate_ultimatum(folder)
+#' check_results(res, folder)
 #' @export
 replicate_ultimatum <- function(folder) {
   r <- .chr(read_run(folder)$responses)
@@ -75,6 +82,10 @@ replicate_ultimatum <- function(folder) {
 #' Aher et al. (2023), section 5 and Appendix C.
 #'
 #' @template folder
+#' @examples
+#' folder <- system.file("extdata", "replication", "garden_path", package = "simsubjects")
+#' res <- replicate_garden_path(folder)
+#' check_results(res, folder)
 #' @export
 replicate_garden_path <- function(folder) {
   s <- garden_path_sentences(.chr(read_run(folder)$responses))
@@ -97,6 +108,10 @@ replicate_garden_path <- function(folder) {
 #' default). Aher et al. (2023), section 7.
 #'
 #' @template folder
+#' @examples
+#' folder <- system.file("extdata", "replication", "wisdom", package = "simsubjects")
+#' res <- replicate_wisdom(folder)
+#' check_results(res, folder)
 #' @export
 replicate_wisdom <- function(folder) {
   run <- read_run(folder)
@@ -112,6 +127,10 @@ replicate_wisdom <- function(folder) {
 #' (\code{at_risk}, \code{events}, \code{share_obeying}) beside the Kaplan-Meier errors and interval.
 #'
 #' @template folder
+#' @examples
+#' folder <- system.file("extdata", "replication", "milgram", package = "simsubjects")
+#' res <- replicate_milgram(folder)
+#' check_results(res, folder)
 #' @export
 replicate_milgram <- function(folder) {
   r <- .chr(read_run(folder)$responses)
@@ -132,6 +151,10 @@ replicate_milgram <- function(folder) {
 #' Tjuatja et al. 2024, Table 4).
 #'
 #' @template folder
+#' @examples
+#' folder <- system.file("extdata", "replication", "survey_bias", package = "simsubjects")
+#' res <- replicate_survey_bias(folder)
+#' check_results(res, folder)
 #' @export
 replicate_survey_bias <- function(folder) {
   run <- read_run(folder)
@@ -163,6 +186,10 @@ replicate_survey_bias <- function(folder) {
 #' OLS with story-clustered CR2 errors (\code{\link{amce}}, estimatr). Nie et al. (2023).
 #'
 #' @template folder
+#' @examples
+#' folder <- system.file("extdata", "replication", "moca", package = "simsubjects")
+#' res <- replicate_moca(folder)
+#' check_results(res, folder)
 #' @export
 replicate_moca <- function(folder) {
   run <- read_run(folder)
@@ -208,6 +235,10 @@ replicate_moca <- function(folder) {
 #' personas pooled), the representativeness to every human group and Overall (Santurkar et al. 2023).
 #'
 #' @template folder
+#' @examples
+#' folder <- system.file("extdata", "replication", "opinion_survey", package = "simsubjects")
+#' res <- replicate_opinion_survey(folder)
+#' check_results(res, folder)
 #' @export
 replicate_opinion_survey <- function(folder) {
   r <- opinion_representativeness(.chr(read_run(folder)$responses))

@@ -104,7 +104,7 @@ wasserstein_by_question <- function(model, human, by = NULL) {
 #'
 #' Per question, the Wasserstein-1 (earth mover's) distance between the model's and people's answer
 #' distributions on the options' ordinal positions, divided by the span of the positions (N - 1 for
-#' positions 1..N), so it lies in [0, 1]; representativeness = 1 - mean distance over questions
+#' positions 1..N), so it lies in \[0, 1\]; representativeness = 1 - mean distance over questions
 #' (Santurkar et al. 2023, as Tjuatja et al. 2024 use it). Written in base R; the numbers agree with
 #' \samp{simsubjects.analyze.representativeness}.
 #'

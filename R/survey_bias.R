@@ -107,11 +107,11 @@
 #' options) - 100 share(second form, second options):
 #' \tabular{lll}{
 #'   bias \tab first \tab second \cr
-#'   acquiescence \tab modified [A] \tab original [A] \cr
-#'   allow_forbid \tab original [B] \tab modified [A] (perturbation pairs: [B]) \cr
-#'   response_order \tab original [A] \tab modified [A] (answers mapped back) \cr
-#'   opinion_float \tab original [C] \tab modified [C] \cr
-#'   odd_even \tab modified [B, D] \tab original [B, D] \cr
+#'   acquiescence \tab modified \[A\] \tab original \[A\] \cr
+#'   allow_forbid \tab original \[B\] \tab modified \[A\] (perturbation pairs: \[B\]) \cr
+#'   response_order \tab original \[A\] \tab modified \[A\] (answers mapped back) \cr
+#'   opinion_float \tab original \[C\] \tab modified \[C\] \cr
+#'   odd_even \tab modified \[B, D\] \tab original \[B, D\] \cr
 #' }
 #' Perturbation pairs use their bias's rule. The opinion-float perturbation deltas are the odd/even
 #' perturbation pairs (\code{pairs_from = "odd_even"}) unless opinion-float pairs were collected.

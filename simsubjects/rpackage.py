@@ -15,7 +15,8 @@ import subprocess
 from pathlib import Path
 
 R_PACKAGE_DIR = "r-package/simsubjects"
-_PARTS = ("DESCRIPTION", "NAMESPACE", "LICENSE", "R", "man", "man-roxygen", "tests/testthat")
+_PARTS = ("DESCRIPTION", "NAMESPACE", "LICENSE", ".Rbuildignore", "R", "man", "man-roxygen", "inst", "vignettes",
+          "tests/testthat")
 
 
 def package_root() -> Path | None:

@@ -20,7 +20,7 @@ from .collect.store import load_run
 from .errors import UserError
 from .export_rds import add_labels, no_r_note, rscript, write_plain
 from .output import staged_folder
-from .schema import labels as study_labels
+from .schema import CORE_COLUMNS, labels as study_labels
 
 FORMATS = ("csv", "parquet", "rds", "dta", "sav")
 STATA_LABEL = 80  # Stata's variable labels hold 80 characters; the codebook keeps the full text
@@ -52,9 +52,23 @@ def _json_scalar(v):
     return str(v)
 
 
-def categorical_columns(df: pd.DataFrame) -> list[str]:
+# Identifier columns stay text in every study: whether a run has 150 or 250 trials must not decide
+# whether R sees a character vector or a factor (issue 29: one type per schema column)
+ALWAYS_TEXT = frozenset({"trial", "item", "subject"})
+
+
+def json_columns(df: pd.DataFrame) -> set[str]:
+    """Columns whose cells are lists/tuples/dicts: flatten() writes them as JSON text, never a factor."""
+    return {c for c in df.columns if df[c].dtype == object
+            and df[c].map(lambda v: isinstance(v, (list, tuple, dict, np.ndarray))).any()}
+
+
+def categorical_columns(df: pd.DataFrame, text: set[str] | frozenset = frozenset()) -> list[str]:
+    """Text columns exported as factors / value-labelled codes; `text` (and ALWAYS_TEXT) stay text."""
     cols = []
     for c in df.columns:
+        if c in ALWAYS_TEXT or c in text:
+            continue
         if pd.api.types.is_string_dtype(df[c]) or df[c].dtype == object:
             values = df[c].dropna().astype(str)
             if values.nunique() <= MAX_LEVELS and (values.str.len().max() if len(values) else 0) <= MAX_LABEL:
@@ -122,8 +136,9 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
     df.attrs["labels"] (the study's, set by export_run), else the core columns' labels."""
     labels = df.attrs.get("labels") or study_labels()
     design = df.attrs.get("levels") or {}
+    json_text = json_columns(df)
     df = flatten(df)
-    cats = categorical_columns(df)
+    cats = categorical_columns(df, json_text)
     order = {c: level_order(df[c], design.get(c)) for c in cats}
     tmp = path.with_name(f".{path.name}.tmp")
     names = {c: c for c in df.columns}
@@ -205,15 +220,18 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     names_out: list[str] = []
     rds_jobs = []  # (file, labels): labelled by one R process once every table is written
     with staged_folder(outdir) as stage:
+        # the core columns' labels describe the responses table; an item table's own `source` (where
+        # a question comes from) is not "model or human" (issue 29)
+        side = {c: lab for c, lab in labels.items() if c not in CORE_COLUMNS or c == "item"}
         for name, df in (("responses", responses), ("items", items), *extra.items()):
             df = df.copy()
-            df.attrs["labels"] = labels
+            df.attrs["labels"] = labels if name == "responses" else side
             df.attrs["levels"] = levels
             names = {}
             for fmt in formats:
                 names.update(_write(df, stage / f"{name}.{fmt}", fmt))
                 names_out.append(f"{name}.{fmt}")
-            book = codebook(flatten(df), names, labels, levels)
+            book = codebook(flatten(df), names, df.attrs["labels"], levels)
             (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
             md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -222,6 +240,6 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
             (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
             names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
             if "rds" in formats:
-                rds_jobs.append((stage / f"{name}.rds", labels))
+                rds_jobs.append((stage / f"{name}.rds", df.attrs["labels"]))
         add_labels(rds_jobs)
     return [outdir / n for n in names_out]

@@ -306,9 +306,6 @@ if (requireNamespace("simsubjects", quietly = TRUE)) {
 }
 options(width = 160)
 dir.create("r_results", showWarnings = FALSE)
-writeLines(c(paste("R package:", r_package), "Folder written by simsubjects __VERSION__",
-             "Commit: __COMMIT__", "", utils::capture.output(utils::sessionInfo())),
-           file.path("r_results", "session.txt"))
 cat("R package:", r_package, "| folder written by simsubjects __VERSION__ at commit __COMMIT__\n")
 checks <- list()
 # one study: its R tables written to r_results/<folder>/ and compared with <folder>/analysis/*.csv
@@ -323,7 +320,11 @@ rows <- function(lst) { lst <- Filter(Negate(is.null), lst); if (length(lst)) do
 '''
 
 R_FOOTER = r'''
-cat("\nR results written to r_results/\n")
+# after the analyses, so that sessionInfo() lists every package they loaded
+writeLines(c(paste("R package:", r_package), "Folder written by simsubjects __VERSION__",
+             "Commit: __COMMIT__", "", utils::capture.output(utils::sessionInfo())),
+           file.path("r_results", "session.txt"))
+cat("\nR results written to r_results/ (versions: r_results/session.txt)\n")
 checked <- do.call(rbind, Filter(function(x) !is.null(x) && nrow(x) > 0, checks))
 if (!is.null(checked) && !all(checked$ok)) {
   cat(sprintf("%d of %d tables differ from the Python tables\n", sum(!checked$ok), nrow(checked)))
@@ -362,16 +363,17 @@ def r_script(manifest: dict) -> str:
 
     declared = studies()
     source = manifest.get("source") or {}
-    parts = [R_HEADER.replace("__COMMAND__", manifest["command"])
-             .replace("__VERSION__", str(manifest.get("versions", {}).get("simsubjects", __version__)))
-             .replace("__COMMIT__", str(source.get("commit") or "unknown"))]
+    version = str(manifest.get("versions", {}).get("simsubjects", __version__))
+    commit = str(source.get("commit") or "unknown")
+    parts = [R_HEADER.replace("__COMMAND__", manifest["command"]).replace("__VERSION__", version)
+             .replace("__COMMIT__", commit)]
     for e in manifest["studies"]:
         if "rds" not in e.get("exported", []):
             parts.append(f"\n# ---- {e['study']}: left out, its export/responses.rds was not written "
                          f"({e.get('error', '')})\n")
             continue
         parts.append(_r_block(declared.get(e["study"]), e))
-    parts.append(R_FOOTER)
+    parts.append(R_FOOTER.replace("__VERSION__", version).replace("__COMMIT__", commit))
     return "".join(parts)
 
 

@@ -7,7 +7,7 @@ import pyreadstat
 import pytest
 
 from simsubjects.collect.store import RunStore, load_run
-from simsubjects.export import export_run, stata_name
+from simsubjects.publish.export import export_run, stata_name
 from tests.test_ultimatum import fixture_responses
 
 
@@ -106,7 +106,7 @@ def test_one_type_per_schema_column_and_json_stays_text(run_dir):
 
 
 def test_stata_labels_cut_at_a_word_boundary_full_text_in_the_codebook(run_dir, monkeypatch):
-    from simsubjects.export import short_label
+    from simsubjects.publish.export import short_label
 
     long = ("Persona attribute POLIDEOLOGY (from respondents.csv): the respondent's self-described political "
             "ideology on a five-point scale")

@@ -1,7 +1,7 @@
 """.rds exports carry variable labels (set through R), and R's read_run() attaches the codebook's labels.
 
 Issue 15: persona attributes are labelled columns of every export; pyreadr cannot write attributes,
-so simsubjects.export_rds has R set attr(x, "label"). Each test reads the files in real R."""
+so simsubjects.publish.export_rds has R set attr(x, "label"). Each test reads the files in real R."""
 
 import shutil
 import subprocess
@@ -11,9 +11,9 @@ import pandas as pd
 import pyreadr
 import pytest
 
-from simsubjects import export_rds
+from simsubjects.publish import export_rds
 from simsubjects.collect.store import RunStore
-from simsubjects.export import export_run
+from simsubjects.publish.export import export_run
 from tests.test_ultimatum import fixture_responses
 
 pytestmark = pytest.mark.r
@@ -66,7 +66,7 @@ def test_rds_labels_equal_the_codebook(run_dir):
 
 def test_without_r_the_rds_is_whole_and_read_run_attaches_the_labels(run_dir, monkeypatch, capsys):
     monkeypatch.setattr(export_rds, "rscript", lambda: None)
-    monkeypatch.setattr("simsubjects.export.rscript", lambda: None)
+    monkeypatch.setattr("simsubjects.publish.export.rscript", lambda: None)
     export_run(run_dir, ["rds", "csv"])
     assert capsys.readouterr().err.count("no variable labels") == 1  # one note for the whole export
     assert "POLPARTY" not in r_labels(run_dir, "readRDS")

@@ -172,7 +172,7 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "versions": versions() if lm is not None else {"simsubjects": __version__, "python": platform.python_version()},
         "studies": entries,
-        "files": {"report": "report.html", "readme": "README.md", "r_script": "analysis.R"},
+        "files": {"report": "report.html", "readme": "README.md", "r_script": "analysis.R", "do_file": "analysis.do"},
         "source": {"commit": source_commit(), "r_package_version": r_package_version()},
         "timings": {"seconds": round(time.perf_counter() - started, 1)},
     }
@@ -180,6 +180,9 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     manifest["files"]["r_package"] = copy_r_package(out)  # analysis.R needs no checkout
     atomic_write_json(manifest, out / "manifest.json")
     atomic_write_bytes(out / "analysis.R", r_script(manifest).encode())
+    from simsubjects.publish.stata import do_script
+
+    atomic_write_bytes(out / "analysis.do", do_script(manifest, out).encode())
     atomic_write_bytes(out / "README.md", readme(manifest).encode())
     render_report(out, analyses=analyses)
     manifest["timings"]["seconds"] = round(time.perf_counter() - started, 1)
@@ -226,6 +229,7 @@ def readme(manifest: dict) -> str:
         "| `analysis.R` | the R twins (t-tests, AMCE, response-bias deltas, obedience survival) from `*/export/`, "
         "each table compared with its Python twin in `*/analysis/` |",
         "| `r-package/simsubjects/` | the R package's source (`R CMD INSTALL r-package/simsubjects`) |",
+        "| `analysis.do` | the Stata side where Stata's commands express it (the Ultimatum Game), checked against `*/analysis/` |",
     ]
     for e in manifest["studies"]:
         status = e.get("status")
@@ -260,8 +264,14 @@ def _readme_r(manifest: dict) -> list[str]:
         "It writes `r_results/<study>/<table>.csv` under the names and columns of the Python tables, prints one "
         "line per table with the largest difference from `<study>/analysis/<table>.csv`, exits with status 1 "
         "when one differs, and records `sessionInfo()`, the R package version and the commit in "
-        "`r_results/session.txt`. Stata users: the exports are `*/export/*.dta` with value labels in the "
-        "design's order (baseline first); the statistics have no Stata script yet.",
+        "`r_results/session.txt`.",
+        "",
+        "Stata users: the exports are `*/export/*.dta` with value labels in the design's order (baseline first). "
+        "`do analysis.do` computes the Ultimatum Game's acceptance by offer and the pairing Welch test with "
+        "Stata's own commands and compares them with the Python tables the same way. The other statistics "
+        "(CR2 cluster-robust AMCEs with Satterthwaite df, cregg's constrained conjoint AMCEs, Kaplan-Meier "
+        "tables, Wasserstein representativeness, survey-bias deltas) have no Stata version here: use "
+        "analysis.R. analysis.do was read-checked, not run (no Stata where it was written).",
     ]
 
 

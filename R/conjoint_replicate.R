@@ -19,9 +19,11 @@
 #' @param features the attribute columns, in the order of the rows of the result (HHY's formula).
 #' @param constraints the restricted pairs of the design, \code{"A:B"}.
 #' @param format passed to \code{\link{read_run}}: \code{"auto"}, \code{"dta"} or \code{"sav"}.
-#' @return A named list of two data frames, \code{amce} and \code{mm}, with the columns of the
-#'   Python tables \file{analysis/amce.csv} and \file{analysis/mm.csv}: \code{source, feature, level,
-#'   estimate, std.error, statistic, p.value, conf.low, conf.high, n, model}.
+#' @return A named list of data frames with the names and columns of the Python tables:
+#'   \code{amce} and \code{mm} (\code{source, feature, level, estimate, std.error, statistic, p.value,
+#'   conf.low, conf.high, n, model}) and, for each model beside the people,
+#'   \code{mm_diff_model_minus_people} (\code{\link{conjoint_mm_diffs}}) and
+#'   \code{anova_model_vs_people} (\code{\link{conjoint_anova}}).
 #' @examples
 #' folder <- system.file("extdata", "replication", "conjoint_immigration", package = "simsubjects")
 #' res <- replicate_conjoint(folder)
@@ -52,6 +54,23 @@ replicate_conjoint <- function(folder, features = .hhy_features,
                             model = src)
   }
   out <- list(amce = .rows(amce_rows), mm = .rows(mm_rows))
+  # each model beside the people: MM differences and cregg's omnibus F test, as the Python tables
+  people <- "HHY 2014 respondents"
+  choice <- p[p$outcome_kind == "choice", , drop = FALSE]
+  diffs <- list()
+  tests <- list()
+  for (m in setdiff(unique(choice$source), people)) {
+    if (!people %in% choice$source) break
+    pair <- choice[choice$source %in% c(people, m), , drop = FALSE]
+    pair$group <- factor(ifelse(pair$source == people, "people", "model"), c("people", "model"))
+    diffs[[m]] <- cbind(conjoint_mm_diffs(pair, "chosen", features, by = "group", id = "id"), model = m)
+    tests[[m]] <- cbind(conjoint_anova(pair, "chosen", features, by = "group", constraints = constraints),
+                        model = m)
+  }
+  if (length(diffs)) {
+    out$mm_diff_model_minus_people <- .keys(.rows(diffs), c("BY", "feature", "level", "model"))
+    out$anova_model_vs_people <- .keys(.rows(tests), c("by", "model"))
+  }
   lapply(out, function(d) {
     rownames(d) <- NULL
     d

@@ -62,6 +62,7 @@ print.simsubjects_result <- function(x, digits = 4, ...) {
 
 #' @rdname simsubjects_result
 #' @importFrom generics tidy
+#' @method tidy simsubjects_result
 #' @export
 tidy.simsubjects_result <- function(x, ...) {
   attr(x, "simsubjects") <- NULL
@@ -72,6 +73,7 @@ tidy.simsubjects_result <- function(x, ...) {
 
 #' @rdname simsubjects_result
 #' @importFrom generics glance
+#' @method glance simsubjects_result
 #' @export
 glance.simsubjects_result <- function(x, ...) {
   i <- .info(x)

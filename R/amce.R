@@ -22,14 +22,19 @@
 #' \samp{simsubjects.analyze.amce}, and the numbers agree with it.
 #'
 #' @param data a data frame, one row per observation (a vote, or a model's P(Yes) per trial).
-#' @param outcome name of the numeric outcome column (e.g. \code{"y"}).
+#' @param outcome name of the numeric outcome column (e.g. \code{"y"}), or a formula
+#'   \code{outcome ~ feature + feature} (cregg's interface): then \code{amce()} is
+#'   \code{\link{conjoint_amce}} on every feature at once, and \code{...} goes there.
 #' @param attribute name of the attribute column (e.g. \code{"event_normality"}).
-#' @param cluster name of the cluster column (e.g. \code{"item"}, the story).
+#' @param id the cluster column (e.g. \code{"item"}, the story), as a name or \code{~item}.
 #' @param se_type \code{"CR2"} (the default, as estimatr's \code{lm_robust} and the Python
 #'   \code{amce_ols}), \code{"stata"} (CR1), \code{"CR0"} or \code{"cregg"}; see Details.
 #' @param levels levels of the attribute to use (rows with other levels are left out); default all, in factor order or sorted.
 #' @param baseline the reference level; default the first of \code{levels} present.
 #' @template conf_level
+#' @param cluster deprecated name of \code{id}.
+#' @param ... with a formula: further arguments of \code{\link{conjoint_amce}} (\code{weights},
+#'   \code{se_type}, \code{conf.level}).
 #' @details
 #' With X the design, e the residuals, G clusters, N observations, K coefficients,
 #' M = (X'X)^-1 and the CR0 meat sum_g X_g' e_g e_g' X_g:
@@ -45,7 +50,8 @@
 #' mean outcome, A minus B. With fewer than three clusters only the estimate is given; with one level
 #' present, none.
 #' @return
-#' A data frame, one row per non-baseline level: \code{outcome, attribute, term} (\code{"A - B"}),
+#' A data frame of class \code{simsubjects_amce} (\code{\link{simsubjects_result}}: print, plot, tidy,
+#' glance), one row per non-baseline level: \code{outcome, attribute, term} (\code{"A - B"}),
 #' \code{level, baseline, estimate, std.error, statistic, df, p.value, conf.low, conf.high, se_type,
 #' conf.level, n, n_clusters, n_level, n_baseline}.
 #' @examples
@@ -57,10 +63,20 @@
 #' amce(d, "y", "normality", "story", se_type = "cregg", baseline = "Normal")
 #' @rdname amce
 #' @export
-amce <- function(data, outcome, attribute, cluster, se_type = c("CR2", "stata", "CR0", "cregg"),
-                 levels = NULL, baseline = NULL, conf.level = 0.95) {
+amce <- function(data, outcome, attribute = NULL, id = NULL,
+                 se_type = c("CR2", "stata", "CR0", "cregg"), levels = NULL, baseline = NULL,
+                 conf.level = 0.95, cluster = NULL, ...) {
+  if (inherits(outcome, "formula")) return(conjoint_amce(data, outcome, id = id, ...))
+  if (!is.null(cluster)) {
+    .deprecated("cluster", "id")
+    if (is.null(id)) id <- cluster
+  }
+  cluster <- .column_arg(id, "id")
+  if (is.null(attribute) || is.null(cluster)) {
+    stop("amce: give the attribute and the cluster column id (or a formula outcome ~ features)", call. = FALSE)
+  }
   se_type <- match.arg(se_type)
-  if (!is.data.frame(data)) stop("data: expected a data frame", call. = FALSE)
+  data <- .plain(data)
   miss <- setdiff(c(outcome, attribute, cluster), names(data))
   if (length(miss)) stop(sprintf("data: missing column(s) %s", paste(miss, collapse = ", ")),
                          call. = FALSE)
@@ -76,6 +92,10 @@ amce <- function(data, outcome, attribute, cluster, se_type = c("CR2", "stata", 
   a <- a[keep]
   cl <- cl[keep]
   present <- levels[levels %in% a]
+  if (!length(present)) {
+    stop(sprintf("levels: none of %s occurs in column %s", paste0('"', levels, '"', collapse = ", "),
+                 attribute), call. = FALSE)
+  }
   if (is.null(baseline)) baseline <- present[1]
   if (length(baseline) != 1 || is.na(baseline) || !baseline %in% levels) {
     stop(sprintf("baseline: expected one of the levels (%s)", paste(levels, collapse = ", ")),
@@ -88,16 +108,18 @@ amce <- function(data, outcome, attribute, cluster, se_type = c("CR2", "stata", 
     .amce_row(outcome, attribute, l, baseline, se_type, conf.level, n, G, sum(a == l),
               sum(a == baseline))
   })
+  info <- list(outcome = outcome, unit = cluster, se_type = se_type, conf.level = conf.level, n = n,
+               n_clusters = G)
   if (!length(rows)) {
     # one level only: no contrast, as the Python side gives NaN
-    return(.amce_row(outcome, attribute, setdiff(levels, baseline)[1], baseline, se_type,
-                     conf.level, n, G, 0L, sum(a == baseline)))
+    return(.result(.amce_row(outcome, attribute, setdiff(levels, baseline)[1], baseline, se_type,
+                             conf.level, n, G, 0L, sum(a == baseline)), "simsubjects_amce", info))
   }
   out <- do.call(rbind, rows)
-  if (!baseline %in% a) return(out)
+  if (!baseline %in% a) return(.result(out, "simsubjects_amce", info))
   # estimates alone (difference in means) when there are too few stories to cluster on
   out$estimate <- vapply(others, function(l) mean(y[a == l]) - mean(y[a == baseline]), numeric(1))
-  if (G < 3) return(out)
+  if (G < 3) return(.result(out, "simsubjects_amce", info))
   x <- factor(a, levels = c(baseline, others))
   fit <- estimatr::lm_robust(y ~ x, data = data.frame(y = y, x = x), clusters = cl,
                              se_type = if (se_type == "cregg") "CR0" else se_type,
@@ -121,5 +143,5 @@ amce <- function(data, outcome, attribute, cluster, se_type = c("CR2", "stata", 
     out$conf.low <- unname(fit$conf.low[j])
     out$conf.high <- unname(fit$conf.high[j])
   }
-  out
+  .result(out, "simsubjects_amce", info)
 }

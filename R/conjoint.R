@@ -5,7 +5,7 @@
 #' Prepare a conjoint table: complete rows, features as factors under safe names F1, F2, ...
 #' @noRd
 .cj_prepare <- function(data, outcome, features, id, weights) {
-  if (!is.data.frame(data)) stop("data: expected a data frame", call. = FALSE)
+  data <- .plain(data)
   miss <- setdiff(c(outcome, features, id, weights), names(data))
   if (length(miss)) stop(sprintf("data: missing column(s) %s", paste(miss, collapse = ", ")), call. = FALSE)
   d <- data[unique(c(outcome, features, id, weights))]
@@ -54,20 +54,47 @@
 #' pair in \code{constraints} adds the pair's interaction; a level's AMCE is then its main effect
 #' plus the mean of its estimable interactions (cregg's averaging).
 #'
-#' @param data a data frame, one row per profile.
-#' @param outcome name of the outcome column (1 = chosen, or a rating, or P(profile chosen)).
-#' @param features names of the feature columns; factors keep their level order.
-#' @param id name of the respondent column to cluster by; NULL: each row its own cluster.
-#' @param weights name of a survey-weight column, or NULL.
+#' @param data a data frame, one row per profile (from \code{read_run()$profiles}, readRDS or haven).
+#' @param outcome name of the outcome column (1 = chosen, or a rating, or P(profile chosen)), or a
+#'   formula \code{outcome ~ A + B * C} as cregg's: the right side names the features, \code{B * C}
+#'   a restricted pair (a constraint).
+#' @param features names of the feature columns; factors keep their level order (the export's: the
+#'   design's baseline first). Not needed with a formula.
+#' @param id the respondent column to cluster by, as a name or \code{~respondent}; NULL: each row
+#'   its own cluster.
+#' @param weights a survey-weight column (name or \code{~w}), or NULL.
 #' @param constraints restricted pairs as "A:B" strings, e.g. "Education:Job".
 #' @param se_type "cregg" (survey::svyglm's linearization), "stata" (CR1) or "CR2".
-#' @param alpha 1 - confidence level of the normal interval.
-#' @return a data frame: feature, level, estimate, std.error, statistic (z), p.value, conf.low,
-#'   conf.high, n; baseline rows have estimate 0 and NA errors.
+#' @param conf.level confidence level of the normal interval.
+#' @param alpha deprecated: \code{conf.level = 1 - alpha}.
+#' @return a data frame of class \code{simsubjects_amce} (\code{\link{simsubjects_result}}; cregg's
+#'   frame through \code{\link{as_cregg}}): feature, level, estimate, std.error, statistic (z), p.value,
+#'   conf.low, conf.high, n; baseline rows have estimate 0 and NA errors.
+#' @examples
+#' set.seed(2)
+#' d <- data.frame(id = rep(1:60, each = 4), g = sample(c("Female", "Male"), 240, TRUE),
+#'                 e = sample(c("None", "High", "College"), 240, TRUE))
+#' d$e <- factor(d$e, levels = c("None", "High", "College"))  # the baseline first
+#' d$y <- rbinom(240, 1, 0.4 + 0.1 * (d$g == "Male") + 0.2 * (d$e == "College"))
+#' conjoint_amce(d, y ~ g + e, id = ~id)
+#' conjoint_amce(d, "y", c("g", "e"), id = "id", se_type = "CR2")
 #' @export
-conjoint_amce <- function(data, outcome, features, id = NULL, weights = NULL, constraints = NULL,
-                          se_type = c("cregg", "stata", "CR2"), alpha = 0.05) {
+conjoint_amce <- function(data, outcome, features = NULL, id = NULL, weights = NULL, constraints = NULL,
+                          se_type = c("cregg", "stata", "CR2"), conf.level = 0.95, alpha = NULL) {
   se_type <- match.arg(se_type)
+  if (inherits(outcome, "formula")) {
+    f <- .parse_formula(outcome)
+    outcome <- f$outcome
+    features <- f$features
+    constraints <- c(constraints, f$constraints)
+  }
+  if (!is.null(alpha)) {
+    .deprecated("alpha", "conf.level = 1 - alpha")
+    conf.level <- 1 - alpha
+  }
+  alpha <- 1 - conf.level
+  id <- .column_arg(id, "id")
+  weights <- .column_arg(weights, "weights")
   d <- .cj_prepare(data, outcome, features, id, weights)
   fn <- stats::setNames(paste0("F", seq_along(features)), features)
   pairs <- lapply(strsplit(as.character(constraints), ":", fixed = TRUE), trimws)
@@ -102,7 +129,9 @@ conjoint_amce <- function(data, outcome, features, id = NULL, weights = NULL, co
       rows[[length(rows) + 1]] <- .cj_row(f, l, sum(w * b[terms]), drop(t(w) %*% V %*% w), fit$n, alpha)
     }
   }
-  do.call(rbind, rows)
+  .result(do.call(rbind, rows), "simsubjects_amce",
+          list(outcome = outcome, unit = if (is.null(id)) "row" else id, se_type = se_type,
+               conf.level = conf.level, n = fit$n, n_clusters = length(unique(d$.id))))
 }
 
 #' Marginal means of a conjoint experiment
@@ -112,12 +141,30 @@ conjoint_amce <- function(data, outcome, features, id = NULL, weights = NULL, co
 #'
 #' @inheritParams conjoint_amce
 #' @param h0 the value the z statistic tests (0.5: no preference in a two-profile forced choice).
-#' @return a data frame: feature, level, estimate, std.error, statistic, p.value, conf.low,
-#'   conf.high, n.
+#' @return a data frame of class \code{simsubjects_mm} (\code{\link{simsubjects_result}}): feature, level,
+#'   estimate, std.error, statistic, p.value, conf.low, conf.high, n.
+#' @examples
+#' set.seed(2)
+#' d <- data.frame(id = rep(1:60, each = 4), g = sample(c("Female", "Male"), 240, TRUE))
+#' d$y <- rbinom(240, 1, ifelse(d$g == "Male", 0.55, 0.45))
+#' conjoint_mm(d, y ~ g, id = ~id, h0 = 0.5)
 #' @export
-conjoint_mm <- function(data, outcome, features, id = NULL, weights = NULL,
-                        se_type = c("cregg", "stata", "CR2"), alpha = 0.05, h0 = 0) {
+conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NULL,
+                        se_type = c("cregg", "stata", "CR2"), conf.level = 0.95, h0 = 0, alpha = NULL) {
   se_type <- match.arg(se_type)
+  if (inherits(outcome, "formula")) {
+    f <- .parse_formula(outcome)
+    outcome <- f$outcome
+    features <- c(f$features, unlist(strsplit(f$constraints, ":", fixed = TRUE)))
+    features <- unique(features)
+  }
+  if (!is.null(alpha)) {
+    .deprecated("alpha", "conf.level = 1 - alpha")
+    conf.level <- 1 - alpha
+  }
+  alpha <- 1 - conf.level
+  id <- .column_arg(id, "id")
+  weights <- .column_arg(weights, "weights")
   d <- .cj_prepare(data, outcome, features, id, weights)
   rows <- list()
   for (i in seq_along(features)) {
@@ -128,5 +175,85 @@ conjoint_mm <- function(data, outcome, features, id = NULL, weights = NULL,
       rows[[length(rows) + 1]] <- .cj_row(features[i], l, unname(fit$coef[k]), fit$vcov[k, k], fit$n, alpha, h0)
     }
   }
-  do.call(rbind, rows)
+  .result(do.call(rbind, rows), "simsubjects_mm",
+          list(outcome = outcome, unit = if (is.null(id)) "row" else id, se_type = se_type,
+               conf.level = conf.level, n = nrow(d), n_clusters = length(unique(d$.id)), h0 = h0))
+}
+
+#' Differences in marginal means between groups, and cregg's omnibus test of a grouping
+#'
+#' \code{conjoint_mm_diffs()}: each group's marginal means (\code{\link{conjoint_mm}} within the group)
+#' minus the first group's, with \eqn{se = \sqrt{se_1^2 + se_0^2}} and a normal interval, as
+#' \code{cregg::mm_diffs} (\code{cj(..., estimate = "mm_differences", by = )}); the groups are independent
+#' samples of respondents. \code{conjoint_anova()}: cregg's \code{cj_anova}, the F test of
+#' \code{y ~ features} against \code{y ~ (features) * by} (OLS, neither clustered nor weighted, as cregg).
+#' The R twins of \samp{simsubjects.analyze.methods.conjoint.mm_diffs} and \samp{cj_anova}.
+#'
+#' @inheritParams conjoint_amce
+#' @param by the grouping column (a factor keeps its level order; the first level is the reference).
+#' @param h0 the value the z statistic tests.
+#' @return \code{conjoint_mm_diffs()}: a data frame: BY (\code{"<group> - <first group>"}), feature,
+#'   level, estimate, std.error, statistic, p.value, conf.low, conf.high, n. \code{conjoint_anova()}:
+#'   one row: by, statistic (F), df, df.residual, p.value, n.
+#' @examples
+#' set.seed(3)
+#' d <- data.frame(id = rep(1:80, each = 4), g = sample(c("Female", "Male"), 320, TRUE),
+#'                 grp = factor(rep(c("people", "model"), each = 160), c("people", "model")))
+#' d$y <- rbinom(320, 1, ifelse(d$g == "Male" & d$grp == "model", 0.7, 0.5))
+#' conjoint_mm_diffs(d, y ~ g, by = "grp", id = ~id)
+#' conjoint_anova(d, y ~ g, by = "grp")
+#' @rdname conjoint_diffs
+#' @export
+conjoint_mm_diffs <- function(data, outcome, features = NULL, by, id = NULL, weights = NULL,
+                              se_type = c("cregg", "stata", "CR2"), conf.level = 0.95, h0 = 0) {
+  data <- .plain(data)
+  if (!by %in% names(data)) stop(sprintf("by: no column %s in data", by), call. = FALSE)
+  g <- data[[by]]
+  groups <- if (is.factor(g)) levels(droplevels(g)) else unique(as.character(g[!is.na(g)]))
+  if (length(groups) < 2) stop(sprintf("by: column %s needs at least two groups", by), call. = FALSE)
+  mms <- lapply(groups, function(k) {
+    tidy.simsubjects_result(conjoint_mm(data[as.character(g) %in% k, , drop = FALSE], outcome, features, id = id,
+                     weights = weights, se_type = se_type, conf.level = conf.level))
+  })
+  q <- stats::qnorm(1 - (1 - conf.level) / 2)
+  base <- mms[[1]]
+  out <- lapply(seq_along(groups)[-1], function(i) {
+    cur <- mms[[i]]
+    m <- merge(cur, base, by = c("feature", "level"), sort = FALSE, suffixes = c("", ".0"))
+    m <- m[match(paste(cur$feature, cur$level), paste(m$feature, m$level)), ]
+    est <- m$estimate - m$estimate.0
+    se <- sqrt(m$std.error^2 + m$std.error.0^2)
+    z <- (est - h0) / se
+    data.frame(BY = paste(groups[i], "-", groups[1]), feature = m$feature, level = m$level, estimate = est,
+               std.error = se, statistic = z, p.value = 2 * stats::pnorm(-abs(z)), conf.low = est - q * se,
+               conf.high = est + q * se, n = m$n + m$n.0, stringsAsFactors = FALSE)
+  })
+  out <- do.call(rbind, out)
+  rownames(out) <- NULL
+  out
+}
+
+#' @rdname conjoint_diffs
+#' @export
+conjoint_anova <- function(data, outcome, features = NULL, by, constraints = NULL) {
+  if (inherits(outcome, "formula")) {
+    f <- .parse_formula(outcome)
+    outcome <- f$outcome
+    features <- f$features
+    constraints <- c(constraints, f$constraints)
+  }
+  data <- .plain(data)
+  if (!by %in% names(data)) stop(sprintf("by: no column %s in data", by), call. = FALSE)
+  d <- .cj_prepare(data[!is.na(data[[by]]), , drop = FALSE], outcome, features, by, NULL)
+  d$.by <- droplevels(factor(d$.id))
+  if (nlevels(d$.by) < 2) stop(sprintf("by: column %s needs at least two groups", by), call. = FALSE)
+  fn <- stats::setNames(paste0("F", seq_along(features)), features)
+  pairs <- lapply(strsplit(as.character(constraints), ":", fixed = TRUE), trimws)
+  inter <- vapply(pairs, function(p) paste0(fn[p[1]], ":", fn[p[2]]), "")
+  terms <- c(unname(fn[vapply(fn, function(x) nlevels(d[[x]]) > 1, TRUE)]), inter)
+  red <- stats::lm(stats::reformulate(terms, "y"), data = d)
+  full <- stats::lm(stats::as.formula(paste("y ~ (", paste(terms, collapse = " + "), ") * .by")), data = d)
+  a <- stats::anova(red, full)
+  data.frame(by = by, statistic = a$F[2], df = a$Df[2], df.residual = a$Res.Df[2], p.value = a$`Pr(>F)`[2],
+             n = nrow(d), stringsAsFactors = FALSE)
 }

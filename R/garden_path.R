@@ -33,7 +33,7 @@
 #' @rdname garden_path
 #' @export
 garden_path_sentences <- function(responses) {
-  d <- responses
+  d <- .plain(responses, "responses")
   if ("source" %in% names(d)) d <- d[d$source == "model", , drop = FALSE]
   key <- c("model", "set", "type", "item")
   miss <- setdiff(c(key, "condition"), names(d))

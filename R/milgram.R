@@ -33,6 +33,7 @@
 milgram_survival <- function(breakoff, completed = 0, max_level = 30, by = NULL,
                              conf.level = 0.95) {
   if (is.numeric(breakoff)) breakoff <- data.frame(level = breakoff)
+  if (is.data.frame(breakoff)) breakoff <- .plain(breakoff, "breakoff")
   if (!is.data.frame(breakoff) || !"level" %in% names(breakoff)) {
     stop("breakoff: expected a data frame with columns level[, count, censored] or a numeric vector of levels",
          call. = FALSE)

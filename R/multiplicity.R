@@ -7,6 +7,8 @@
 #' @param family character vector, the family of each p-value (default: one family).
 #' @param method a method of `p.adjust`: "holm" or "BH" (also "bonferroni", "BY", ...).
 #' @return data.frame with columns family, p.value, p.adjusted (in the input order).
+#' @examples
+#' adjust_p(c(0.01, 0.04, 0.03, 0.2), family = c("a", "a", "b", "b"), method = "holm")
 #' @export
 adjust_p <- function(p, family = rep("all", length(p)), method = "holm") {
   p <- as.numeric(p)

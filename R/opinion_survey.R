@@ -6,7 +6,7 @@
 #' @rdname opinion_survey
 #' @export
 opinion_distributions <- function(responses) {
-  r <- responses
+  r <- .plain(responses, "responses")
   for (c in names(r)) if (is.factor(r[[c]])) r[[c]] <- as.character(r[[c]])
   r <- r[r$source != "human", , drop = FALSE]
   r$subject[is.na(r$subject)] <- ""
@@ -57,6 +57,7 @@ opinion_distributions <- function(responses) {
 #' @rdname opinion_survey
 #' @export
 opinion_representativeness <- function(responses, conf.level = 0.95) {
+  responses <- .plain(responses, "responses")
   h <- responses[as.character(responses$source) == "human",
                  c("key", "attribute", "group", "position", "refusal", "weight"), drop = FALSE]
   for (c in names(h)) if (is.factor(h[[c]])) h[[c]] <- as.character(h[[c]])

@@ -22,13 +22,37 @@
   raw
 }
 
-.read_table <- function(dirs, name) {
+.read_table <- function(dirs, name, format = "auto") {
+  if (format %in% c("dta", "sav")) return(.read_haven(dirs, name, format))
   for (d in dirs) {
     book <- file.path(d, paste0("codebook_", name, ".csv"))
     rds <- file.path(d, paste0(name, ".rds"))
     if (file.exists(rds)) return(.attach_labels(readRDS(rds), book))
     csv <- file.path(d, paste0(name, ".csv"))
     if (file.exists(csv)) return(.attach_labels(.read_csv(csv, book), book))
+  }
+  NULL
+}
+
+# A table of the export read back from Stata or SPSS with haven: value-labelled codes become factors by
+# label (.plain), and the codebook's `exported_as` names (Stata's 32-character identifiers) go back to
+# the original column names, so the frame is the one the .rds gives.
+.read_haven <- function(dirs, name, format) {
+  if (!requireNamespace("haven", quietly = TRUE)) {
+    stop(sprintf("format = \"%s\" reads with haven, which is not installed", format), call. = FALSE)
+  }
+  for (d in dirs) {
+    path <- file.path(d, paste0(name, ".", format))
+    if (!file.exists(path)) next
+    data <- .plain(if (format == "dta") haven::read_dta(path) else haven::read_sav(path))
+    book <- file.path(d, paste0("codebook_", name, ".csv"))
+    if (file.exists(book)) {
+      b <- utils::read.csv(book, colClasses = "character", na.strings = character(0), encoding = "UTF-8")
+      back <- stats::setNames(b$column, b$exported_as)
+      hit <- names(data) %in% names(back)
+      names(data)[hit] <- back[names(data)[hit]]
+    }
+    return(.attach_labels(data, book))
   }
   NULL
 }
@@ -55,6 +79,11 @@
 #' \samp{simsubjects export DIR --to rds} (or \samp{--to csv}).
 #'
 #' @param dir a run folder of \samp{simsubjects collect}.
+#' @param format \code{"auto"} (the \file{.rds} files, else the \file{.csv} files), or \code{"dta"} /
+#'   \code{"sav"} to read the Stata or SPSS export with \pkg{haven} (value labels become factors in the
+#'   design's order, the original column names come back from the codebook). The default is the option
+#'   \code{simsubjects.format}, so \code{options(simsubjects.format = "dta")} makes every
+#'   \code{replicate_*()} function start from the Stata files.
 #' @details
 #' Looks for \file{DIR/export/responses.rds}, then \file{DIR/export/responses.csv}, then the same names
 #' in \file{DIR} itself; likewise for \file{items}. Text columns with few distinct values are factors
@@ -67,8 +96,10 @@
 #' @return
 #' A list: \code{responses} (the tidy responses table: one row per observation and response option,
 #' with columns \code{study, trial, item, condition, subject, source, model, method, response, weight,
-#' validity} and the study's design columns), \code{items} (the item side table, or \code{NULL}) and
-#' \code{manifest} (the run's \file{manifest.json} as a list when \pkg{jsonlite} is installed, else
+#' validity} and the study's design columns), \code{items} (the item side table, or \code{NULL}),
+#' \code{profiles} (a conjoint's profile-level table: one row per profile shown, the model's and the
+#' bundled people's, with the outcome \code{chosen} and the attributes as factors, baseline first; else
+#' \code{NULL}) and \code{manifest} (the run's \file{manifest.json} as a list when \pkg{jsonlite} is installed, else
 #' \code{NULL}).
 #' @examples
 #' run <- file.path(tempdir(), "run")
@@ -80,10 +111,15 @@
 #' str(read_run(run)$responses)
 #' @rdname read_run
 #' @export
-read_run <- function(dir) {
+read_run <- function(dir, format = getOption("simsubjects.format", "auto")) {
+  format <- match.arg(format, c("auto", "dta", "sav"))
   if (!dir.exists(dir)) stop(sprintf("%s: no such run folder", dir), call. = FALSE)
   dirs <- c(file.path(dir, "export"), dir)
-  responses <- .read_table(dirs, "responses")
+  responses <- .read_table(dirs, "responses", format)
+  if (is.null(responses) && format != "auto") {
+    stop(sprintf("%s: no responses.%s in %s; run `simsubjects export %s --to %s` first", dir, format,
+                 file.path(dir, "export"), dir, format), call. = FALSE)
+  }
   if (is.null(responses)) {
     has_parquet <- file.exists(file.path(dir, "responses.parquet"))
     stop(sprintf(paste0("%s: no responses.rds or responses.csv in %s%s; ",
@@ -97,8 +133,8 @@ read_run <- function(dir) {
   if (file.exists(mpath) && requireNamespace("jsonlite", quietly = TRUE)) {
     manifest <- jsonlite::fromJSON(mpath, simplifyVector = FALSE)
   }
-  list(responses = as.data.frame(responses), items = .as_df_or_null(.read_table(dirs, "items")),
-       manifest = manifest)
+  list(responses = as.data.frame(responses), items = .as_df_or_null(.read_table(dirs, "items", format)),
+       profiles = .as_df_or_null(.read_table(dirs, "profiles", format)), manifest = manifest)
 }
 
 .as_df_or_null <- function(x) if (is.null(x)) NULL else as.data.frame(x)
@@ -126,10 +162,17 @@ read_run <- function(dir) {
 #' @rdname prob_of
 #' @export
 prob_of <- function(data, response, keep = NULL) {
+  data <- .plain(data)
   need <- c("trial", "response", "weight")
   miss <- setdiff(need, names(data))
   if (length(miss)) stop(sprintf("data: missing column(s) %s; expected the tidy responses table",
                                  paste(miss, collapse = ", ")), call. = FALSE)
+  if (nrow(data) && !response %in% as.character(data$response)) {
+    # a tiny sampled run may never draw an option, but a typo or a coded column gives 0 everywhere
+    warning(sprintf("response \"%s\" never occurs in column response (it holds %s); every p_%s is 0",
+                    response, paste0('"', utils::head(unique(as.character(data$response)), 8), '"',
+                                     collapse = ", "), response), call. = FALSE)
+  }
   key <- .trial_key(data)
   id <- do.call(paste, c(lapply(data[key], as.character), sep = "\r"))
   w <- as.numeric(data$weight)

@@ -25,7 +25,7 @@ wasserstein_ordinal <- function(pos_a, w_a, pos_b, w_b, normalize = TRUE) {
   miss <- setdiff(c("key", "position", "weight"), names(dist))
   if (length(miss)) stop(sprintf("%s: missing column(s) %s; expected key, position, weight[, refusal]",
                                  where, paste(miss, collapse = ", ")), call. = FALSE)
-  d <- dist
+  d <- .plain(dist, where)
   for (c in names(d)) if (is.factor(d[[c]])) d[[c]] <- as.character(d[[c]])
   d$position <- suppressWarnings(as.numeric(d$position))
   d$weight <- suppressWarnings(as.numeric(d$weight))
@@ -70,6 +70,8 @@ wasserstein_ordinal <- function(pos_a, w_a, pos_b, w_b, normalize = TRUE) {
 #' @export
 wasserstein_by_question <- function(model, human, by = NULL) {
   by <- as.character(by)
+  model <- .plain(model, "model")
+  human <- .plain(human, "human")
   if (!"model" %in% names(model)) model$model <- ""
   shared <- intersect(by, names(model))
   m <- .ordinal_distribution(model, c("model", shared), "model")
@@ -102,7 +104,7 @@ wasserstein_by_question <- function(model, human, by = NULL) {
 #'
 #' Per question, the Wasserstein-1 (earth mover's) distance between the model's and people's answer
 #' distributions on the options' ordinal positions, divided by the span of the positions (N - 1 for
-#' positions 1..N), so it lies in [0, 1]; representativeness = 1 - mean distance over questions
+#' positions 1..N), so it lies in \[0, 1\]; representativeness = 1 - mean distance over questions
 #' (Santurkar et al. 2023, as Tjuatja et al. 2024 use it). Written in base R; the numbers agree with
 #' \samp{simsubjects.analyze.methods.representativeness}.
 #'

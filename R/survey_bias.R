@@ -26,6 +26,8 @@
 .design <- c("key", "bias", "perturbation", "form")
 
 .prepare_bias <- function(data, items) {
+  data <- .plain(data)
+  if (!is.null(items)) items <- .plain(items, "items")
   miss <- setdiff(c("item", "response", "weight"), names(data))
   if (length(miss)) stop(sprintf("data: missing column(s) %s; expected the tidy responses table",
                                  paste(miss, collapse = ", ")), call. = FALSE)
@@ -105,11 +107,11 @@
 #' options) - 100 share(second form, second options):
 #' \tabular{lll}{
 #'   bias \tab first \tab second \cr
-#'   acquiescence \tab modified [A] \tab original [A] \cr
-#'   allow_forbid \tab original [B] \tab modified [A] (perturbation pairs: [B]) \cr
-#'   response_order \tab original [A] \tab modified [A] (answers mapped back) \cr
-#'   opinion_float \tab original [C] \tab modified [C] \cr
-#'   odd_even \tab modified [B, D] \tab original [B, D] \cr
+#'   acquiescence \tab modified \[A\] \tab original \[A\] \cr
+#'   allow_forbid \tab original \[B\] \tab modified \[A\] (perturbation pairs: \[B\]) \cr
+#'   response_order \tab original \[A\] \tab modified \[A\] (answers mapped back) \cr
+#'   opinion_float \tab original \[C\] \tab modified \[C\] \cr
+#'   odd_even \tab modified \[B, D\] \tab original \[B, D\] \cr
 #' }
 #' Perturbation pairs use their bias's rule. The opinion-float perturbation deltas are the odd/even
 #' perturbation pairs (\code{pairs_from = "odd_even"}) unless opinion-float pairs were collected.
@@ -178,7 +180,7 @@ delta_tests <- function(deltas, conf.level = 0.95) {
   miss <- setdiff(need, names(deltas))
   if (length(miss)) stop(sprintf("deltas: missing column(s) %s; build it with delta_bias()",
                                  paste(miss, collapse = ", ")), call. = FALSE)
-  deltas <- .order_bias(deltas)
+  deltas <- .order_bias(.chr_cols(.plain(deltas, "deltas")))
   id <- .group_id(deltas, c("model", "bias", "perturbation"))
   rows <- list()
   for (k in unique(id)) {

@@ -22,7 +22,8 @@
 #' @rdname wisdom_questions
 #' @export
 wisdom_questions <- function(responses, truth) {
-  d <- responses
+  d <- .plain(responses, "responses")
+  truth <- .plain(truth, "truth")
   if ("source" %in% names(d)) d <- d[d$source == "model", , drop = FALSE]
   miss <- setdiff(c("model", "item"), names(d))
   if (length(miss)) stop(sprintf("responses: missing column(s) %s; expected a Wisdom of Crowds run",

@@ -89,3 +89,52 @@ def test_r_reads_the_exports(run_dir):
     """
     r = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
+
+
+def test_one_type_per_schema_column_and_json_stays_text(run_dir):
+    """trial/item/subject are text whatever their count, JSON cells are text, not factors (issue 29)."""
+    export_run(run_dir, ["rds", "dta"])
+    out = run_dir / "export"
+    rds = pyreadr.read_r(str(out / "responses.rds"))[None]
+    for c in ("trial", "item"):
+        assert not isinstance(rds[c].dtype, pd.CategoricalDtype), c
+    assert isinstance(rds["response"].dtype, pd.CategoricalDtype)
+    items = pyreadr.read_r(str(out / "items.rds"))[None]
+    assert not isinstance(items["options"].dtype, pd.CategoricalDtype)  # JSON text
+    with pd.io.stata.StataReader(out / "items.dta") as r:
+        assert "options" not in r.value_labels()
+
+
+def test_stata_labels_cut_at_a_word_boundary_full_text_in_the_codebook(run_dir, monkeypatch):
+    from simsubjects.publish.export import short_label
+
+    long = ("Persona attribute POLIDEOLOGY (from respondents.csv): the respondent's self-described political "
+            "ideology on a five-point scale")
+    assert short_label(long) == "Persona attribute POLIDEOLOGY (from respondents.csv): the respondent's..."
+    assert len(short_label(long)) <= 80 and short_label("short label") == "short label"
+    assert short_label("x" * 100) == "x" * 77 + "..."  # one long word: cut inside it
+    import json
+
+    man = json.loads((run_dir / "manifest.json").read_text())
+    man["column_labels"] = {"a_rather_long_design_column.name_over_32_characters": long}
+    (run_dir / "manifest.json").write_text(json.dumps(man))
+    export_run(run_dir, ["dta", "sav"])
+    out = run_dir / "export"
+    with pd.io.stata.StataReader(out / "responses.dta") as r:
+        assert r.variable_labels()[stata_name("a_rather_long_design_column.name_over_32_characters", set())] == \
+            short_label(long)
+    book = pd.read_csv(out / "codebook_responses.csv")
+    assert long in book["label"].tolist()
+
+
+def test_an_item_table_s_own_columns_do_not_get_the_responses_labels(tmp_path):
+    """survey_bias items carry `source` (where a question comes from): not labelled "model or human"."""
+    store = RunStore.open(tmp_path / "run", {"x": 1})
+    items = pd.DataFrame({"item": ["offer-01", "offer-02", "offer-05"], "source": ["pew", "pew", "gss"]})
+    store.finish(fixture_responses(), items, {"study": "ultimatum"})
+    export_run(tmp_path / "run", ["csv"])
+    book = pd.read_csv(tmp_path / "run" / "export" / "codebook_items.csv", keep_default_na=False).set_index("column")
+    assert book.loc["item", "label"].startswith("Stimulus identifier")
+    assert book.loc["source", "label"] == ""
+    resp = pd.read_csv(tmp_path / "run" / "export" / "codebook_responses.csv").set_index("column")
+    assert resp.loc["source", "label"] == "model or human"

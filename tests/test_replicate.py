@@ -227,66 +227,130 @@ def _r_ready() -> str | None:
     return None if ok.returncode == 0 else "R packages estimatr/survival/survey/sandwich missing"
 
 
-def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
+def _need_r():
     reason = _r_ready()
     if reason:
         if os.environ.get("SIMSUBJECTS_REQUIRE_R") == "1":
             pytest.fail(f"SIMSUBJECTS_REQUIRE_R=1 but {reason}", pytrace=False)
         pytest.skip(reason)
-    out, _ = replication
-    root = Path(__file__).resolve().parents[1]
+
+
+def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
+    """A fresh copy of the folder, elsewhere: the R package installed from the folder's own copy (no
+    checkout), analysis.R compares every table it writes with the Python table and says so (issue 29)."""
+    _need_r()
+    out = tmp_path / "folder"
+    shutil.copytree(replication[0], out)
     lib = tmp_path / "rlib"
     lib.mkdir()
-    # the documented way: the R package installed from the repository root
-    subprocess.run(["R", "CMD", "INSTALL", "--no-test-load", "-l", str(lib), str(root)], check=True,
-                   capture_output=True)
+    subprocess.run(["R", "CMD", "INSTALL", "--no-test-load", "-l", str(lib), "r-package/simsubjects"], cwd=out,
+                   check=True, capture_output=True)
     env = {**os.environ, "R_LIBS": str(lib)}
     env.pop("SIMSUBJECTS_R_SOURCE", None)
     res = subprocess.run(["Rscript", "analysis.R"], cwd=out, env=env, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "(installed)" in res.stdout
     r = out / "r_results"
-    # Welch Mr-Ms vs Ms-Mr over all offers: R's t.test against the Python table
-    welch = pd.read_csv(r / "ultimatum_pairing_welch.csv")
+    written = sorted(f"{p.parent.name}/{p.stem}" for p in r.glob("*/*.csv"))
+    checks = {line.split()[1]: line for line in res.stdout.splitlines() if line.startswith("check ")}
+    assert sorted(checks) == written  # one line per table written
+    assert all(line.endswith("agrees") for line in checks.values()), res.stdout
+    assert {w.split("/")[0] for w in written} == set(STUDIES)  # every study has an R twin that is checked
+    assert f"all {len(written)} tables agree with the Python tables" in res.stdout
+    # same names, same columns as the Python tables
+    for w in written:
+        study, table = w.split("/")
+        rt, pt = pd.read_csv(r / study / f"{table}.csv"), pd.read_csv(out / study / "analysis" / f"{table}.csv")
+        assert len(set(rt.columns) & set(pt.columns)) >= 3, w
+    session = (r / "session.txt").read_text()
+    assert "R version" in session and "Commit: " in session and "estimatr" in session
+    commit = json.loads((out / "manifest.json").read_text())["source"]["commit"]
+    assert commit and f"Commit: {commit}" in session
+    # a few numbers by hand, beside the script's own check
+    welch = pd.read_csv(r / "ultimatum" / "pairing_tests.csv")
     py = pd.read_csv(out / "ultimatum" / "analysis" / "pairing_tests.csv")
     py = py[(py["offer"] == "all") & py["test"].str.startswith("Welch")].iloc[0]
     rw = welch[welch["offer"] == "all"].iloc[0]
     assert rw["estimate"] == pytest.approx(py["estimate"], abs=1e-8)
     assert rw["p.value"] == pytest.approx(py["p.value"], abs=1e-6)
-    # survey-bias deltas, question by question
-    rd = pd.read_csv(r / "survey_bias_deltas.csv", keep_default_na=False)
-    pd_ = pd.read_csv(out / "survey_bias" / "analysis" / "deltas.csv", keep_default_na=False)
-    m = pd_.merge(rd, on=["bias", "perturbation", "key"])
-    assert len(m) == len(pd_) > 0
-    assert (m["delta"] - m["estimate"]).abs().max() < 1e-8
-    # garden path: the paired t-test over all sentences; wisdom: median and IQR per question
-    rg = pd.read_csv(r / "garden_path_paired_tests.csv")
-    rg = rg[(rg["type"] == "all") & (rg["test"] == "Paired t-test")].iloc[0]
-    pg = pd.read_csv(out / "garden_path" / "analysis" / "paired_tests.csv")
-    pg = pg[(pg["type"] == "all") & (pg["test"] == "Paired t-test")]
-    pg = pg[pg["set"] == ("both" if len(pg) > 1 else pg["set"].iloc[0])].iloc[0]
-    assert rg["estimate"] == pytest.approx(pg["mean_difference"], abs=1e-8)
-    assert rg["p.value"] == pytest.approx(pg["p.value"], abs=1e-6)
-    rq = pd.read_csv(r / "wisdom_questions.csv").merge(
-        pd.read_csv(out / "wisdom" / "analysis" / "per_question.csv"), on=["model", "item"], suffixes=("_r", ""))
-    assert len(rq) > 0
-    for c in ("n_valid", "median", "iqr", "share_exact"):
-        np.testing.assert_allclose(rq[f"{c}_r"], rq[c], atol=1e-8, equal_nan=True)
-    # Milgram survival and MoCa AMCE ran; their estimates are checked against Python in test_check_r
-    assert (r / "milgram_survival.csv").is_file() and (r / "milgram_novel_survival.csv").is_file()
-    assert "moca" in res.stdout.lower() or (r / "moca_amce.csv").is_file()
-    # conjoint: the model's marginal means from R (conjoint_mm on the export) against Python's
-    rm = pd.read_csv(r / "conjoint_immigration_mm.csv")
-    pm = pd.read_csv(out / "conjoint_immigration" / "analysis" / "mm.csv")
-    m = pm[pm["source"] == "smollm2"].merge(rm, on=["feature", "level"], suffixes=("", "_r"))
-    assert len(m) == (pm["source"] == "smollm2").sum() > 0
+    rm = pd.read_csv(r / "conjoint_immigration" / "amce.csv")
+    pm = pd.read_csv(out / "conjoint_immigration" / "analysis" / "amce.csv")
+    m = pm.merge(rm, on=["source", "feature", "level"], suffixes=("", "_r"))
+    assert len(m) == len(pm) == len(rm) and set(pm["source"]) == {"smollm2", "HHY 2014 respondents"}
     assert (m["estimate"] - m["estimate_r"]).abs().max() < 1e-8
-    # opinion survey: R computes the distributions from the .rds and the representativeness by group
-    ro = pd.read_csv(r / "opinion_survey_representativeness.csv")
-    po = pd.read_csv(out / "opinion_survey" / "analysis" / "representativeness.csv")
-    m = po.assign(model=po["model"] + " | " + po["prompt"]).merge(ro, on=["model", "attribute", "group"],
-                                                                  suffixes=("", "_r"))
-    assert len(m) == len(po) > 0
-    assert (m["estimate"] - m["estimate_r"]).abs().max() < 1e-8
+    # the first level of every attribute is the design's baseline, in R as in Python (the people saw every
+    # level; the tiny model run may lack a baseline, and then both languages start at its first shown level)
+    people = rm[rm["source"] == "HHY 2014 respondents"]
+    assert list(people.groupby("feature", sort=False)["level"].first()[["Education", "Job", "CountryOfOrigin",
+                                                                         "LanguageSkills"]]) == \
+        ["No Formal", "Janitor", "India", "Fluent English"]
+    # a difference is caught: one Python number moved by 1e-6, the script exits 1 and names the table
+    bad = out / "ultimatum" / "analysis" / "pairing_tests.csv"
+    t = pd.read_csv(bad)
+    t.loc[t["test"].str.startswith("Welch"), "estimate"] += 1e-6
+    t.to_csv(bad, index=False)
+    res = subprocess.run(["Rscript", "analysis.R"], cwd=out, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1
+    assert [line for line in res.stdout.splitlines() if "DIFFERS" in line] and "ultimatum/pairing_tests" in \
+        next(line for line in res.stdout.splitlines() if "DIFFERS" in line)
+
+
+def test_stata_and_spss_exports_give_the_package_numbers(replication, tmp_path):
+    """Every study's R twin on the .dta and the .sav export (read with haven, labels as factors) gives the
+    Python tables' numbers; without R installed: the folder's own R sources (issue 29)."""
+    _need_r()
+    out, man = replication
+    calls = "\n".join(f'  ok <- c(ok, check_results({studies()[e["study"]].r_function}("{e["folder"]}"), '
+                      f'"{e["folder"]}")$ok)' for e in man["studies"])
+    script = f"""
+for (f in sort(list.files("r-package/simsubjects/R", pattern = "[.]R$", full.names = TRUE))) source(f)
+ok <- logical(0)
+for (fmt in c("dta", "sav")) {{
+  options(simsubjects.format = fmt)
+  cat("format", fmt, "\\n")
+{calls}
+}}
+quit(status = if (length(ok) && all(ok)) 0 else 1)
+"""
+    res = subprocess.run(["Rscript", "-e", script], cwd=out, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    lines = [line for line in res.stdout.splitlines() if line.startswith("check ")]
+    assert len(lines) >= 2 * len(STUDIES) and all(line.endswith("agrees") for line in lines)
+
+
+def test_analysis_do_read_check(replication):
+    """No Stata here: analysis.do is checked by reading it. Every file it reads is in the folder, every
+    variable it uses is in the .dta, each CSV is renamed column by column, blocks and quotes balance, and
+    every line starts with a Stata command (issue 29)."""
+    import re
+
+    out, _ = replication
+    do = (out / "analysis.do").read_text()
+    reads = re.findall(r'(?:^use|import delimited using) `"([^"]+)"\'', do, flags=re.M)
+    assert "ultimatum/export/responses.dta" in reads and "ultimatum/analysis/pairing_tests.csv" in reads
+    for path in reads:
+        assert path.startswith("stata_results/") or (out / path).is_file(), path
+    dta = pd.read_stata(out / "ultimatum" / "export" / "responses.dta", convert_categoricals=False)
+    assert {"source", "model", "response", "pairing", "weight", "trial", "offer"} <= set(dta.columns)
+    for block in do.split("import delimited using ")[1:]:
+        csv = block.split('"', 1)[1].split('"', 1)[0]
+        header = list(pd.read_csv(out / csv, nrows=0).columns)
+        positions = re.findall(r"^(?:rename|drop) v(\d+)\b", block, flags=re.M)
+        assert [int(p) for p in positions] == list(range(1, len(header) + 1)), csv
+        named = dict(re.findall(r"^rename v(\d+) (\w+)", block, flags=re.M))
+        assert header[int(next(k for k, v in named.items() if v == "model")) - 1] == "model"
+        se = next((k for k, v in named.items() if v == "py_std_error"), None)
+        assert se is None or header[int(se) - 1] == "std.error"
+    assert do.count("{") == do.count("}") and do.count('`"') == do.count('"\'')
+    known = {"version", "clear", "set", "capture", "local", "use", "foreach", "if", "decode", "drop", "rename",
+             "keep", "bysort", "generate", "save", "tempname", "postfile", "levelsof", "quietly", "post",
+             "postclose", "import", "destring", "merge", "count", "display", "exit", "}", "*"}
+    for line in do.splitlines():
+        word = line.strip().split(" ")[0] if line.strip() else ""
+        assert not word or word in known, line
+    assert "exit 9" in do and "ttest p_accept" in do and ", by(pairing) unequal" in do
+    readme = (out / "README.md").read_text()
+    assert "analysis.do" in readme and "no Stata version here" in readme
 
 
 def test_dry_run_figures_match_the_manifests(replication, smollm2):

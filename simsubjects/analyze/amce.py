@@ -69,6 +69,13 @@ from ..errors import UserError
 from .methods.regression import SE_TYPES, cluster_vcov, ols_cluster  # noqa: F401 - re-exported
 from simsubjects.datasets.moca_humans import CONTRASTS  # noqa: F401 - MoCa's annotation; re-exported
 
+
+
+def design_levels(responses=None, items=None) -> dict[str, list[str]]:
+    """The export's level order of MoCa's factors: B (the contrast's baseline) first, then A."""
+    return {f: [b, a] for task in CONTRASTS.values() for f, (a, b) in task.items()}
+
+
 BY = ("source", "model")
 COLUMNS = ["task", "factor", "term", "level_a", "level_b", "estimate", "std.error", "statistic", "df", "p.value",
            "conf.low", "conf.high", "conf_level", "n", "n_clusters", "n_a", "n_b", "method", "se_type",

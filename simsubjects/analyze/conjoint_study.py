@@ -73,6 +73,20 @@ def profile_table(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def design_levels(responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, list[str]]:
+    """The export's level order: each attribute's design levels, the baseline (cregg's reference) first."""
+    return {a.name: list(a.levels) for a in _design().attributes}
+
+
+def export_tables(responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The profile-level table the analysis uses (one row per profile shown, the model's and HHY's
+    respondents', with `chosen`), so that R and Stata start where Python's AMCEs start (issue 29)."""
+    prof = profile_table(responses, items)
+    for f in features():
+        prof[f] = prof[f].astype(object)
+    return {"profiles": prof}
+
+
 def _by_source(fn, table: pd.DataFrame, **kw) -> pd.DataFrame:
     parts = []
     for src, g in table.groupby("source", sort=False):
@@ -194,40 +208,3 @@ def check_conjoint(r, responses, items, tables, tol, tol_p) -> list[dict]:
                     rows.append(compare(f"{what} | {src} | {row['feature']}={row['level']} {col}",
                                         row[col], row[f"{col}_r"], tol))
     return rows
-
-
-def r_block() -> str:
-    """The immigration conjoint's part of a replication's analysis.R (the R twins on the export)."""
-    levels = ",\n  ".join(f"{a.name} = c({', '.join(_r_str(v) for v in a.levels)})" for a in _design().attributes)
-    cons = ", ".join(_r_str(f"{a}:{b}") for a, b in constraints())
-    feats = ", ".join(_r_str(f) for f in _formula_order())
-    return f"""
-# ---- Immigration conjoint: P(profile chosen) per profile (mean over the orders asked), then AMCEs
-#      with the two restriction interactions and MMs (h0 = 0.5), errors clustered by respondent
-run <- read_run("conjoint_immigration")
-r <- chr(run$responses); it <- chr(run$items)
-r <- r[r$source == "model", ]
-r$w <- as.numeric(r$weight); r$p <- r$w / ave(r$w, r$trial, FUN = sum)
-r$profile <- mapply(function(s, k) as.integer(strsplit(s, "-")[[1]][k]), r$shown, as.integer(r$response))
-p <- aggregate(p ~ model + respondent + task + profile + trial, r, sum)
-p <- aggregate(p ~ model + respondent + task + profile, p, mean)
-d <- merge(p, it, by = c("respondent", "task", "profile"))
-design_levels <- list(
-  {levels})
-for (f in names(design_levels)) d[[f]] <- factor(d[[f]], levels = design_levels[[f]])  # baselines first
-feats <- c({feats})
-out_a <- list(); out_m <- list()
-for (m in unique(d$model)) {{
-  g <- d[d$model == m, ]
-  out_a[[m]] <- cbind(model = m, conjoint_amce(g, "p", feats, id = "respondent", constraints = c({cons})))
-  out_m[[m]] <- cbind(model = m, conjoint_mm(g, "p", feats, id = "respondent", h0 = 0.5))
-}}
-keep(rows(out_a), "conjoint_immigration_amce", show = 50)
-keep(rows(out_m), "conjoint_immigration_mm", show = 50)
-"""
-
-
-def _r_str(v: str) -> str:
-    from ..untrusted import r_string
-
-    return r_string(v)

@@ -16,6 +16,7 @@ request cache.
 from __future__ import annotations
 
 import json
+import re
 import platform
 import time
 import traceback
@@ -28,11 +29,12 @@ from simsubjects.collect.store import atomic_write_bytes, atomic_write_json
 from simsubjects.errors import UserError
 from simsubjects.collect.studies.registry import resolve
 from simsubjects.papers import ALL, KIND, Paper, plan_studies, resolve_papers, size  # noqa: F401 - re-exported
+from simsubjects.publish.rpackage import copy_r_package, r_package_version, source_commit
 from simsubjects.redact import redact, redact_obj
 from simsubjects.studyfile.origin import file_of
 from simsubjects.untrusted import md_code, md_text, r_comment, r_string, shell_join, term
 
-EXPORT_FORMATS = ["parquet", "csv", "rds", "dta"]
+EXPORT_FORMATS = ["parquet", "csv", "rds", "dta", "sav"]
 
 
 def canonical_command(papers: list[Paper], *, model: str, out, scale: float, seed: int = 0, method: str = "auto",
@@ -174,12 +176,17 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "versions": versions() if lm is not None else {"simsubjects": __version__, "python": platform.python_version()},
         "studies": entries,
-        "files": {"report": "report.html", "readme": "README.md", "r_script": "analysis.R"},
+        "files": {"report": "report.html", "readme": "README.md", "r_script": "analysis.R", "do_file": "analysis.do"},
+        "source": {"commit": source_commit(), "r_package_version": r_package_version()},
         "timings": {"seconds": round(time.perf_counter() - started, 1)},
     }
     manifest = redact_obj(manifest)  # every string a server or the command line supplied, scrubbed
+    manifest["files"]["r_package"] = copy_r_package(out)  # analysis.R needs no checkout
     atomic_write_json(manifest, out / "manifest.json")
     atomic_write_bytes(out / "analysis.R", r_script(manifest).encode())
+    from simsubjects.publish.stata import do_script
+
+    atomic_write_bytes(out / "analysis.do", do_script(manifest, out).encode())
     atomic_write_bytes(out / "README.md", readme(manifest).encode())
     render_report(out, analyses=analyses)
     manifest["timings"]["seconds"] = round(time.perf_counter() - started, 1)
@@ -237,8 +244,7 @@ def readme(manifest: dict) -> str:
         "simsubjects report .               # re-render report.html from the run folders",
         "```",
         "",
-        "`analysis.R` needs the R package simsubjects (`R CMD INSTALL <simsubjects checkout>`; its Imports:",
-        "estimatr, survival) or `SIMSUBJECTS_R_SOURCE=<checkout>/R`; it writes `r_results/*.csv`.",
+        *_readme_r(manifest),
         "",
         "## What is where",
         "",
@@ -246,7 +252,10 @@ def readme(manifest: dict) -> str:
         "| --- | --- |",
         "| `report.html` | one self-contained report: the model beside the human references and the papers' numbers |",
         "| `manifest.json` | papers, scale, model, command, versions, and every study's parameters, counts, timings |",
-        "| `analysis.R` | the R twins (t-tests, AMCE, response-bias deltas, obedience survival) from `*/export/` |",
+        "| `analysis.R` | the R twins (t-tests, AMCE, response-bias deltas, obedience survival) from `*/export/`, "
+        "each table compared with its Python twin in `*/analysis/` |",
+        "| `r-package/simsubjects/` | the R package's source (`R CMD INSTALL r-package/simsubjects`) |",
+        "| `analysis.do` | the Stata side where Stata's commands express it (the Ultimatum Game), checked against `*/analysis/` |",
     ]
     for e in manifest["studies"]:
         status = e.get("status")
@@ -261,32 +270,103 @@ def readme(manifest: dict) -> str:
             "checksums, prompt-template hashes, counts, validity, timings), `responses.parquet` (the tidy long",
             "table, docs/schema.md of simsubjects), `items.parquet`, `records.jsonl` (free-text transcripts, Milgram),",
             "`cache.sqlite` (the request cache a re-run resumes from), `analysis/` (tables as CSV, figures as PNG)",
-            "and `export/` (responses and items as .parquet, .csv, .rds with R factors, .dta with value labels,",
+            "and `export/` (responses and items as .parquet, .csv, .rds with R factors, .dta/.sav with value labels,",
             "plus `codebook_*.md/.csv`).",
         ]
     return "\n".join(lines) + "\n"
 
 
+def _readme_r(manifest: dict) -> list[str]:
+    """The README's lines on running analysis.R: what it needs, what it writes, what it checks."""
+    imports = _r_imports()
+    where = ("`R CMD INSTALL r-package/simsubjects` installs it from this folder; without it analysis.R sources "
+             "`r-package/simsubjects/R/`" if manifest["files"].get("r_package") else
+             "this folder carries no copy of it (written from an install without the R package): "
+             "`R CMD INSTALL <simsubjects checkout>` or `SIMSUBJECTS_R_SOURCE=<checkout>/R`")
+    return [
+        f"`analysis.R` needs R and the R package simsubjects ({where}); the package's Imports: "
+        f"{', '.join(imports) or '?'} (Debian: `apt-get install " + " ".join(
+            f"r-cran-{i.lower()}" for i in imports if i not in ('stats', 'utils')) + "`).",
+        "It writes `r_results/<study>/<table>.csv` under the names and columns of the Python tables, prints one "
+        "line per table with the largest difference from `<study>/analysis/<table>.csv`, exits with status 1 "
+        "when one differs, and records `sessionInfo()`, the R package version and the commit in "
+        "`r_results/session.txt`.",
+        "",
+        "Stata users: the exports are `*/export/*.dta` with value labels in the design's order (baseline first). "
+        "`do analysis.do` computes the Ultimatum Game's acceptance by offer and the pairing Welch test with "
+        "Stata's own commands and compares them with the Python tables the same way. The other statistics "
+        "(CR2 cluster-robust AMCEs with Satterthwaite df, cregg's constrained conjoint AMCEs, Kaplan-Meier "
+        "tables, Wasserstein representativeness, survey-bias deltas) have no Stata version here: use "
+        "analysis.R. analysis.do was read-checked, not run (no Stata where it was written).",
+    ]
+
+
+def _r_imports() -> list[str]:
+    from simsubjects.publish.rpackage import package_root
+
+    root = package_root()
+    if root is None:
+        return []
+    text = (root / "DESCRIPTION").read_text(encoding="utf-8").replace("\n ", " ")
+    for line in text.splitlines():
+        if line.startswith("Imports:"):
+            return [p.strip().split(" ")[0] for p in line.split(":", 1)[1].split(",") if p.strip()]
+    return []
+
+
 R_HEADER = r'''# R side of a simsubjects replication: the R twins of the Python statistics, computed from the
-# exported data of each study folder (export/responses.rds). Run from this folder:
+# exported data of each study folder (<study>/export/), then compared with the tables Python wrote
+# (<study>/analysis/*.csv): one line per table with the largest difference; the script exits with
+# status 1 when a table differs. Run from this folder, with no checkout and no Python:
 #   Rscript analysis.R
-# Needs the R package simsubjects (R CMD INSTALL <simsubjects checkout>), or its R/ folder through
-# SIMSUBJECTS_R_SOURCE=<checkout>/R. Results go to r_results/*.csv and are printed.
+# It uses the R package simsubjects: installed (R CMD INSTALL r-package/simsubjects, from this folder),
+# or SIMSUBJECTS_R_SOURCE=<checkout>/R, or else the package source in r-package/simsubjects/R.
+# Results go to r_results/<study>/<table>.csv (the Python table's name and columns);
+# r_results/session.txt records sessionInfo(), the R package version and the commit.
+# Folder written by simsubjects __VERSION__ at commit __COMMIT__
 # Command that made this folder: __COMMAND__
 
 if (requireNamespace("simsubjects", quietly = TRUE)) {
   suppressPackageStartupMessages(library(simsubjects))
-} else if (nzchar(Sys.getenv("SIMSUBJECTS_R_SOURCE"))) {
-  for (f in sort(list.files(Sys.getenv("SIMSUBJECTS_R_SOURCE"), pattern = "[.]R$", full.names = TRUE))) source(f)
+  r_package <- paste("simsubjects", utils::packageVersion("simsubjects"), "(installed)")
 } else {
-  stop("the R package simsubjects is not installed: R CMD INSTALL <simsubjects checkout> ",
-       "(or set SIMSUBJECTS_R_SOURCE=<checkout>/R)", call. = FALSE)
+  src <- Sys.getenv("SIMSUBJECTS_R_SOURCE", "r-package/simsubjects/R")
+  if (!dir.exists(src)) {
+    stop("the R package simsubjects is not installed and ", src, " is missing: ",
+         "R CMD INSTALL r-package/simsubjects (or set SIMSUBJECTS_R_SOURCE=<checkout>/R)", call. = FALSE)
+  }
+  for (f in sort(list.files(src, pattern = "[.]R$", full.names = TRUE))) source(f)
+  desc <- file.path(dirname(normalizePath(src)), "DESCRIPTION")
+  r_package <- paste0("simsubjects ", if (file.exists(desc)) read.dcf(desc, "Version")[1, 1] else "?",
+                      " (sourced from ", src, ")")
 }
 options(width = 160)
+dir.create("r_results", showWarnings = FALSE)
+cat("R package:", r_package, "| folder written by simsubjects __VERSION__ at commit __COMMIT__\n")
+checks <- list()
+# one study: its R tables written to r_results/<folder>/ and compared with <folder>/analysis/*.csv
+study <- function(folder, results) {
+  write_results(results, file.path("r_results", folder))
+  checks[[folder]] <<- check_results(results, folder)
+}
 # helpers of blocks written in the script itself (a study's r_code)
 keep <- function(df, name, show = 40) write_results(stats::setNames(list(df), name), "r_results", show)
 chr <- function(d) { for (c in names(d)) if (is.factor(d[[c]])) d[[c]] <- as.character(d[[c]]); d }
 rows <- function(lst) { lst <- Filter(Negate(is.null), lst); if (length(lst)) do.call(rbind, lst) else data.frame() }
+'''
+
+R_FOOTER = r'''
+# after the analyses, so that sessionInfo() lists every package they loaded
+writeLines(c(paste("R package:", r_package), "Folder written by simsubjects __VERSION__",
+             "Commit: __COMMIT__", "", utils::capture.output(utils::sessionInfo())),
+           file.path("r_results", "session.txt"))
+cat("\nR results written to r_results/ (versions: r_results/session.txt)\n")
+checked <- do.call(rbind, Filter(function(x) !is.null(x) && nrow(x) > 0, checks))
+if (!is.null(checked) && !all(checked$ok)) {
+  cat(sprintf("%d of %d tables differ from the Python tables\n", sum(!checked$ok), nrow(checked)))
+  quit(status = 1)
+}
+cat(sprintf("all %d tables agree with the Python tables\n", if (is.null(checked)) 0L else nrow(checked)))
 '''
 
 
@@ -303,21 +383,27 @@ def _r_block(study, entry: dict) -> str:
         return f"\n# ---- {r_comment(entry['study'])}: no R twin yet; the exported data is in {r_comment(folder)}/export/\n"
     src = f"source({r_string(study.r_source)})\n" if study.r_source else ""
     return (f"\n# ---- {r_comment(study.heading)}\n{src}"
-            f'write_results({study.r_function}({r_string(folder)}), "r_results")\n')
+            f'study({r_string(folder)}, {study.r_function}({r_string(folder)}))\n')
+
 
 
 def r_script(manifest: dict) -> str:
     from simsubjects.collect.studies.registry import studies
 
     declared = studies()
-    parts = [R_HEADER.replace("__COMMAND__", r_comment(manifest["command"]))]
+    source = manifest.get("source") or {}
+    # version and commit sit inside R comments and string literals: only their own characters pass
+    version = _safe_token(manifest.get("versions", {}).get("simsubjects", __version__))
+    commit = _safe_token(source.get("commit") or "unknown")
+    parts = [R_HEADER.replace("__COMMAND__", r_comment(manifest["command"])).replace("__VERSION__", version)
+             .replace("__COMMIT__", commit)]
     for e in manifest["studies"]:
         if "rds" not in e.get("exported", []):
             parts.append(f"\n# ---- {r_comment(e['study'])}: left out, its export/responses.rds was not written "
                          f"({r_comment(e.get('error', ''))})\n")
             continue
         parts.append(_r_block(declared.get(e["study"]), e))
-    parts.append('\ncat("\\nR results written to r_results/\\n")\n')
+    parts.append(R_FOOTER.replace("__VERSION__", version).replace("__COMMIT__", commit))
     return "".join(parts)
 
 
@@ -345,3 +431,8 @@ def _is_study_file(name) -> bool:
     from simsubjects.studyfile import is_study_file
 
     return is_study_file(name)
+
+
+def _safe_token(text) -> str:
+    """A version or commit hash from a manifest, reduced to the characters such names use."""
+    return re.sub(r"[^0-9A-Za-z._+-]", "?", str(text))[:64]

@@ -21,9 +21,10 @@ from simsubjects.errors import UserError
 from simsubjects.untrusted import md_text
 from .export_rds import add_labels, no_r_note, rscript, write_plain
 from simsubjects.collect.store import staged_folder
-from simsubjects.collect.schema import labels as study_labels
+from simsubjects.collect.schema import CORE_COLUMNS, labels as study_labels
 
 FORMATS = ("csv", "parquet", "rds", "dta", "sav")
+STATA_LABEL = 80  # Stata's variable labels hold 80 characters; the codebook keeps the full text
 MAX_LEVELS = 200  # text columns with at most this many distinct values are categorical,
 MAX_LABEL = 120  # if every value fits in an SPSS value label (120 bytes); longer text stays text
 
@@ -52,9 +53,23 @@ def _json_scalar(v):
     return str(v)
 
 
-def categorical_columns(df: pd.DataFrame) -> list[str]:
+# Identifier columns stay text in every study: whether a run has 150 or 250 trials must not decide
+# whether R sees a character vector or a factor (issue 29: one type per schema column)
+ALWAYS_TEXT = frozenset({"trial", "item", "subject"})
+
+
+def json_columns(df: pd.DataFrame) -> set[str]:
+    """Columns whose cells are lists/tuples/dicts: flatten() writes them as JSON text, never a factor."""
+    return {c for c in df.columns if df[c].dtype == object
+            and df[c].map(lambda v: isinstance(v, (list, tuple, dict, np.ndarray))).any()}
+
+
+def categorical_columns(df: pd.DataFrame, text: set[str] | frozenset = frozenset()) -> list[str]:
+    """Text columns exported as factors / value-labelled codes; `text` (and ALWAYS_TEXT) stay text."""
     cols = []
     for c in df.columns:
+        if c in ALWAYS_TEXT or c in text:
+            continue
         if pd.api.types.is_string_dtype(df[c]) or df[c].dtype == object:
             values = df[c].dropna().astype(str)
             if values.nunique() <= MAX_LEVELS and (values.str.len().max() if len(values) else 0) <= MAX_LABEL:
@@ -78,13 +93,39 @@ def stata_name(name: str, taken: set[str]) -> str:
     return new
 
 
-def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | None = None) -> pd.DataFrame:
+def level_order(values: pd.Series, design: list[str] | None = None) -> list[str]:
+    """A categorical column's levels: the design's order (baseline first) where the study declares one,
+    then any other value, sorted; without a declaration, sorted (issue 29)."""
+    seen = set(values.dropna().astype(str).unique())
+    first = [str(v) for v in (design or [])]
+    return list(dict.fromkeys(first)) + sorted(seen - set(first))
+
+
+def _category(s: pd.Series, levels: list[str]) -> pd.Categorical:
+    text = s.astype(object).where(s.isna(), s.astype(str))
+    return pd.Categorical(text, categories=levels)
+
+
+def short_label(text: str, limit: int = STATA_LABEL) -> str:
+    """`text` within `limit` characters, cut at a word boundary with an ellipsis (Stata's labels)."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 3]
+    if " " in cut and not text[limit - 3].isspace():
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:-") + "..."
+
+
+def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | None = None,
+             design: dict[str, list[str]] | None = None) -> pd.DataFrame:
     labels = study_labels() if labels is None else labels
+    design = design or {}
     rows = []
     cats = set(categorical_columns(df))  # once: per column it made the codebook quadratic in the columns
     for c in df.columns:
         s = df[c]
-        levels = sorted(map(str, s.dropna().unique()))
+        levels = level_order(s, design.get(c))
         rows.append({
             "column": c, "exported_as": names.get(c, c), "type": str(s.dtype), "label": labels.get(c, ""),
             "missing": int(s.isna().sum()), "distinct": len(levels),
@@ -98,8 +139,11 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
     """Write one table; returns {original column: exported name}. Variable labels (.dta/.sav) come from
     df.attrs["labels"] (the study's, set by export_run), else the core columns' labels."""
     labels = df.attrs.get("labels") or study_labels()
+    design = df.attrs.get("levels") or {}
+    json_text = json_columns(df)
     df = flatten(df)
-    cats = categorical_columns(df)
+    cats = categorical_columns(df, json_text)
+    order = {c: level_order(df[c], design.get(c)) for c in cats}
     tmp = path.with_name(f".{path.name}.tmp")
     names = {c: c for c in df.columns}
     try:
@@ -110,16 +154,16 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
         elif fmt == "rds":
             out = df.copy()
             for c in cats:
-                out[c] = pd.Categorical(out[c].astype(object))
+                out[c] = _category(out[c], order[c])
             write_plain(out, tmp)  # variable labels: export_rds.add_labels, once the export's tables are written
         elif fmt in ("dta", "sav"):
             taken: set[str] = set()
             names = {c: stata_name(c, taken) for c in df.columns}
             out = df.rename(columns=names)
-            var_labels = {names[c]: labels.get(c, c)[:80] for c in df.columns}
+            var_labels = {names[c]: short_label(labels.get(c, c)) for c in df.columns}
             if fmt == "dta":
                 for c in cats:
-                    out[names[c]] = pd.Categorical(out[names[c]].astype(object))
+                    out[names[c]] = _category(out[names[c]], order[c])
                 for c in out.columns:  # Stata has no nullable string: empty text for missing
                     if c not in {names[k] for k in cats} and not pd.api.types.is_numeric_dtype(out[c]):
                         out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
@@ -130,8 +174,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
 
                 value_labels = {}
                 for c in cats:
-                    levels = sorted(out[names[c]].dropna().astype(str).unique())
-                    code = {v: i + 1 for i, v in enumerate(levels)}
+                    code = {v: i + 1 for i, v in enumerate(order[c])}
                     out[names[c]] = out[names[c]].map(lambda v: code.get(str(v)) if pd.notna(v) else np.nan).astype(float)
                     value_labels[names[c]] = {float(i): v for v, i in code.items()}
                 for c in out.columns:
@@ -148,6 +191,18 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
     return names
 
 
+def design_hooks(study: str | None, responses: pd.DataFrame,
+                 items: pd.DataFrame) -> tuple[dict[str, list[str]], dict[str, pd.DataFrame]]:
+    """The study's declared level orders ({column: levels, baseline first}) and extra tables
+    ({name: table}, e.g. the conjoint's profiles), from its declaration (StudyDef.levels/export_tables)."""
+    from simsubjects.collect.studies.registry import resolve, studies
+
+    decl = studies().get(study) if study else None
+    levels = resolve(decl.levels)(responses, items) if decl is not None and decl.levels else {}
+    extra = resolve(decl.export_tables)(responses, items) if decl is not None and decl.export_tables else {}
+    return dict(levels or {}), dict(extra or {})
+
+
 def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None = None) -> list[Path]:
     formats = list(dict.fromkeys(formats))
     bad = [f for f in formats if f not in FORMATS]
@@ -159,6 +214,7 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     # the study's declaration labels its design columns; columns a run adds of its own (persona
     # attributes of a respondents table) carry their labels in the manifest
     labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
+    levels, extra = design_hooks(manifest.get("study"), responses, items)
     outdir = Path(out) if out else Path(run_dir) / "export"
     if not out and outdir.is_symlink():  # a received run's export/ linking elsewhere: nothing written there
         raise UserError(f"{outdir}: is a link; a run folder's export is written inside it (remove the link or "
@@ -171,14 +227,18 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     names_out: list[str] = []
     rds_jobs = []  # (file, labels): labelled by one R process once every table is written
     with staged_folder(outdir) as stage:
-        for name, df in (("responses", responses), ("items", items)):
+        # the core columns' labels describe the responses table; an item table's own `source` (where
+        # a question comes from) is not "model or human" (issue 29)
+        side = {c: lab for c, lab in labels.items() if c not in CORE_COLUMNS or c == "item"}
+        for name, df in (("responses", responses), ("items", items), *extra.items()):
             df = df.copy()
-            df.attrs["labels"] = labels
+            df.attrs["labels"] = labels if name == "responses" else side
+            df.attrs["levels"] = levels
             names = {}
             for fmt in formats:
                 names.update(_write(df, stage / f"{name}.{fmt}", fmt))
                 names_out.append(f"{name}.{fmt}")
-            book = codebook(flatten(df), names, labels)
+            book = codebook(flatten(df), names, df.attrs["labels"], levels)
             (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
             md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -188,6 +248,6 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
             (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
             names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
             if "rds" in formats:
-                rds_jobs.append((stage / f"{name}.rds", labels))
+                rds_jobs.append((stage / f"{name}.rds", df.attrs["labels"]))
         add_labels(rds_jobs)
     return [outdir / n for n in names_out]

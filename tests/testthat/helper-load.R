@@ -4,4 +4,6 @@ if (!exists("milgram_survival", mode = "function")) {
   for (f in list.files(file.path("..", "..", "R"), pattern = "[.]R$", full.names = TRUE)) {
     source(f, local = TRUE)
   }
+  tidy <- generics::tidy  # the package re-exports these generics
+  glance <- generics::glance
 }

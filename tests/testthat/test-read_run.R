@@ -39,7 +39,8 @@ test_that("prob_of: within-trial shares of one response", {
   expect_equal(p$trial, c("t1", "t2"))
   expect_equal(p$p_accept, c(0.6 / 0.9, 0.5))
   expect_equal(p$offer, c(5, 5))
-  expect_equal(prob_of(responses, "maybe")$p_maybe, c(0, 0))
+  expect_warning(p <- prob_of(responses, "maybe"), 'response "maybe" never occurs in column response')
+  expect_equal(p$p_maybe, c(0, 0))
 })
 
 test_that("the codebook's variable labels are attached; a label the .rds carries is kept", {

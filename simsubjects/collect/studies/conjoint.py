@@ -105,15 +105,21 @@ STUDY = StudyDef(
     methods=("exact", "sampled"),
     aliases=("conjoint-immigration",),
     title="Immigration conjoint (Hainmueller, Hopkins & Yamamoto 2014)",
-    columns={"task": "Task number of the respondent", "respondent": "Simulated respondent of a conjoint",
-             "attribute_order": "Attribute rows in the order shown (|-separated)",
-             "shown": "Profiles by position in this task order (2-1: profile 2 shown first)",
-             "profile": "Profile rated (rating outcome; 0 for a forced choice)"},
     # 1,396 respondents x 5 tasks at scale 1; at least 50 respondents (50 x 5 tasks in `make demo`)
     papers=(Plan(HHY2014, lambda s: {"respondents": size(1_396, s, floor=50), "tasks": 5, "orders": "both"},
                  "1,396 respondents x 5 forced choices between two immigrants, each asked in both orders "
                  "(at least 50 respondents)", order=1),),
     report="simsubjects.publish.sections.conjoint:report_section",
     check_r="simsubjects.analyze.conjoint_study:check_conjoint",
-    r_code="simsubjects.analyze.conjoint_study:r_block",
+    r_function="replicate_conjoint",
+    levels="simsubjects.analyze.conjoint_study:design_levels",
+    export_tables="simsubjects.analyze.conjoint_study:export_tables",
+    columns={"task": "Task number of the respondent", "respondent": "Simulated respondent of a conjoint",
+             "attribute_order": "Attribute rows in the order shown (|-separated)",
+             "shown": "Profiles by position in this task order (2-1: profile 2 shown first)",
+             "profile": "Profile rated (rating outcome; 0 for a forced choice)",
+             "id": "Respondent of the profile (model:respondent, or human:CaseID of HHY 2014)",
+             "outcome_kind": "choice (P(profile chosen), or 0/1 for people) or rating (expected 1-7 rating)",
+             "chosen": "Outcome per profile: P(chosen) for the model, ChosenImmigrant (0/1) for people, "
+                       "or the expected rating"},
 )

@@ -186,5 +186,6 @@ MOCA = StudyDef(
                  "per story", order=1),),
     report="simsubjects.publish.sections.nie2023:moca",
     check_r="simsubjects.analyze.check_r:check_moca",
+    levels="simsubjects.analyze.amce:design_levels",
     r_function="replicate_moca",
 )

@@ -104,6 +104,12 @@ class StudyDef:
     r_code: str | Callable = ""
     # optional: study -> {column: published valid-answer rate (%)} for the report's validity table
     validity_reference: str | Callable = ""
+    # optional: (responses, items) -> {column: levels in design order, baseline first}: the export's
+    # R factors, Stata/SPSS value labels and codebooks keep this order (issue 29)
+    levels: str | Callable = ""
+    # optional: (responses, items) -> {name: DataFrame}: tables the export writes beside responses and
+    # items, in every format (the conjoint's one row per profile shown, people included)
+    export_tables: str | Callable = ""
 
     def __post_init__(self):
         self._accepted = _accepted_params(self.build, self.name)

@@ -10,7 +10,7 @@ import click
 from ..errors import UserError
 from ..studyfile import is_study_file  # noqa: F401 - also named here by callers
 
-STARTERS = Path(__file__).parent / "starters"
+STARTERS = Path(__file__).resolve().parent.parent / "studyfile" / "starters"  # the format's package data
 KINDS = ("survey", "vignette", "estimation")
 
 

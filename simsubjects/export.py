@@ -2,7 +2,7 @@
 
 Text columns with few distinct values become R factors and labelled integers in Stata/SPSS;
 variable labels come from the study's declaration (schema.labels) and the run's manifest (persona
-attributes) and are set in .dta/.sav and, through R (export_rds), in .rds; a codebook (Markdown and
+attributes) and are set in .dta/.sav and .rds (export_rds, no R needed); a codebook (Markdown and
 CSV) is written beside the data.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ import pandas as pd
 
 from .collect.store import load_run
 from .errors import UserError
-from .export_rds import add_labels, no_r_note, rscript, write_plain
+from .export_rds import write_labelled
 from .output import staged_folder
 from .schema import labels as study_labels
 
@@ -107,7 +106,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
             out = df.copy()
             for c in cats:
                 out[c] = pd.Categorical(out[c].astype(object))
-            write_plain(out, tmp)  # variable labels: export_rds.add_labels, once the export's tables are written
+            write_labelled(out, tmp, labels)  # attr(x, "label") on every labelled column
         elif fmt in ("dta", "sav"):
             taken: set[str] = set()
             names = {c: stata_name(c, taken) for c in df.columns}
@@ -156,13 +155,10 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     # attributes of a respondents table) carry their labels in the manifest
     labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
     outdir = Path(out) if out else Path(run_dir) / "export"
-    if "rds" in formats and rscript() is None:
-        print(no_r_note(), file=sys.stderr)
     # Everything is written into a staging folder beside outdir and swapped in whole
     # (simsubjects.output): a failed or killed export leaves the earlier export as it was, and
     # the files of formats not asked for this time are kept.
     names_out: list[str] = []
-    rds_jobs = []  # (file, labels): labelled by one R process once every table is written
     with staged_folder(outdir) as stage:
         for name, df in (("responses", responses), ("items", items)):
             df = df.copy()
@@ -179,7 +175,4 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
                    for r in book.itertuples()]
             (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
             names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
-            if "rds" in formats:
-                rds_jobs.append((stage / f"{name}.rds", labels))
-        add_labels(rds_jobs)
     return [outdir / n for n in names_out]

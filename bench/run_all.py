@@ -33,6 +33,8 @@ BENCHES = [
     ("Option-order averaging: every ordering vs one", "option_order.py", ["--questions", "2", "--repeat", "3"],
      ["--questions", "1", "--repeat", "2"]),
     ("AMCE bootstrap (10,000 draws, all MoCa factors)", "bootstrap.py", ["--draws", "10000"], ["--draws", "2000"]),
+    ("Conjoint: prompts per second with and without prefix packing", "conjoint.py", ["--respondents", "10"],
+     ["--respondents", "3"]),
 ]
 
 

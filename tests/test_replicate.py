@@ -214,6 +214,7 @@ def test_report_has_tables_figures_and_references(replication):
     assert "HHY 2014 respondents" in conjoint and "tasks per second" in conjoint and "-0.160" in conjoint
     head = page[:page.index("<section")]
     assert "sha256:" in head and "simsubjects replicate" in head and "Validity rates" in head
+    assert "Demo scale (0.001):" in head and head.index("Demo scale") < head.index("Validity rates")
 
 
 def test_report_command_on_a_replication_and_on_one_run(replication, tmp_path, capsys):

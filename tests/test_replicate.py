@@ -127,7 +127,7 @@ def replication_run(tmp_path_factory):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
     env.pop("PYTHONWARNINGS", None)  # Python's default filters: what a user's terminal shows
     r = subprocess.run([sys.executable, "-c", DRIVER, "replicate", "all", "--model", "smollm2", "--scale", "0.001",
-                        "--out", str(out)], cwd=root, env=env, capture_output=True, text=True, timeout=1200)
+                        "--out", str(out)], cwd=root, env=env, capture_output=True, text=True, timeout=3600)
     assert r.returncode == 0, r.stderr[-3000:]
     return out, json.loads((out / "manifest.json").read_text()), r.stdout + r.stderr
 

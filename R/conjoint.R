@@ -1,5 +1,5 @@
 # Conjoint AMCEs and marginal means with cregg's conventions (Leeper, cregg 0.3.7), built on survey
-# and sandwich as cregg is; the R twin of simsubjects/analyze/conjoint.py (agreement to 1e-8 is
+# and sandwich as cregg is; the R twin of simsubjects/analyze/methods/conjoint.py (agreement to 1e-8 is
 # checked by `simsubjects analyze DIR --check-r` and tests/test_conjoint.py).
 
 #' Prepare a conjoint table: complete rows, features as factors under safe names F1, F2, ...

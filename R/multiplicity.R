@@ -1,6 +1,6 @@
 #' Holm or Benjamini-Hochberg adjusted p-values, one family per group
 #'
-#' The R twin of `simsubjects.analyze.multiplicity`: `stats::p.adjust` within each family.
+#' The R twin of `simsubjects.analyze.methods.multiplicity`: `stats::p.adjust` within each family.
 #' Missing p-values stay missing and do not count toward a family's size (p.adjust's default).
 #'
 #' @param p numeric vector of p-values.

@@ -1,4 +1,4 @@
-# Representativeness (Santurkar et al. 2023) as simsubjects/analyze/representativeness.py: per
+# Representativeness (Santurkar et al. 2023) as simsubjects/analyze/methods/representativeness.py: per
 # question the Wasserstein-1 distance between the model's and people's answer distributions on the
 # options' ordinal positions, divided by the span of the positions (N - 1 for positions 1..N);
 # Rep = 1 - mean distance over questions. Refusals are dropped and the rest renormalized.
@@ -104,7 +104,7 @@ wasserstein_by_question <- function(model, human, by = NULL) {
 #' distributions on the options' ordinal positions, divided by the span of the positions (N - 1 for
 #' positions 1..N), so it lies in [0, 1]; representativeness = 1 - mean distance over questions
 #' (Santurkar et al. 2023, as Tjuatja et al. 2024 use it). Written in base R; the numbers agree with
-#' \samp{simsubjects.analyze.representativeness}.
+#' \samp{simsubjects.analyze.methods.representativeness}.
 #'
 #' @param pos_a,w_a,pos_b,w_b ordinal positions and weights of two distributions (weights are normalized).
 #' @param normalize divide by the span of all positions (\code{NA} when it is 0).

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import markdown  # noqa: E402
 
 from simsubjects.analyze.amce import amce_bootstrap, outcomes  # noqa: E402
-from simsubjects.collect.human.moca import load_moca  # noqa: E402
+from simsubjects.datasets.moca_humans import load_moca  # noqa: E402
 
 
 def loop_bootstrap(data: pd.DataFrame, n_boot: int, seed: int = 0) -> dict:

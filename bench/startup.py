@@ -47,7 +47,7 @@ def main(argv=None) -> int:
             return [sys.executable, "-m", "simsubjects.cli", "collect", "ultimatum", "--pairs", "1", "-q",
                     "--out", str(Path(tmp) / f"run{i}")]
 
-        imports = [timed([sys.executable, "-c", "import simsubjects.cli"], env) for _ in range(a.repeat)]
+        imports = [timed([sys.executable, "-c", "import simsubjects.cli.commands"], env) for _ in range(a.repeat)]
         rows.append({"what": "import simsubjects.cli", "wall s": min(w for w, _ in imports),
                      "cpu s": min(c for _, c in imports), "load avg": os.getloadavg()[0]})
         wall, cpu = timed(collect(0), env)

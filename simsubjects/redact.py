@@ -9,7 +9,7 @@ reaches a file, a log record, a progress bar, a table, a manifest or a report.
   an attribute of a model (so not in reprs, vars() or pickles).
 * Registering a secret also installs a log-record factory that scrubs every record's message
   (every logger: the openai and httpx libraries log request URLs).
-* `redact_text` is `redact` plus what an error line or a crash log (simsubjects.crash) may hold
+* `redact_text` is `redact` plus what an error line or a crash log (simsubjects.cli.crash) may hold
   that this process never registered: the values of secret environment variables (OPENAI_API_KEY,
   HF_TOKEN, ...), user:password@ without a scheme, credential query parameters outside a URL and
   bearer tokens of any length.
@@ -157,7 +157,7 @@ def _install_log_scrubber() -> None:
     logging.setLogRecordFactory(factory)
 
 
-# --- error lines and crash logs (simsubjects.crash) ------------------------------------------------
+# --- error lines and crash logs (simsubjects.cli.crash) ------------------------------------------------
 
 # Environment variables whose values are secrets wherever they appear (OPENAI_API_KEY, HF_TOKEN, ...).
 # Whole words of the name only: TOKENIZERS_PARALLELISM=false is not a secret.

@@ -67,7 +67,7 @@ def smollm2(tmp_path_factory):
 
 @pytest.fixture(scope="session", autouse=True)
 def _crash_log_dir(tmp_path_factory):
-    """Crash logs of the CLI's top-level guard (simsubjects.crash) go here, subprocesses included."""
+    """Crash logs of the CLI's top-level guard (simsubjects.cli.crash) go here, subprocesses included."""
     d = tmp_path_factory.mktemp("crash-logs")
     os.environ["SIMSUBJECTS_LOG_DIR"] = str(d)
     return d

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 
 R_OK = "key,response,group,num_options\nK1,a,orig alpha,2\nK1,b,pos alpha,2\nK1,b,orig alpha,2\n"
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.analyze.agreement import _metric_draws, agreement, classify, story_counts
+from simsubjects.analyze.methods.agreement import _metric_draws, agreement, classify, story_counts
 
 ITEMS = ["s0", "s1", "s2", "s3", "s4"]
 HUMAN = pd.Series([0.9, 0.1, 0.5, 0.7, 0.2], index=ITEMS)  # Yes, No, ambiguous, Yes, No

@@ -15,7 +15,7 @@ from simsubjects.analyze.amce import (
     bootstrap_draws, cluster_vcov, dim_draws, draw_indices, ols_cluster, outcomes, plot_forest,
     plot_radar,
 )
-from simsubjects.collect.human.moca import data_dir, load_moca
+from simsubjects.datasets.moca_humans import data_dir, load_moca
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.analyze.representativeness import representativeness
-from simsubjects.collect.human.atp import read_atp_sav, read_opinionqa_wave
+from simsubjects.analyze.methods.representativeness import representativeness
+from simsubjects.datasets.atp import read_atp_sav, read_opinionqa_wave
 from simsubjects.errors import UserError
 
 # respondent: (answer to Q1_W99, SEX, weight); None = not asked

@@ -7,10 +7,10 @@ import math
 import pandas as pd
 import pytest
 
-from simsubjects.analyze.agreement import agreement
+from simsubjects.analyze.methods.agreement import agreement
 from simsubjects.analyze.amce import agreement_units, outcomes
-from simsubjects.analyze.representativeness import model_distribution, wasserstein_by_question
-from simsubjects.collect.human.atp import read_opinionqa_wave
+from simsubjects.analyze.methods.representativeness import model_distribution, wasserstein_by_question
+from simsubjects.datasets.atp import read_opinionqa_wave
 
 
 # ---------------------------------------------------------------- 1. MoCa: both templates pooled as rows

@@ -6,7 +6,7 @@ argument, no traceback, and no partial output.
 snapshots must be identical byte for byte, with no new file or folder. Collections must fail before
 the model loads: `load_model` is replaced by a function that fails the test if it is ever called.
 
-The corpus is `CASES` (CLI cases, driven through `simsubjects.cli.main`) plus `API_CASES` (ATP
+The corpus is `CASES` (CLI cases, driven through `simsubjects.cli.commands`) plus `API_CASES` (ATP
 readers, which have no CLI); `N_MALFORMED` counts them and `CATEGORIES` counts them by category.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from simsubjects.errors import UserError
 
 # --------------------------------------------------------------------------------------------------
@@ -357,13 +357,13 @@ def sav_cut(keep):
 
 def _read_wave(**kw):
     def call(path):
-        from simsubjects.collect.human.atp import read_opinionqa_wave
+        from simsubjects.datasets.atp import read_opinionqa_wave
         return read_opinionqa_wave(path, **kw)
     return call
 
 
 def _read_sav(path):
-    from simsubjects.collect.human.atp import read_atp_sav
+    from simsubjects.datasets.atp import read_atp_sav
     return read_atp_sav(path)
 
 
@@ -461,13 +461,13 @@ def _no_model(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("a model was loaded: this bad input was not caught before loading the model")
 
-    import simsubjects.cli
+    import simsubjects.cli.commands
     import simsubjects.collect.models as models
     import simsubjects.collect.pipeline as pipeline
 
     monkeypatch.setattr(pipeline, "load_model", refuse)
     monkeypatch.setattr(models, "load_model", refuse)
-    monkeypatch.setattr(simsubjects.cli, "validate_only", refuse, raising=False)
+    monkeypatch.setattr(simsubjects.cli.commands, "validate_only", refuse, raising=False)
 
 
 def test_corpus_size():
@@ -531,7 +531,7 @@ def test_export_of_a_good_run_writes_every_format_and_no_staging_left(tmp_path, 
 
 def test_failed_export_leaves_no_partial_files(tmp_path, monkeypatch, capsys):
     """A writer failing half-way (here: the second format) leaves neither files nor a new export folder."""
-    import simsubjects.export as export
+    import simsubjects.publish.export as export
 
     run = good_run(tmp_path)
     before = snapshot(tmp_path)

@@ -31,8 +31,8 @@ def check_r():
 def test_starting_r_leaves_child_pythons_working(check_r):
     """rpy2 exports R's LD_LIBRARY_PATH (system libraries first); a child Python of another build
     then loads the system libpython and cannot import its own packages. The R session undoes it."""
-    code = "import llama_cpp, simsubjects.cli, torch" if importlib.util.find_spec("llama_cpp") else \
-        "import simsubjects.cli, torch"
+    code = "import llama_cpp, simsubjects.cli.commands, torch" if importlib.util.find_spec("llama_cpp") else \
+        "import simsubjects.cli.commands, torch"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-1500:]
     assert "/usr/lib/R/lib" not in os.environ.get("LD_LIBRARY_PATH", "")
@@ -80,7 +80,7 @@ def test_ultimatum(check_r):
 # ---------------------------------------------------------------- moca
 
 def test_moca_human_and_model(check_r):
-    from simsubjects.collect.human.moca import load_moca
+    from simsubjects.datasets.moca_humans import load_moca
 
     responses, items = load_moca()
     rng = np.random.default_rng(4)
@@ -276,7 +276,7 @@ def test_milgram_survival_of_the_1963_table(check_r):
 def test_read_run_reads_what_export_writes(check_r, tmp_path):
     from simsubjects.analyze.check_r import r_session
     from simsubjects.collect.store import RunStore
-    from simsubjects.export import export_run
+    from simsubjects.publish.export import export_run
 
     store = RunStore.open(tmp_path / "run", {"x": 1})
     want = ultimatum_responses().assign(condition="", blank=np.nan)  # empty text, all-missing number

@@ -2,7 +2,7 @@
 
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 
 
 @pytest.mark.parametrize("argv, needle", [

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.analyze import conjoint as cj
+from simsubjects.analyze.methods import conjoint as cj
 from simsubjects.collect.studies.conjoint_design import Design
 from simsubjects.datasets.registry import data_path, load_json
 from simsubjects.errors import UserError
@@ -299,7 +299,7 @@ def test_immigration_study_end_to_end(smollm2, tmp_path):
     (["--layout", "grid"], "grid"),
 ])
 def test_cli_bad_options_exit_2_before_the_model_loads(tmp_path, capsys, args, match):
-    from simsubjects.cli import main
+    from simsubjects.cli.commands import main
 
     code = main(["collect", "conjoint-immigration", "--model", "smollm2",
                  "--out", str(tmp_path / "o"), *args])

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from tests.harden_util import grow_run, imported_run
 
 KILLS = 10

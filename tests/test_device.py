@@ -10,7 +10,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from simsubjects.cli import cli
+from simsubjects.cli.commands import cli
 from simsubjects.collect.models import ChoiceRequest, CompletionRequest, load_model
 from simsubjects.collect.studies.ultimatum import build_trials
 from simsubjects.errors import UserError

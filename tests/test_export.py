@@ -7,7 +7,7 @@ import pyreadstat
 import pytest
 
 from simsubjects.collect.store import RunStore, load_run
-from simsubjects.export import export_run, stata_name
+from simsubjects.publish.export import export_run, stata_name
 from tests.test_ultimatum import fixture_responses
 
 

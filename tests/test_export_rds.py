@@ -1,7 +1,7 @@
 """.rds exports carry variable labels, written without R, and R's read_run() attaches the codebook's labels.
 
 Issue 15: persona attributes are labelled columns of every export; issue 27: the labels are
-written in Python (simsubjects.export_rds, the rdata package), so an export made on a machine
+written in Python (simsubjects.publish.export_rds, the rdata package), so an export made on a machine
 without R carries them too. Each test reads the files in real R."""
 
 import os
@@ -16,9 +16,9 @@ import pandas as pd
 import pyreadr
 import pytest
 
-from simsubjects import export_rds
+from simsubjects.publish import export_rds
 from simsubjects.collect.store import RunStore
-from simsubjects.export import export_run
+from simsubjects.publish.export import export_run
 from tests.test_ultimatum import fixture_responses
 
 pytestmark = pytest.mark.r

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from simsubjects.collect.models import ChoiceRequest, load_model
 from simsubjects.collect.models import weight_cache
 

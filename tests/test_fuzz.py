@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from tests.harden_util import imported_run, snapshot
 
 SCALE = float(os.environ.get("FUZZ_EXAMPLES", "1"))

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from simsubjects.analyze.garden_path import analyze_garden_path
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from simsubjects.collect.studies.garden_path import build_trials, sentences
 from simsubjects.errors import UserError
 

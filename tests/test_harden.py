@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from tests.harden_util import can_mount, edit_manifest, imported_run, snapshot, tmpfs
 
 MOUNT = can_mount()
@@ -169,7 +169,7 @@ def test_report_on_a_single_unfinished_run_exits_2(run, capsys):
 
 
 def test_report_never_shows_an_unfinished_run_as_answered(run, tmp_path, capsys):
-    from simsubjects.replicate import KIND
+    from simsubjects.cli.replicate import KIND
 
     folder = tmp_path
     edit_manifest(run, status="running", counts={"trials": 22, "answered": 22, "rows": 44})
@@ -181,7 +181,7 @@ def test_report_never_shows_an_unfinished_run_as_answered(run, tmp_path, capsys)
 
 
 def test_report_on_a_replicate_folder_with_a_mistyped_study_manifest(run, tmp_path, capsys):
-    from simsubjects.replicate import KIND
+    from simsubjects.cli.replicate import KIND
 
     edit_manifest(run, counts=["x"])
     (tmp_path / "manifest.json").write_text(json.dumps({"kind": KIND, "papers": ["tjuatja2024"],
@@ -278,7 +278,7 @@ def test_refused_writes_on_real_disks(run, tmp_path, capsys, mode):
 
 @pytest.mark.internal_error
 def test_unexpected_exception_is_one_line_and_a_log_without_secrets(run, tmp_path, capsys, monkeypatch):
-    import simsubjects.export as export
+    import simsubjects.publish.export as export
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRETVALUE123")
 

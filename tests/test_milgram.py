@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from simsubjects.analyze.milgram import analyze_milgram, kaplan_meier, logrank_test, records_text
-from simsubjects.cli import main
-from simsubjects.collect.human.milgram1963 import load_milgram1963
+from simsubjects.cli.commands import main
+from simsubjects.datasets.milgram1963 import load_milgram1963
 from simsubjects.collect.models.base import ChoiceResult
 from simsubjects.collect.studies.milgram import decide, first_sentence, scenario, simulate, subject_pool
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.collect.human.moca import data_dir, load_moca
+from simsubjects.datasets.moca_humans import data_dir, load_moca
 from simsubjects.collect.studies.moca import build_trials, load_personas, p_yes
 from simsubjects.errors import UserError
 

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from simsubjects.analyze import multiplicity, paired, plan
-from simsubjects.cli import main
+from simsubjects.analyze.methods import multiplicity, paired, plan
+from simsubjects.cli.commands import main
 
 
 def _pvalues():

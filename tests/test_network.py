@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from tests.fake_openai import FakeOpenAI
 from tests.llama_server import free_port
 

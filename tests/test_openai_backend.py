@@ -308,7 +308,7 @@ def test_request_that_always_fails_is_marked_and_others_succeed(llama_server):
 
 
 def _collect_ultimatum(url: str, out) -> int:
-    from simsubjects.cli import main
+    from simsubjects.cli.commands import main
 
     return main(["collect", "ultimatum", "--model", f"openai:{MODEL}@{url}", "--pairs", "2", "--quiet", "--out", str(out)])
 

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from scipy.stats import wasserstein_distance
 
-from simsubjects import option_order, personas as P
+from simsubjects.collect import option_order, personas as P
 from simsubjects.analyze import opinion as op
 from simsubjects.analyze.order_effects import order_effects
-from simsubjects.collect.human.opinionqa import read_count_files, read_info, read_opinionqa
+from simsubjects.datasets.opinionqa import read_count_files, read_info, read_opinionqa
 from simsubjects.collect.studies import opinion_survey as study
 from simsubjects.datasets.registry import data_path
 from simsubjects.errors import UserError
@@ -51,7 +51,7 @@ def opinionqa_formula(counts_a: dict, counts_b: dict, refs: list, ordinal: list)
 
 def test_democrat_vs_republican_equals_opinionqa_formula(released):
     """Done when: the count files read as released; D-vs-R Rep of every question = OpinionQA's formula."""
-    from simsubjects.analyze.representativeness import representativeness, wasserstein_by_question
+    from simsubjects.analyze.methods.representativeness import representativeness, wasserstein_by_question
 
     human = read_count_files(released, attributes=["POLPARTY"])
     dem = human[human["group"] == "Democrat"].assign(model="Democrat")
@@ -114,7 +114,7 @@ def test_none_answers_stay_answers(tmp_path):
 
 
 def test_cli_imports_an_opinionqa_folder(released, tmp_path):
-    from simsubjects.cli import main
+    from simsubjects.cli.commands import main
 
     out = tmp_path / "human.parquet"
     assert main(["datasets", "import", "opinionqa", str(released), "--out", str(out)]) == 0
@@ -242,7 +242,7 @@ def test_any_study_that_records_its_order_gets_an_order_effect_table(tmp_path, m
     from simsubjects.analyze import run as analyze_run
     from simsubjects.collect.store import RunStore
     from simsubjects.collect.studies.registry import StudyDef
-    from simsubjects.schema import check_responses
+    from simsubjects.collect.schema import check_responses
 
     trials = pd.DataFrame({"trial": [f"t{i}" for i in range(6)], "item": ["i1", "i2"] * 3, "condition": "",
                            "subject": [f"s{i}" for i in range(6)], "prompt": "", "options": [(" A", " B", " C")] * 6,
@@ -354,7 +354,7 @@ def test_analysis_against_direct_computation():
 
 
 def test_bad_inputs_fail_before_the_model(tmp_path):
-    from simsubjects.cli import main
+    from simsubjects.cli.commands import main
 
     out = tmp_path / "run"
     assert main(["collect", "opinion-survey", "--personas", str(tmp_path / "nope.csv"), "--out", str(out)]) == 2
@@ -370,7 +370,7 @@ def test_bad_inputs_fail_before_the_model(tmp_path):
 @pytest.fixture(scope="module")
 def small_run(smollm2, tmp_path_factory):
     from simsubjects.collect.pipeline import run_study
-    from simsubjects.export import export_run
+    from simsubjects.publish.export import export_run
 
     out = tmp_path_factory.mktemp("opinion") / "run"
     run_study(study.OPINION_SURVEY, "smollm2", out, params=dict(first=3, personas="bundled", sample="1",
@@ -415,8 +415,8 @@ def test_rds_persona_columns_carry_their_labels_in_r(small_run):
 
 
 def test_analyze_cli_writes_heatmap_and_report(small_run):
-    from simsubjects.cli import main
-    from simsubjects.report import render_report
+    from simsubjects.cli.commands import main
+    from simsubjects.publish.report import render_report
 
     assert main(["analyze", str(small_run)]) == 0
     assert (small_run / "analysis" / "representativeness_heatmap.png").stat().st_size > 5000

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.analyze import ppi
-from simsubjects.cli import main
+from simsubjects.analyze.methods import ppi
+from simsubjects.cli.commands import main
 from simsubjects.errors import UserError
 
 ppi_py = pytest.importorskip("ppi_py")  # the reference implementation (test extra)
@@ -151,7 +151,7 @@ def test_coverage_simulation(informative):
 
 def _synthetic_moca_run(tmp_path, informative=True):
     """A MoCa run folder whose 'model' P(Yes) tracks the people's share of Yes (or not)."""
-    from simsubjects.collect.human.moca import load_moca
+    from simsubjects.datasets.moca_humans import load_moca
     from simsubjects.collect.store import RunStore
 
     _, items = load_moca("causal")
@@ -215,7 +215,7 @@ def test_moca_demo_on_synthetic_model():
     """The MoCa subsample demonstration on all 206 stories, with a 'model' whose P(Yes) tracks people's."""
     from simsubjects.analyze import ppi_moca
     from simsubjects.analyze.amce import amce_dim, outcomes
-    from simsubjects.collect.human.moca import load_moca
+    from simsubjects.datasets.moca_humans import load_moca
 
     parts = [load_moca(t) for t in ("causal", "moral")]
     human = pd.concat([h for h, _ in parts], ignore_index=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simsubjects import preload
+from simsubjects.cli import preload
 
 THROUGH = [sys.executable, "-m", "simsubjects"]
 PLAIN = [sys.executable, "-m", "simsubjects.cli"]
@@ -96,7 +96,7 @@ def _same(cmd_tail, env, cwd=None):
 
 
 def test_entry_point_imports_nothing_heavy():
-    code = ("import sys, simsubjects.launch, simsubjects.preload; "
+    code = ("import sys, simsubjects.launch, simsubjects.cli.preload; "
             "print(sorted(m for m in ('click', 'pandas', 'numpy', 'torch', 'transformers') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "[]"

@@ -1,6 +1,7 @@
 """One redaction module: crash logs and error lines use simsubjects.redact.redact_text."""
 
-from simsubjects import crash, redact
+from simsubjects.cli import crash
+from simsubjects import redact
 
 
 def test_crash_redacts_through_the_one_module(monkeypatch):

@@ -20,10 +20,10 @@ import pandas as pd
 import pyreadr
 import pytest
 
-from simsubjects import replicate as rep
+from simsubjects.cli import replicate as rep
 from simsubjects.collect.studies.registry import studies
 from simsubjects.papers import papers
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from simsubjects.errors import UserError
 
 STUDIES = ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel", "survey_bias", "moca", "opinion_survey",
@@ -320,7 +320,7 @@ def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
 def test_dry_run_figures_match_the_manifests(replication, smollm2):
     """--dry-run counts what the run then used: requests exactly, prompt tokens within 1% (issue 17).
     Milgram's steps depend on the answers, so its dry figures are an estimate and are not compared."""
-    from simsubjects.collect.dryrun import dry_run_replicate
+    from simsubjects.cli.dryrun import dry_run_replicate
 
     out, man = replication
     mp = pytest.MonkeyPatch()

@@ -8,8 +8,8 @@ import re
 import pandas as pd
 import pytest
 
-from simsubjects import report as rp
-from simsubjects.cli import main
+from simsubjects.publish import report as rp
+from simsubjects.cli.commands import main
 from simsubjects.collect.store import RunStore
 from simsubjects.errors import UserError
 from tests.test_ultimatum import fixture_responses
@@ -42,7 +42,7 @@ def test_table_escapes_and_cuts_long_tables():
 
 
 def test_published_table4_as_printed():
-    from simsubjects.sections.tjuatja2024 import BIAS_NAMES, table4_published
+    from simsubjects.publish.sections.tjuatja2024 import BIAS_NAMES, table4_published
 
     t = table4_published()
     assert len(t) == 45 and t["model"].nunique() == 9 and set(t["bias"]) == set(BIAS_NAMES.values())
@@ -90,7 +90,7 @@ def test_folder_of_runs_and_a_broken_run(tmp_path):
 
 
 def test_replication_manifest_drives_the_sections(tmp_path):
-    from simsubjects.replicate import KIND
+    from simsubjects.cli.replicate import KIND
 
     ultimatum_run(tmp_path / "ultimatum")
     (tmp_path / "manifest.json").write_text(json.dumps({

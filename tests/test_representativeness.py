@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from simsubjects.analyze.representativeness import (model_distribution, representativeness, wasserstein_by_question,
+from simsubjects.analyze.methods.representativeness import (model_distribution, representativeness, wasserstein_by_question,
                                                     wasserstein_normalized)
 from simsubjects.collect.studies import survey_bias as sb
 from simsubjects.errors import UserError

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from simsubjects.errors import UserError
 from tests.llama_server import llama_server  # noqa: F401 (fixture; skips cleanly without llama_cpp)
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from simsubjects.studyfile import load_study
 from simsubjects.studyfile.collect import parse_estimate
 from simsubjects.studyfile.design import build_trials
@@ -347,7 +347,7 @@ def _collect(smollm2, path: Path, out: Path, **kw):
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_example_runs_on_the_embedded_model(smollm2, tmp_path, example, capsys):
     from simsubjects.analyze.run import analyze_runs
-    from simsubjects.export import export_run
+    from simsubjects.publish.export import export_run
 
     path = ROOT / "examples" / example / "study.yaml"
     out = tmp_path / "run"

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from simsubjects.studyfile import load_study
 from simsubjects.studyfile.design import build_trials
 
@@ -134,7 +134,7 @@ def test_survey_bias_study_file_gives_the_commands_responses(smollm2, tmp_path, 
 # ------------------------------------------------------------------------------------ MoCa moral
 
 def test_moca_moral_study_file_gives_the_commands_trials_and_votes():
-    from simsubjects.collect.human.moca import load_moca
+    from simsubjects.datasets.moca_humans import load_moca
     from simsubjects.collect.studies.moca import study_items
 
     study = load_study(BUILTIN / "moca_moral" / "study.yaml")

@@ -83,7 +83,7 @@ def test_all_orderings_average_exactly_and_show_the_primacy():
 
 
 def test_bad_order_fails_before_anything_is_read(tmp_path):
-    from simsubjects.cli import main
+    from simsubjects.cli.commands import main
 
     with pytest.raises(UserError, match="--order 'shuffle'"):
         SURVEY_BIAS.build(order="shuffle", questions=str(tmp_path / "nowhere"))
@@ -93,11 +93,11 @@ def test_bad_order_fails_before_anything_is_read(tmp_path):
 
 def test_collect_with_cyclic_order_on_the_embedded_model(smollm2, tmp_path):
     """Two response-order questions, each form in its k rotations: recorded, analyzed, in the report."""
-    from simsubjects.cli import main
+    from simsubjects.cli.commands import main
     from simsubjects.collect.pipeline import run_study
     from simsubjects.collect.studies.survey_bias import write_biasmonkey_questions
-    from simsubjects.export import export_run
-    from simsubjects.report import render_report
+    from simsubjects.publish.export import export_run
+    from simsubjects.publish.report import render_report
 
     _, items = SURVEY_BIAS.build(bias="response_order", perturbation="none")
     write_biasmonkey_questions(items[items["key"].isin(items["key"].unique()[:2])], tmp_path / "questions")

@@ -14,7 +14,7 @@ import textwrap
 import pandas as pd
 import pytest
 
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from simsubjects.collect.studies.registry import get_study, studies
 from simsubjects.errors import UserError
 
@@ -26,7 +26,7 @@ import pandas as pd
 from simsubjects.analyze.check_r import compare
 from simsubjects.analyze.tidy import prob_of
 from simsubjects.collect.studies.registry import Option, Paper, Plan, StudyDef
-from simsubjects.htmlkit import block, table
+from simsubjects.publish.htmlkit import block, table
 
 TOY2026 = Paper("toy2026", "Parity judgments of a toy model", "Toy & Test (2026)", order=90)
 

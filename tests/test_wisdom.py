@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from simsubjects.analyze.wisdom import analyze_wisdom
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 from simsubjects.collect.studies.wisdom import build_trials, parse_estimate, participants, questions
 from simsubjects.errors import UserError
 

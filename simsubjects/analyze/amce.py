@@ -482,7 +482,7 @@ def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 100
     human rows are present). A model's AMCE pools all its trials (templates, personas) story by
     story. `missing_p`: a trial without P(Yes) counts as 0.5 ("half", the release) or is dropped.
     """
-    from .agreement import agreement
+    from simsubjects.analyze.methods.agreement import agreement
 
     data = outcomes(responses, items, missing_p)
     if "persona" not in data:
@@ -502,7 +502,7 @@ def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 100
         a = agreement(mp, hp, n_boot=n_boot, seed=seed)
         parts.append(a.assign(task=task))
     agree = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    from .multiplicity import add_adjusted
+    from simsubjects.analyze.methods.multiplicity import add_adjusted
 
     # Holm/BH across the factors of a task, per system and method (the AMCE family)
     a = add_adjusted(amce(data, se_type=se_type, n_boot=n_boot, seed=seed),

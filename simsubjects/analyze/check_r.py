@@ -340,7 +340,7 @@ def check_moca(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
 # ---------------------------------------------------------------- survey_bias
 
 def check_survey_bias(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-    from . import representativeness as rep
+    from simsubjects.analyze.methods import representativeness as rep
     from .survey_bias import delta_tests, question_deltas
 
     tables = tables or {}
@@ -534,7 +534,7 @@ def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = No
     if decl.r_source:
         session.source(decl.r_source)
     rows = resolve(decl.check_r)(session, responses, items, dict(tables or {}), tol, tol_p)
-    from .multiplicity import check_r_rows  # Holm/BH columns of any table against R's p.adjust
+    from simsubjects.analyze.methods.multiplicity import check_r_rows  # Holm/BH columns of any table against R's p.adjust
 
     rows += check_r_rows(session, dict(tables or {}))
     return pd.DataFrame(rows, columns=COLUMNS)

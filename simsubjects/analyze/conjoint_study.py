@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..collect.studies.conjoint_design import choice_by_profile, first_position_share, rating_by_profile
 from ..errors import UserError
-from . import conjoint as cj
+from simsubjects.analyze.methods import conjoint as cj
 
 HUMAN = "HHY 2014 respondents"
 
@@ -154,8 +154,8 @@ def summary(tables: dict) -> dict[str, pd.DataFrame]:
 
 
 def report_section(run) -> list[str]:
-    """The report's block (simsubjects.report calls it): AMCEs side by side, omnibus test, speed."""
-    from ..report import block, fmt, table
+    """The report's block (simsubjects.publish.report calls it): AMCEs side by side, omnibus test, speed."""
+    from simsubjects.publish.report import block, fmt, table
 
     t = run.analysis.tables
     m = run.manifest

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..collect.human.milgram1963 import LEVELS, MODEL_NAME, load_milgram1963, paper_lm5
+from simsubjects.datasets.milgram1963 import LEVELS, MODEL_NAME, load_milgram1963, paper_lm5
 from ..collect.studies.milgram import CAUSES, SCENARIOS, scenario
 from .methods.survival import kaplan_meier as km
 from .methods.survival import logrank_test as logrank

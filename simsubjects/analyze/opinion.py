@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UserError
-from . import representativeness as rep
+from simsubjects.analyze.methods import representativeness as rep
 from .methods.tests import one_sample_t
 from .order_effects import broom_fields, order_effects, report_block
 from .tidy import n_trials, trial_total
@@ -299,11 +299,11 @@ def check_r_opinion_survey(r, responses, items, tables, tol, tol_p) -> list[dict
     return out
 
 
-# ---------------------------------------------------------------- report (simsubjects.report)
+# ---------------------------------------------------------------- report (simsubjects.publish.report)
 
 def report_section(run) -> list[str]:
     """The report's "beside people" blocks: heatmap reading, steerability, refusals, order effects."""
-    from ..htmlkit import block, table
+    from simsubjects.publish.htmlkit import block, table
 
     t = run.analysis.tables
     out = []

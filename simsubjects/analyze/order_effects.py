@@ -1,4 +1,4 @@
-"""Order effects of any k-choice study whose trials record the order shown (simsubjects.option_order).
+"""Order effects of any k-choice study whose trials record the order shown (simsubjects.collect.option_order).
 
 Per item and option: the mean probability of the option over the trials that showed it first and
 over those that showed it last (among the options whose order varies), their difference and a
@@ -66,7 +66,7 @@ def order_effects(responses: pd.DataFrame, item: str = "item") -> tuple[pd.DataF
 def report_block(tables: dict, csv: str, note: str = "") -> str | None:
     """The report's order-effect block (averages, then the largest per-item differences); None when the
     run showed its options in a fixed order. `csv`: the link to the full per-item table."""
-    from ..htmlkit import block, table
+    from simsubjects.publish.htmlkit import block, table
 
     oa = tables.get("order_effects_average")
     if oa is None or not len(oa):

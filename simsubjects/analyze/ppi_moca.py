@@ -28,7 +28,7 @@ import pandas as pd
 from scipy import stats
 
 from .amce import CONTRASTS
-from .ppi import ols_fit
+from simsubjects.analyze.methods.ppi import ols_fit
 
 SIZES = (20, 50, 100)
 REPS = 100
@@ -162,7 +162,7 @@ def paired_stories(story: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """People and each model (persona) compared story by story within a task: paired t, Wilcoxon and
     bootstrap on P(Yes), McNemar on the Yes/No choice (P(Yes) > 0.5; for people, the majority vote),
     with Holm/BH across the pairs of systems (analyze.paired)."""
-    from .paired import paired_comparisons
+    from simsubjects.analyze.methods.paired import paired_comparisons
 
     s = story.assign(system=np.where(story["source"] == "human", "people",
                                      np.where(story["persona"].astype(str) == "", story["model"].astype(str),
@@ -185,7 +185,7 @@ def paired_stories(story: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
         owner = dict(zip(s["system"], s["owner"]))
         t = t[[owner[a] != owner[b] for a, b in zip(t["system_a"], t["system_b"])]]
         if len(t):
-            from .multiplicity import add_adjusted
+            from simsubjects.analyze.methods.multiplicity import add_adjusted
 
             t = t.drop(columns=["p.value.holm", "p.value.bh"], errors="ignore")
             t = add_adjusted(t.reset_index(drop=True), by=["task", "test"])

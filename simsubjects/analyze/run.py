@@ -11,7 +11,7 @@ import pandas as pd
 from ..collect.store import load_run
 from ..collect.studies.registry import get_study, resolve
 from ..errors import UserError
-from ..output import staged_folder
+from simsubjects.collect.output import staged_folder
 from .tidy import stack_runs
 
 
@@ -56,12 +56,12 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         raise UserError(f"{Path(dirs[0]) / 'responses.parquet'}: no column {e.args[0]!r}, which the {study} analysis "
                         "needs; the tables do not come from `simsubjects collect " + study.replace("_", "-") + "`") from None
     if "shown_position" in responses.columns and "order_effects" not in tables:
-        # any k-choice study whose trials record the option order shown (simsubjects.option_order)
+        # any k-choice study whose trials record the option order shown (simsubjects.collect.option_order)
         from .order_effects import order_effects
 
         tables["order_effects"], tables["order_effects_average"] = order_effects(responses)
     # The set of tables and figures is written into a staging folder and swapped in whole: a killed
-    # or failed analyze leaves the previous complete set (simsubjects.output).
+    # or failed analyze leaves the previous complete set (simsubjects.collect.output).
     figures: list[Path] = []
     with staged_folder(outdir) as stage:
         for name, df in tables.items():

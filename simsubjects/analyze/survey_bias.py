@@ -301,7 +301,7 @@ def analyze_survey_bias(responses: pd.DataFrame, items: pd.DataFrame | None = No
                         exclude: tuple[str, ...] = ALLOW_FORBID_EXCLUDE, alpha: float = 0.05) -> dict[str, pd.DataFrame]:
     """All survey-bias tables: deltas, bias_tests, perturbation_tests, entropy, entropy_correlation,
     grid (Figure 2) and table4."""
-    from .multiplicity import add_adjusted, add_adjusted_wide
+    from simsubjects.analyze.methods.multiplicity import add_adjusted, add_adjusted_wide
 
     deltas = question_deltas(responses, items, exclude)
     tests = delta_tests(deltas)

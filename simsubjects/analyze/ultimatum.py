@@ -66,7 +66,7 @@ def offer_correlations(p: pd.DataFrame) -> pd.DataFrame:
 
 
 def analyze_ultimatum(responses: pd.DataFrame, items: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
-    from .multiplicity import add_adjusted
+    from simsubjects.analyze.methods.multiplicity import add_adjusted
 
     p = accept_probs(responses)
     return {

@@ -16,7 +16,7 @@ import pandas as pd
 from .. import __version__
 from ..datasets.registry import checksum, get
 from ..errors import UserError
-from ..schema import check_responses
+from simsubjects.collect.schema import check_responses
 from ..redact import redact, redact_obj
 from .models import BACKENDS, check_model_options, load_model
 from .runner import collect_choices
@@ -62,7 +62,7 @@ def numeric_identity(backend: str, batch_size: int) -> dict:
 @contextmanager
 def refused_writes(out):
     """sqlite3's and the file system's refusals (disk full, read-only) as a UserError naming --out."""
-    from ..output import write_error
+    from simsubjects.collect.output import write_error
 
     try:
         yield

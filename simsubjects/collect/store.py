@@ -201,7 +201,7 @@ def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]
         raise UserError(f"{root}: the collection did not finish; run the same `simsubjects collect` command again to resume it")
     if not isinstance(manifest.get("study"), str):
         raise UserError(f"{store.root / MANIFEST}: names no study; re-run the collection")
-    from ..runcheck import check_manifest, check_tables
+    from simsubjects.collect.runcheck import check_manifest, check_tables
 
     check_manifest(manifest, store.root / MANIFEST)
     tables = []
@@ -213,7 +213,7 @@ def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]
             raise UserError(f"{path}: missing; re-run the collection into {root}") from None
         except Exception as e:  # pyarrow raises several types for truncated or foreign files
             raise UserError(f"{path}: cannot be read as parquet ({type(e).__name__}); re-run the collection") from None
-    from ..schema import CORE_COLUMNS
+    from simsubjects.collect.schema import CORE_COLUMNS
 
     missing = [c for c in CORE_COLUMNS if c not in tables[0].columns]
     if missing:
@@ -253,7 +253,7 @@ def check_writable(path: Path, what: str) -> None:
             pass
         free = shutil.disk_usage(existing).free
     except OSError as e:
-        from ..output import write_error
+        from simsubjects.collect.output import write_error
 
         raise write_error(e, what.split(" ")[0], path) from None
     if free < MIN_FREE:

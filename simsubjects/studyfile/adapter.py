@@ -44,7 +44,7 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
     methods = ("exact", "sampled") if "choice" in kinds else ("generated",)
 
     def finalize(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
-        from ..option_order import add_shown_position
+        from simsubjects.collect.option_order import add_shown_position
 
         if out is not None:
             copy_files(study, Path(out))

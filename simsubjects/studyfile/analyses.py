@@ -207,7 +207,7 @@ def _ordinal_rows(study: Study, responses: pd.DataFrame, by: list[str]) -> pd.Da
 def representativeness_table(study: Study, responses: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """OpinionQA's representativeness, 1 - mean over items of W1(model, people)/span (Santurkar et al.
     2023), overall and by the human table's group columns (a persona column of the same name is matched)."""
-    from ..analyze.representativeness import representativeness
+    from simsubjects.analyze.methods.representativeness import representativeness
 
     d = _ordinal_rows(study, responses, by)
     human = d[d["source"] == "human"]

@@ -10,7 +10,7 @@ from string import Template
 import numpy as np
 import pandas as pd
 
-from ..option_order import shown_text
+from simsubjects.collect.option_order import shown_text
 from .spec import Item, Response, Study
 
 
@@ -157,7 +157,7 @@ def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, con
             "options": tuple(s[2] for s in shown), "labels": tuple(s[0].label for s in shown),
             "response_type": r.kind, "question": question,
             "option_order": " | ".join(s[0].label for s in shown), "ordering": j + 1, "repetition": rep + 1,
-            # JSON, as simsubjects.option_order records it: `analyze` then adds the order-effects tables
+            # JSON, as simsubjects.collect.option_order records it: `analyze` then adds the order-effects tables
             "order_shown": shown_text([s[0].label for s in shown]) if shown else "",
             **{f: lv for f, lv in cond.items()}, **it.attributes,
             **{k: v for k, v in srec.items()}, **extra,

@@ -23,7 +23,7 @@ def ultimatum_pairs(seed: int) -> pd.DataFrame:
 def moca_items(task: str):
     """MoCa's stories of one task (Nie et al. 2023) with `text` = story + question, as its prompts join them."""
     def table(seed: int) -> pd.DataFrame:
-        from ..collect.human.moca import load_moca
+        from simsubjects.datasets.moca_humans import load_moca
 
         _, items = load_moca(task)
         return items.assign(text=items["story"] + " " + items["question"], template="yesno")
@@ -33,7 +33,7 @@ def moca_items(task: str):
 def moca_votes(task: str):
     """MoCa's 25 human votes per story of one task: tidy rows (trial, item, subject, response, task, persona)."""
     def table(seed: int) -> pd.DataFrame:
-        from ..collect.human.moca import load_moca
+        from simsubjects.datasets.moca_humans import load_moca
 
         human, _ = load_moca(task)
         return human[["trial", "item", "subject", "response", "task", "persona"]]

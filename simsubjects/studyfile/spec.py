@@ -14,7 +14,7 @@ from string import Template
 
 import pandas as pd
 
-from ..schema import CORE_COLUMNS
+from simsubjects.collect.schema import CORE_COLUMNS
 from .load import Source, StudyFileError, did_you_mean, read_source
 from .tables import read_table
 

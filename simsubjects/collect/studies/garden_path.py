@@ -91,8 +91,8 @@ STUDY = StudyDef(
     },
     papers=(Plan(AHER2023, lambda s: {"names": size(1_000, s), "set": "both"},
                  "48 sentences x 2 versions x 1,000 names", order=2),),
-    report="simsubjects.sections.aher2023:garden_path",
-    validity_reference="simsubjects.sections.aher2023:table1_reference",
+    report="simsubjects.publish.sections.aher2023:garden_path",
+    validity_reference="simsubjects.publish.sections.aher2023:table1_reference",
     check_r="simsubjects.analyze.check_r:check_garden_path",
     r_function="replicate_garden_path",
 )

@@ -455,7 +455,7 @@ def validate(model, trials: pd.DataFrame, params: dict, n: int = 4) -> pd.DataFr
 
 def with_humans(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
     """Append Milgram's (1963) 40 participants (condition "breakoff") beside the model rows."""
-    from ..human.milgram1963 import load_milgram1963
+    from simsubjects.datasets.milgram1963 import load_milgram1963
 
     study = responses["study"].iat[0] if len(responses) else "milgram"
     return pd.concat([responses, load_milgram1963(study)], ignore_index=True)
@@ -506,7 +506,7 @@ def _def(study: str, help_: str, title: str, design: str, order: int, aliases: t
         title=title,
         columns=COLUMNS,
         papers=(Plan(AHER2023, lambda s: {"subjects": size(100, s), "max_stages": 30}, design, order=order),),
-        report="simsubjects.sections.aher2023:milgram",
+        report="simsubjects.publish.sections.aher2023:milgram",
         check_r="simsubjects.analyze.check_r:check_milgram",
         r_function="replicate_milgram",
     )

@@ -121,7 +121,7 @@ def build_trials(items: pd.DataFrame, personas=None, method: str = "exact",
 
 def study_items(task: str = "causal", personas: str = "none", stories: int = 0, template: str = "yesno",
                 method: str = "exact"):
-    from ..human.moca import load_moca
+    from simsubjects.datasets.moca_humans import load_moca
 
     if stories < 0:
         raise UserError(f"--stories {stories}: must be 0 (all) or a positive number")
@@ -146,7 +146,7 @@ def study_items(task: str = "causal", personas: str = "none", stories: int = 0, 
 
 def _with_human_votes(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
     """The 25 Prolific votes per story, as human rows beside the model's (same stories)."""
-    from ..human.moca import load_moca
+    from simsubjects.datasets.moca_humans import load_moca
 
     human, _ = load_moca(params.get("task", "causal"))
     human = human[human["item"].isin(set(responses["item"]))]
@@ -185,7 +185,7 @@ MOCA = StudyDef(
     papers=(Plan(NIE2023, _replicate_params,
                  "all 206 stories (144 causal, 62 moral), both prompt templates pooled, beside 25 human votes "
                  "per story", order=1),),
-    report="simsubjects.sections.nie2023:moca",
+    report="simsubjects.publish.sections.nie2023:moca",
     check_r="simsubjects.analyze.check_r:check_moca",
     r_function="replicate_moca",
 )

@@ -11,9 +11,9 @@ choice format (the HELM prompt of the paper, App. B.1):
 
 scored exactly over the letters (" A", " B", ...), refusals such as "Refused" included as options,
 as OpinionQA does (its refusal rate R_M is the model's mass on them). Subjects: the default prompt
-(no persona) and/or personas from a respondents table (simsubjects.personas), whose text is placed
+(no persona) and/or personas from a respondents table (simsubjects.collect.personas), whose text is placed
 before the question: Argyle et al.'s first-person backstory or OpinionQA's QA / BIO / PORTRAY
-steering formats. The options may be reordered per subject (simsubjects.option_order), the order
+steering formats. The options may be reordered per subject (simsubjects.collect.option_order), the order
 shown recorded per trial.
 
 After collection the human rows (OpinionQA count files or wave folder, overall and per group of the
@@ -29,9 +29,9 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from ... import option_order, personas as P
+from simsubjects.collect import option_order, personas as P
 from ...errors import UserError
-from ..human.opinionqa import count_files, read_info, read_opinionqa
+from simsubjects.datasets.opinionqa import count_files, read_info, read_opinionqa
 from ._papers import SANTURKAR2023
 from .registry import Option, Plan, StudyDef, size
 

@@ -28,7 +28,7 @@ maps answers back: the reversed form of response order records the letter of the
 the original order, and (by default) the no-middle form of odd/even records the letter the same
 option has on the scale with a middle, so that "B" and "D" mean the same options in both forms
 (Table 2). The released per-sample files did *not* apply that second relabelling (see
-``simsubjects.collect.human.biasmonkey``); their items keep the shown letters.
+``simsubjects.datasets.biasmonkey``); their items keep the shown letters.
 
 Conventions taken from the release (github.com/lindiatjuatja/BiasMonkey):
 - odd_even: ``original`` is always the scale **with** a middle option (released column
@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 import click
 
-from ... import option_order
+from simsubjects.collect import option_order
 from ...errors import UserError
 from ._papers import TJUATJA2024
 from .registry import Option, Plan, StudyDef, size
@@ -733,7 +733,7 @@ def _names(value: str, known: Sequence[str], flag: str) -> list[str]:
 
 def reorder(trials: pd.DataFrame, items: pd.DataFrame, order: str = "fixed", seed: int = 0,
             instruction: str = INSTRUCTION) -> pd.DataFrame:
-    """`--order` (simsubjects.option_order) on the question forms: one trial per form and ordering shown.
+    """`--order` (simsubjects.collect.option_order) on the question forms: one trial per form and ordering shown.
 
     "fixed" returns the trials untouched: the forms exactly as the paper built them, so the
     response-order bias (original vs reversed form, Tjuatja et al. 2024 §3) is measured as before.
@@ -827,7 +827,7 @@ SURVEY_BIAS = StudyDef(
                  "every bundled question form (5 biases, 3 perturbations), 50 answers per form "
                  "(exact distributions sampled; at least 10)",
                  samples=lambda s: size(50, s, floor=10), order=1),),
-    report="simsubjects.sections.tjuatja2024:survey_bias",
+    report="simsubjects.publish.sections.tjuatja2024:survey_bias",
     check_r="simsubjects.analyze.check_r:check_survey_bias",
     r_function="replicate_survey_bias",
 )

@@ -69,8 +69,8 @@ STUDY = StudyDef(
     },
     papers=(Plan(AHER2023, lambda s: {"pairs": size(10_000, s, floor=8)},
                  "10,000 name pairs x 11 offers (at least 8 pairs: two per gender pairing)", order=1),),
-    report="simsubjects.sections.aher2023:ultimatum",
-    validity_reference="simsubjects.sections.aher2023:table1_reference",
+    report="simsubjects.publish.sections.aher2023:ultimatum",
+    validity_reference="simsubjects.publish.sections.aher2023:table1_reference",
     check_r="simsubjects.analyze.check_r:check_ultimatum",
     r_function="replicate_ultimatum",
 )

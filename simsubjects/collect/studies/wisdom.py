@@ -165,8 +165,8 @@ STUDY = StudyDef(
     },
     papers=(Plan(AHER2023, lambda s: {"participants": size(1_500, s, floor=2), "questions": "all"},
                  "1,500 participants (Mr./Ms./Mx.) x 10 questions", order=3),),
-    report="simsubjects.sections.aher2023:wisdom",
-    validity_reference="simsubjects.sections.aher2023:table1_reference",
+    report="simsubjects.publish.sections.aher2023:wisdom",
+    validity_reference="simsubjects.publish.sections.aher2023:table1_reference",
     check_r="simsubjects.analyze.check_r:check_wisdom",
     r_function="replicate_wisdom",
 )

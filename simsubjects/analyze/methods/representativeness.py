@@ -1,0 +1,198 @@
+"""Representativeness of a model's opinions (Santurkar et al. 2023), as used by Tjuatja et al. (2024).
+
+Per question, D_M (model) and D_H (humans) are distributions over the ordinal answer options,
+refusals and "Don't know" excluded and the rest renormalized. Their distance is the
+Wasserstein-1 (earth mover's) distance on the options' ordinal positions divided by its largest
+possible value, the span of the question's whole option list (N - 1 for positions 1..N; OpinionQA's
+get_max_wd), so it lies in [0, 1], whichever options the two distributions happen to hold.
+Representativeness = 1 - mean distance over questions; per demographic group when the human rows
+carry groups.
+
+Inputs are tidy distributions, one row per question x option: columns ``key``, ``position``
+(ordinal value; NaN for refusals), ``weight`` (probability, count or survey weight), optionally
+``refusal`` (True rows are dropped) and ``model``; human rows from ``collect.human.atp`` also
+carry ``attribute``/``group``. ``model_distribution`` builds the model side from survey_bias
+responses and their item table.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from scipy import stats
+
+from simsubjects.errors import UserError
+from simsubjects.analyze.methods.distances import wasserstein_normalized
+from simsubjects.analyze.tidy import n_trials, trial_total
+
+
+def _by(by) -> list[str]:
+    if by is None:
+        return []
+    return [by] if isinstance(by, str) else list(by)
+
+
+def ordinal_distribution(dist: pd.DataFrame, group: list[str], where: str) -> pd.DataFrame:
+    """Drop refusals/unknown positions, pool rows per (group, key, position), renormalize per question."""
+    for col in ("key", "position", "weight"):
+        if col not in dist.columns:
+            raise UserError(f"{where}: missing column {col!r}; expected key, position, weight[, refusal]")
+    d = dist.copy()
+    d["position"] = pd.to_numeric(d["position"], errors="coerce")
+    d["weight"] = pd.to_numeric(d["weight"], errors="coerce")
+    if d["weight"].isna().any() or (d["weight"] < 0).any():
+        raise UserError(f"{where}: column 'weight' has missing or negative values")
+    keep = d["position"].notna()
+    if "refusal" in d.columns:
+        keep &= ~d["refusal"].fillna(False).astype(bool)
+    d = d[keep]
+    keys = [*group, "key"]
+    d = d.groupby([*keys, "position"], as_index=False, sort=False)["weight"].sum()
+    total = d.groupby(keys, sort=False)["weight"].transform("sum")
+    d = d[total > 0].assign(weight=lambda x: x["weight"] / x.groupby(keys, sort=False)["weight"].transform("sum"))
+    return d
+
+
+def _human_side(human_dist: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    if not by and "attribute" in human_dist.columns:
+        overall = human_dist[human_dist["attribute"] == "Overall"]
+        if overall.empty and human_dist["attribute"].nunique() > 1:
+            raise UserError("human_dist: several demographic groups and no 'Overall' rows; pass by=['attribute', 'group']")
+        return overall if not overall.empty else human_dist
+    missing = [c for c in by if c not in human_dist.columns]
+    if missing:
+        raise UserError(f"human_dist: missing column(s) {', '.join(missing)} named in by=")
+    return human_dist
+
+
+def option_spans(options: pd.DataFrame | None, model: pd.DataFrame, human: pd.DataFrame) -> dict:
+    """{key: span of the question's ordinal option list}.
+
+    `options`: one row per question x option (key, position[, refusal]), e.g. the item table's
+    option lists; without it, every position listed for the question in either distribution
+    (the package's readers list every option, zero-weight ones included).
+    """
+    if options is None:
+        listed = pd.concat([model[["key", "position"]], human[["key", "position"]]], ignore_index=True)
+    else:
+        for col in ("key", "position"):
+            if col not in options.columns:
+                raise UserError(f"options: missing column {col!r}; expected key, position[, refusal]")
+        listed = options.assign(position=pd.to_numeric(options["position"], errors="coerce"))
+        if "refusal" in listed.columns:
+            listed = listed[~listed["refusal"].fillna(False).astype(bool)]
+        listed = listed[listed["position"].notna()]
+    g = listed.groupby("key")["position"]
+    return (g.max() - g.min()).to_dict()
+
+
+def wasserstein_by_question(model_dist: pd.DataFrame, human_dist: pd.DataFrame, by=None,
+                            options: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Normalized W1 between D_M and D_H per question (and model, and group of `by`).
+
+    `by`: human columns that define groups (e.g. ["attribute", "group"]); if the model rows carry
+    them too they are matched (steered models), otherwise every group is compared with the same D_M.
+    `options`: the questions' option lists (key, position[, refusal]) whose span normalizes W1
+    (see option_spans). Columns: model, *by, key, distance, n_options_model, n_options_human.
+    """
+    by = _by(by)
+    md = model_dist if "model" in model_dist.columns else model_dist.assign(model="")
+    shared = [c for c in by if c in md.columns]
+    m = ordinal_distribution(md, ["model", *shared], "model_dist")
+    h = ordinal_distribution(_human_side(human_dist, by), by, "human_dist")
+    spans = option_spans(options, m, h)
+    rows = []
+    # human distributions by question: [(group values, rows), ...]
+    hg: dict = {}
+    for hk, g in h.groupby(["key", *by], sort=False):
+        hk = hk if isinstance(hk, tuple) else (hk,)
+        hg.setdefault(hk[0], []).append((dict(zip(by, hk[1:])), g))
+    for mk, mg in m.groupby(["model", *shared, "key"], sort=False):
+        mk = mk if isinstance(mk, tuple) else (mk,)
+        model, key = mk[0], mk[-1]
+        fixed = dict(zip(shared, mk[1:-1]))
+        for groups, g in hg.get(key, []):
+            if any(groups[c] != v for c, v in fixed.items()):
+                continue
+            rows.append({"model": model, **groups, "key": key,
+                         "distance": wasserstein_normalized(mg["position"].to_numpy(float), mg["weight"].to_numpy(float),
+                                                            g["position"].to_numpy(float), g["weight"].to_numpy(float),
+                                                            spans.get(key)),
+                         "n_options_model": len(mg), "n_options_human": len(g)})
+    cols = ["model", *by, "key", "distance", "n_options_model", "n_options_human"]
+    out = pd.DataFrame(rows, columns=cols)
+    if out.empty:
+        raise UserError("representativeness: no question key is in both the model and the human distributions")
+    return out
+
+
+def representativeness(model_dist: pd.DataFrame, human_dist: pd.DataFrame, by=None, conf: float = 0.95,
+                       options: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Rep = 1 - mean normalized W1 over questions, per model (and group of `by`).
+
+    Columns (broom names): model, *by, test, estimate (Rep), mean_distance, std.error (of the mean
+    distance), conf.low, conf.high (t interval of Rep), n (questions).
+    """
+    by = _by(by)
+    per_q = wasserstein_by_question(model_dist, human_dist, by, options).dropna(subset=["distance"])
+    rows = []
+    for k, g in per_q.groupby(["model", *by], sort=False):
+        k = k if isinstance(k, tuple) else (k,)
+        d = g["distance"].to_numpy(float)
+        n = len(d)
+        mean = float(d.mean())
+        se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+        q = stats.t.ppf(0.5 + conf / 2, n - 1) if n > 1 else math.nan
+        rows.append({**dict(zip(["model", *by], k)), "test": "Representativeness (1 - mean W1/span)",
+                     "estimate": 1 - mean, "mean_distance": mean, "std.error": se,
+                     "conf.low": 1 - mean - q * se, "conf.high": 1 - mean + q * se, "n": n})
+    return pd.DataFrame(rows, columns=["model", *by, "test", "estimate", "mean_distance", "std.error", "conf.low", "conf.high", "n"])
+
+
+def model_distribution(responses: pd.DataFrame, items: pd.DataFrame, biases=None, form: str = "original") -> pd.DataFrame:
+    """Model answer distributions over ordinal positions from survey_bias responses.
+
+    Uses the `form` ("original") of the bias pairs (no perturbation) of `biases` (default all);
+    a question asked in several biases is pooled on ordinal position (mean of the per-trial
+    shares). Each response label gets the position and refusal flag of its option in the item table.
+    Columns: model, key, response, position, refusal, weight.
+    """
+    for col in ("item", "labels", "positions", "refusal", "form", "perturbation", "key", "bias"):
+        if col not in items.columns:
+            raise UserError(f"items: missing column {col!r}")
+    it = items[(items["form"] == form) & (items["perturbation"].fillna("") == "")]
+    if biases is not None:
+        it = it[it["bias"].isin(list(biases))]
+    lab = []
+    for rec in it.to_dict("records"):
+        for label, pos, ref in zip(rec["labels"], rec["positions"], rec["refusal"]):
+            lab.append({"item": rec["item"], "key": rec["key"], "response": str(label).upper(),
+                        "position": float(pos), "refusal": bool(ref)})
+    lab = pd.DataFrame(lab, columns=["item", "key", "response", "position", "refusal"])
+    r = responses[responses["item"].isin(set(it["item"]))].copy()
+    if r.empty:
+        raise UserError(f"responses: no rows for the {form} forms of the bias pairs")
+    if "model" not in r.columns:
+        r["model"] = ""
+    r["response"] = r["response"].astype(str).str.strip().str.upper()
+    r["share"] = r["weight"] / trial_total(r)
+    r = r.drop(columns=[c for c in ("key", "position", "refusal") if c in r.columns])
+    r = r.merge(lab, on=["item", "response"], how="left")
+    # answers outside the options shown (e.g. 'E' to a 4-option form) have no position
+    r["refusal"] = r["refusal"].fillna(True).astype(bool)
+    r["key"] = r["key"].fillna(r["item"].map(it.set_index("item")["key"]))
+    ntrials = n_trials(r, ["model", "key"])
+    r["w"] = r["share"] / ntrials
+    # pool on the ordinal position: the same option may carry different letters in different biases
+    out = r.groupby(["model", "key", "position", "refusal"], as_index=False, sort=False, dropna=False).agg(
+        response=("response", "first"), weight=("w", "sum"))
+    # every option of the question is listed, unanswered ones with weight 0, so the span that
+    # normalizes W1 is that of the whole option list (OpinionQA), not of the answers drawn
+    full = lab[~lab["refusal"]].drop_duplicates(["key", "position"])[["key", "position", "response", "refusal"]]
+    full = out[["model", "key"]].drop_duplicates().merge(full, on="key")
+    absent = full.merge(out[["model", "key", "position"]], on=["model", "key", "position"], how="left",
+                        indicator=True)
+    absent = absent[absent["_merge"] == "left_only"].drop(columns="_merge").assign(weight=0.0)
+    out = pd.concat([out, absent], ignore_index=True) if len(absent) else out
+    return out[["model", "key", "response", "position", "refusal", "weight"]]

@@ -1,0 +1,535 @@
+"""The `simsubjects` command: datasets, collect, analyze, export."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:  # annotations only: pandas is imported on first use
+    import pandas as pd
+
+from simsubjects import __version__
+from simsubjects.cli.ppi import ppi_options, register as register_ppi
+from simsubjects.cli.preload_cmd import preload_group
+from simsubjects.errors import UserError
+
+
+def _pandas():
+    """pandas with the CLI's display options, imported on first use: `--help`, `--version` and
+    `preload` never pay its ~0.8 s import."""
+    import pandas as pd
+
+    pd.set_option("display.width", 160)
+    pd.set_option("display.max_columns", 20)
+    pd.set_option("display.max_rows", 200)
+    return pd
+
+
+SEED = click.IntRange(0, 2**32 - 1)  # numpy's and pandas' seeds are unsigned 32-bit integers
+MAX_N = 100_000  # valid answers per trial with --method sampled; more is a typo, not a design
+
+DEVICE_OPTION = click.option("--device", default="auto", show_default=True,
+                             help="Where a local model runs: auto (a CUDA GPU if there is one), cpu, cuda, cuda:N.")
+
+
+TIMEOUT_OPTION = click.option(
+    "--timeout", default=None, type=float, metavar="SECONDS",
+    help="openai: models only: the deadline of one request (connect, send, read; default 60). A server "
+         "that does not answer the first request within it stops the run.")
+
+
+def run_options(f):
+    """Precision, placement, the weight cache, and --dry-run: options of collect and replicate."""
+    opts = [
+        click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto",
+                     show_default=True, help="A local model's weight precision. auto: bfloat16 on a GPU that "
+                     "supports it, float32 on CPU. Scoring's log-softmax is float64 either way."),
+        click.option("--device-map", type=click.Choice(["auto"]), default=None,
+                     help="auto: accelerate spreads a local model over the GPUs (then CPU memory), for a model "
+                     "larger than one GPU."),
+        click.option("--cache-weights", is_flag=True,
+                     help="Keep a safetensors copy of an hf: model in the weight cache ($SIMSUBJECTS_CACHE, else "
+                     "~/.cache/simsubjects) for fast later loads (GGUF files always are)."),
+        click.option("--dry-run", is_flag=True,
+                     help="Load no weights, answer nothing, write nothing: print the trials, requests, forward "
+                     "passes or generations and prompt tokens the run would take (and its price with --price-in/out)."),
+        click.option("--price-in", type=float, default=None,
+                     help="With --dry-run: price per million prompt tokens (no prices are built in)."),
+        click.option("--price-out", type=float, default=None,
+                     help="With --dry-run: price per million completion tokens."),
+        click.option("--tokenizer", "tokenizer", default=None,
+                     help="With --dry-run on an API model: a local model (smollm2, hf:/path) whose tokenizer "
+                     "counts the tokens (default: smollm2's, an approximation)."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _dry_run_report(rows, model, spec: str, kw: dict) -> None:
+    from simsubjects.cli.dryrun import describe, price_table
+
+    from simsubjects.redact import redact
+
+    spec = redact(spec)  # a URL's credentials are never shown
+    df = price_table(rows, model.local, kw["price_in"], kw["price_out"])
+    echo_table(f"dry run of {spec}", df, "{:.6g}")
+    click.echo(describe(df, spec, model.local, kw["tokenizer"]))
+
+
+def model_options(f):
+    """Options shared by every collection: which model, and how to run it."""
+    opts = [
+        click.option("--model", "-m", "model", default="smollm2", show_default=True,
+                     help="Model spec: smollm2 (embedded), hf:/path, openai:MODEL or openai:MODEL@URL."),
+        click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False),
+                     help="Run folder to write (re-running the same command resumes it)."),
+        click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated."),
+        TIMEOUT_OPTION,
+        click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template."),
+        click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default)."),
+        DEVICE_OPTION,
+        click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run."),
+        click.option("--seed", default=0, show_default=True, type=SEED,
+                     help="Seed of the design (names, samples): 0 to 4294967295."),
+        click.option("--validate", is_flag=True,
+                     help="Prompt validation: run a small sample and report validity rates only, never outcomes."),
+        click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
+        click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
+                     help="Trials per batch; each finished batch is saved before the next starts."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return run_options(f)
+
+
+def _model_kwargs(kw: dict) -> dict:
+    out = {"chat_template": kw["chat_template"], "trust_remote_code": kw["trust_remote_code"], "device": kw["device"]}
+    # only what was asked for: the defaults leave every backend's own defaults in place
+    if kw.get("dtype", "auto") != "auto":
+        out["dtype"] = kw["dtype"]
+    if kw.get("device_map"):
+        out["device_map"] = kw["device_map"]
+    if kw.get("cache_weights"):
+        out["cache_weights"] = True
+    if kw.get("base_url"):
+        out["base_url"] = kw["base_url"]
+    if kw.get("timeout") is not None:
+        out["timeout"] = kw["timeout"]
+    return out
+
+
+def _check_model(kw: dict) -> None:
+    """The model spec, --base-url and --timeout, checked before anything is built or loaded."""
+    from simsubjects.collect.models import check_model_options
+
+    check_model_options(kw["model"], kw.get("base_url"), kw.get("timeout"))
+
+
+def echo_table(title: str, df: pd.DataFrame, floatfmt: str = "{:.4g}") -> None:
+    _pandas()
+    click.echo(f"\n== {title} ==")
+    if df.empty:
+        click.echo("(empty)")
+        return
+    click.echo(df.to_string(index=False, float_format=lambda v: floatfmt.format(v)))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="simsubjects")
+def cli():
+    """Language models as simulated participants, analyzed beside real people.
+
+    \b
+    Typical session:
+      simsubjects collect ultimatum --model smollm2 --pairs 200 --out runs/ug
+      simsubjects analyze runs/ug
+      simsubjects export runs/ug --to rds,dta
+    """
+
+
+# --- datasets ----------------------------------------------------------------------------------
+@cli.group()
+def datasets():
+    """Bundled stimuli and human reference data."""
+
+
+@datasets.command("list")
+def datasets_list():
+    """List the bundled datasets with size, source and license."""
+    from simsubjects.datasets import DATASETS
+
+    df = _pandas().DataFrame([{"name": d.name, "n": d.n, "license": d.license, "description": d.description}
+                       for d in DATASETS.values()])
+    click.echo(df.to_string(index=False, max_colwidth=70))
+
+
+@datasets.command("show")
+@click.argument("name")
+def datasets_show(name):
+    """Show one dataset's description, files, source, license and citation."""
+    from simsubjects.datasets import checksum, get
+
+    d = get(name)
+    click.echo(f"{d.name}: {d.description}\n  n: {d.n}\n  source: {d.source}\n  license: {d.license}\n"
+               f"  citation: {d.citation}\n  files: {', '.join(str(p) for p in d.paths())}\n  checksum: {checksum(d)}")
+
+
+@datasets.command("import")
+@click.argument("kind", type=click.Choice(["biasmonkey", "opinionqa"]))
+@click.argument("prompts_dir", type=click.Path())
+@click.option("--out", default=None, type=click.Path(dir_okay=False),
+              help="Write the item table here (.parquet or .csv); default: print a summary only.")
+def datasets_import(kind, prompts_dir, out):
+    """Read released files: BiasMonkey question files (PROMPTS_DIR) into the survey-bias item table, or an
+    OpinionQA folder (<ATTRIBUTE>_data.json count files or a wave folder, with info.csv) into tidy human rows."""
+    from simsubjects.collect.studies.survey_bias import read_biasmonkey_questions
+
+    if out and not Path(out).parent.is_dir():
+        raise UserError(f"--out {out}: the folder {Path(out).parent} does not exist")
+    if kind == "opinionqa":
+        return _import_opinionqa(prompts_dir, out)
+    items = read_biasmonkey_questions(prompts_dir)
+    summary = items.groupby(["bias", "perturbation", "form"]).size().rename("items").reset_index()
+    echo_table(f"{len(items)} items from {prompts_dir}", summary)
+    if out:
+        from simsubjects.collect.store import atomic_write_bytes, atomic_write_parquet
+        from simsubjects.publish.export import flatten
+
+        from simsubjects.collect.output import write_error
+
+        try:
+            if str(out).endswith(".csv"):
+                atomic_write_bytes(Path(out), flatten(items).to_csv(index=False).encode("utf-8"))
+            else:
+                atomic_write_parquet(items, Path(out))
+        except OSError as e:  # full disk, read-only folder: name --out, not the temporary file
+            raise write_error(e, "--out", Path(out)) from None
+        click.echo(f"wrote {out}; collect with: simsubjects collect survey-bias --questions {prompts_dir}")
+
+
+def _import_opinionqa(folder, out) -> None:
+    from simsubjects.datasets.opinionqa import read_opinionqa
+
+    human = read_opinionqa(folder)
+    summary = human.groupby(["attribute", "group"], sort=False).agg(questions=("key", "nunique"),
+                                                                     respondents=("weight", "sum")).reset_index()
+    summary["respondents"] = summary["respondents"] / summary["questions"]  # mean weight per question
+    echo_table(f"{human['key'].nunique()} questions from {folder}", summary.rename(columns={"respondents": "mean weight"}))
+    if out:
+        from simsubjects.collect.store import atomic_write_bytes, atomic_write_parquet
+
+        if str(out).endswith(".csv"):
+            atomic_write_bytes(Path(out), human.to_csv(index=False).encode("utf-8"))
+        else:
+            atomic_write_parquet(human, Path(out))
+        click.echo(f"wrote {out}; ask a model the same questions: simsubjects collect opinion-survey --questions {folder}")
+
+
+@cli.command("import-responses")
+@click.argument("kind", type=click.Choice(["biasmonkey"]))
+@click.argument("results_dir", type=click.Path())
+@click.option("--model", required=True, help="Name of the model these responses come from.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Run folder to write.")
+@click.option("--prompts", default=None, type=click.Path(), help="Released prompts/ folder, for question texts.")
+@click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run.")
+def import_responses(kind, results_dir, model, out, prompts, overwrite):
+    """Turn released per-sample response files into a run folder, so `analyze` runs unchanged."""
+    from simsubjects.datasets.biasmonkey import read_biasmonkey_responses
+    from simsubjects.collect.store import RunStore, stable_hash
+    from simsubjects.collect.schema import check_responses
+
+    identity = {"study": "survey_bias", "imported": kind, "model": model, "files": stable_hash(str(results_dir))}
+    RunStore.check_out(out, identity, overwrite=overwrite)
+    responses, items = read_biasmonkey_responses(results_dir, model, prompts)
+    store = RunStore.open(out, identity, overwrite=overwrite)
+    store.finish(check_responses(responses), items, {
+        "study": "survey_bias", "identity": identity, "model": {"spec": model, "backend": "imported"},
+        "source": {"kind": kind, "results_dir": str(results_dir), "prompts_dir": prompts},
+        "counts": {"rows": len(responses), "trials": int(responses["trial"].nunique())}})
+    click.echo(f"wrote {out}: {responses['trial'].nunique()} question forms, {len(responses)} rows; "
+               f"now run: simsubjects analyze {out}")
+
+
+# --- collect -----------------------------------------------------------------------------------
+from simsubjects.cli.studyfile import CollectGroup, study_group  # noqa: E402 - study files (docs/studies.md)
+
+cli.add_command(study_group)
+
+
+class StudyGroup(CollectGroup):
+    """`collect <study>`: one command per declared study, built when asked for, so a study declared
+    in a Python file named by SIMSUBJECTS_STUDIES is a command with no edit anywhere else; a path to
+    a STUDY.yaml study file is one too (CollectGroup)."""
+
+    def list_commands(self, ctx):
+        from simsubjects.collect.studies.registry import studies
+
+        return sorted({*super().list_commands(ctx), *(s.name.replace("_", "-") for s in studies().values())})
+
+    def get_command(self, ctx, name):
+        cmd = super().get_command(ctx, name)
+        if cmd is not None:
+            return cmd
+        from simsubjects.collect.studies.registry import get_study
+
+        try:
+            study = get_study(name)
+        except UserError:
+            return None
+        return _collect_command(study, name)
+
+
+@cli.group(cls=StudyGroup)
+def collect():
+    """Collect model responses into a run folder (resumable).
+
+    STUDY is a declared study (below; docs/declaring.md: the bundled ones, installed packages' entry
+    points simsubjects.studies, Python files named by SIMSUBJECTS_STUDIES) or the path of your own
+    study file, STUDY.yaml: simsubjects collect my_study/study.yaml --model smollm2 --out runs/my_study
+    """
+
+
+def validate_only(trials: pd.DataFrame, spec: str, kw: dict, n: int = 20) -> None:
+    """Validity rates of a small sample, by condition; outcomes are never shown (no p-hacking)."""
+    from simsubjects.collect.models import ChoiceRequest, load_model
+
+    sample = trials.sample(n=min(n, len(trials)), random_state=kw["seed"])
+    model = load_model(spec, **_model_kwargs(kw))
+    res = model.choose([ChoiceRequest(p, tuple(o)) for p, o in zip(sample["prompt"], sample["options"])])
+    z = sample.assign(validity=[r.validity for r in res])
+    table = z.groupby("condition")["validity"].agg(["mean", "min", "max", "size"]).reset_index()
+    echo_table(f"validity rates on {len(sample)} sampled trials (outcomes hidden)", table)
+    click.echo(f"overall mean validity: {z['validity'].mean():.4f}")
+
+
+def _collect_command(study, name: str | None = None):
+    """`collect <study>`: built from the study's declaration."""
+
+    def run(**kw):
+        from simsubjects.collect.pipeline import run_study
+
+        _check_model(kw)
+        params = {o.param: kw.pop(o.param) for o in study.options}
+        params["seed"] = kw["seed"]
+        if params.get("as_sample") and kw["method"] != "exact":  # checked before the model loads
+            raise UserError(f"--as-sample {params['as_sample']}: turns exact distributions into samples, so it needs "
+                            f"--method exact; with --method {kw['method']} give the sample size as --n")
+        if kw["dry_run"]:
+            from simsubjects.cli.dryrun import check_prices, dry_run_study
+
+            check_prices(kw["price_in"], kw["price_out"])
+            rows, model = dry_run_study(study, kw["model"], {**params, "chat_template": kw["chat_template"]},
+                                        method=kw["method"], n=kw["n"], batch_size=kw["batch_size"],
+                                        chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
+            return _dry_run_report(rows, model, kw["model"], kw)
+        if kw["validate"]:
+            trials, _ = study.make(**params)
+            if study.validate is None:
+                return validate_only(trials, kw["model"], kw)
+            from simsubjects.collect.models import load_model
+
+            model = load_model(kw["model"], **_model_kwargs(kw))
+            return echo_table("validity rates (outcomes hidden)", study.validate(model, trials, params))
+        _, manifest = run_study(
+            study, kw["model"], kw["out"], params={**params, "chat_template": kw["chat_template"]},
+            method=kw["method"], n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
+            show_progress=not kw["quiet"], batch_size=kw["batch_size"])
+        _report_collection(kw["out"], manifest)
+
+    f = model_options(run)
+    f = click.option("--n", default=50, show_default=True, type=click.IntRange(1, MAX_N),
+                     help=f"Valid answers per trial when --method sampled (1 to {MAX_N:,}).")(f)
+    f = click.option("--method", type=click.Choice(study.methods), default=study.methods[0], show_default=True,
+                     help="exact: log-probabilities; sampled: draw at temperature 1 until --n valid answers.")(f)
+    for o in reversed(study.options):
+        f = click.option(*o.flags, **o.kwargs)(f)
+    return click.command(name or study.name, help=study.help)(f)
+
+
+def _report_collection(out, manifest: dict) -> None:
+    c = manifest["counts"]
+    click.echo(f"wrote {out}: {c['answered']}/{c['trials']} trials, {c['rows']} rows, "
+               f"mean validity {c['mean_validity']:.4f}, {manifest['timings']['collection_seconds']:.1f}s")
+    if c.get("tasks_per_second") is not None:  # conjoint studies: choice tasks, not trials
+        click.echo(f"{c['tasks']} tasks in {c['task_orders']} task orders: {c['tasks_per_second']:g} tasks/s"
+                   + (f", {c['forward_passes']} forward passes" if "forward_passes" in c else ""))
+    if manifest.get("short"):
+        click.echo(f"{len(manifest['short'])} trials reached the sampling budget (20 x --n draws) with fewer than "
+                   f"--n valid answers; their rows hold the valid answers found (n_samples; listed in "
+                   f"manifest.json under short)", err=True)
+    if manifest["failures"]:
+        click.echo(f"{len(manifest['failures'])} trials failed (listed in manifest.json); "
+                   "run the same command again to retry only them", err=True)
+
+
+# --- analyze / export ----------------------------------------------------------------------------
+@cli.command()
+@click.argument("dirs", nargs=-1, required=True, type=click.Path())
+@click.option("--out", default=None, type=click.Path(file_okay=False),
+              help="Folder for tables and figures (default: DIR/analysis).")
+@click.option("--no-plots", is_flag=True, help="Tables only.")
+@click.option("--check-r", is_flag=True,
+              help="Recompute every statistic with an R twin in R (rpy2) and compare; exit 1 on a difference.")
+@ppi_options
+def analyze(dirs, out, no_plots, check_r, **ppi):
+    """Analyze one run folder (or several of one study, to compare models)."""
+    from simsubjects.analyze.run import analyze_runs
+    from simsubjects.cli.ppi import check_ppi_inputs, ppi_requested, ppi_table
+
+    check_ppi_inputs(ppi)
+    mixed = ppi_table(list(dirs), ppi) if ppi_requested(ppi) else None  # bad input fails before any output
+    checked = {}
+
+    def extra_tables(study, responses, items, tables):  # written into the same set as the tables
+        more = {} if mixed is None else {"ppi": mixed}
+        if check_r:
+            from simsubjects.analyze.check_r import check_r as run_check
+
+            checked["table"] = more["check_r"] = run_check(study, responses, items, tables)
+        return more
+
+    a = analyze_runs(list(dirs), out, plots=not no_plots, extra=extra_tables)
+    for name, df in a.shown.items():
+        echo_table(name, df)
+    if mixed is not None:  # ppi.csv is in the analysis set
+        echo_table("mixed subjects: human-only, model-only and prediction-powered (PPI++), 95% intervals", mixed)
+    click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables)} CSV, {len(a.figures)} PNG")
+    if check_r:
+        table = checked["table"]
+        bad = table[~table["ok"]]
+        echo_table(f"R cross-check: {len(table)} statistics, largest difference {table['abs_diff'].max():.3g}",
+                   bad if len(bad) else table.sort_values("abs_diff", ascending=False).head(15), "{:.6g}")
+        if len(bad):
+            raise click.exceptions.Exit(1)
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path())
+@click.option("--to", "to", default="csv,parquet", show_default=True,
+              help="Comma-separated formats: csv, parquet, rds, dta, sav.")
+@click.option("--out", default=None, type=click.Path(file_okay=False), help="Folder (default: RUN_DIR/export).")
+def export(run_dir, to, out):
+    """Export a run's tables for R, Stata, SPSS or spreadsheets, with a codebook."""
+    from simsubjects.publish.export import export_run
+
+    paths = export_run(run_dir, [f.strip() for f in to.split(",") if f.strip()], out)
+    click.echo("\n".join(str(p) for p in paths))
+
+
+# --- replicate / report --------------------------------------------------------------------------
+@cli.command()
+@click.argument("papers", nargs=-1, required=True)
+@click.option("--model", "-m", default="smollm2", show_default=True,
+              help="Model spec: smollm2 (embedded), hf:/path, openai:MODEL or openai:MODEL@URL.")
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
+              help="Folder of the replication package (re-running the same command resumes it).")
+@click.option("--scale", default=1.0, show_default=True, type=float,
+              help="Sample sizes x SCALE, 0 < SCALE <= 1; 1 = the paper's full design (README of the folder says what).")
+@click.option("--only", default=None, help="Comma-separated studies of the paper(s) to run (default: every one).")
+@click.option("--method", type=click.Choice(["auto", "exact", "sampled"]), default="auto", show_default=True,
+              help="auto: each study's default (exact log-probabilities); sampled: for servers without them.")
+@click.option("--n", default=None, type=click.IntRange(1, MAX_N),
+              help="Valid answers per trial with --method sampled (default: the paper's, scaled).")
+@click.option("--base-url", default=None, help="OpenAI-compatible server URL(s), comma-separated.")
+@TIMEOUT_OPTION
+@click.option("--chat-template", is_flag=True, help="Wrap prompts in the model's chat template.")
+@click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default).")
+@DEVICE_OPTION
+@run_options
+@click.option("--overwrite", is_flag=True, help="Replace run folders that hold different runs.")
+@click.option("--seed", default=0, show_default=True, type=SEED, help="Seed of every study's design: 0 to 4294967295.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
+              help="Trials per batch; each finished batch is saved before the next starts.")
+def replicate(papers, **kw):
+    """Replicate a paper (aher2023, tjuatja2024, nie2023, santurkar2023 or all) into one folder, ending with its report.
+
+    \b
+    Every study of the paper is collected at --scale with one model load, analyzed and exported
+    (parquet, csv, rds, dta + codebooks); the folder gets report.html, README.md, analysis.R
+    (the R twins: Rscript analysis.R) and manifest.json. A study file (STUDY.yaml, docs/studies.md)
+    may stand in for a paper: it runs its own design (--scale leaves it as written; --seed other
+    than 0 replaces its design.seed) into OUT/<its study name>. Examples:
+      simsubjects replicate aher2023 --model smollm2 --scale 0.002 --out runs/aher2023
+      simsubjects replicate my_study/study.yaml --model smollm2 --out runs/my_replication
+    """
+    from .replicate import replicate as run_replicate
+
+    _check_model(kw)
+    only = [s for s in (kw["only"] or "").split(",") if s.strip()]
+    if kw["dry_run"]:
+        from simsubjects.cli.dryrun import check_prices, dry_run_replicate
+
+        check_prices(kw["price_in"], kw["price_out"])
+        rows, model = dry_run_replicate(list(papers), kw["model"], scale=kw["scale"], seed=kw["seed"],
+                                        method=kw["method"], n=kw["n"], only=only, batch_size=kw["batch_size"],
+                                        chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
+        return _dry_run_report(rows, model, kw["model"], kw)
+    man = run_replicate(list(papers), kw["model"], kw["out"], scale=kw["scale"], seed=kw["seed"], method=kw["method"],
+                        n=kw["n"], only=only, overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
+                        show_progress=not kw["quiet"], batch_size=kw["batch_size"],
+                        cli_options={"papers": list(papers), **kw}, log=lambda m: click.echo(m, err=True))
+    rows = [{"study": e["study"], "status": e.get("status"), "trials": e.get("counts", {}).get("trials"),
+             "validity": e.get("counts", {}).get("mean_validity"),
+             "seconds": sum(e.get("timings", {}).values()) if e.get("timings") else None}
+            for e in man["studies"]]
+    echo_table(f"{', '.join(man['papers'])} at scale {man['scale']:g} on {man['model']['spec']}", _pandas().DataFrame(rows))
+    out = Path(kw["out"])
+    click.echo(f"\nR side: cd {out} && Rscript analysis.R\nreport: {out / 'report.html'}")
+    if any(e.get("status") == "failed" for e in man["studies"]):
+        raise click.exceptions.Exit(1)
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path())
+@click.option("--out", default=None, type=click.Path(dir_okay=False), help="HTML file (default: RUN_DIR/report.html).")
+def report(run_dir, out):
+    """Render a run folder or a replication folder as one self-contained HTML report; prints its path."""
+    from simsubjects.publish.report import render_report
+
+    click.echo(str(render_report(run_dir, out=out)))
+
+
+register_ppi(cli)  # `simsubjects plan`
+cli.add_command(preload_group)  # `simsubjects preload start|stop|status` (simsubjects/cli/preload.py)
+
+
+def main(argv=None) -> int:
+    """Exit codes: 0 done; 1 a finding (--check-r differences, a failed study in replicate);
+    2 bad input or a refused write (one line naming what to fix); 70 an internal error (one line
+    with the path of a log holding the traceback; see simsubjects.cli.crash); 130 interrupted."""
+    from .crash import INTERNAL_ERROR, one_line, os_error_line, redact, single_line, write_log
+
+    try:
+        code = cli.main(args=argv, prog_name="simsubjects", standalone_mode=False)
+        if type(code) is int:  # click returns an explicit Exit's code (analyze --check-r, preload status)
+            return code
+    except UserError as e:
+        click.echo(redact(single_line(f"error: {e}")), err=True)
+        return 2
+    except click.ClickException as e:
+        ctx = getattr(e, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx else ""
+        click.echo(redact(single_line(f"error: {e.format_message()}{hint}")), err=True)
+        return 2
+    except click.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except OSError as e:  # the file system refused (disk full, read-only, permissions): one line, not a traceback
+        click.echo(single_line(f"error: {os_error_line(e)}"), err=True)
+        return 2
+    except Exception as e:  # noqa: BLE001 - the top-level guard: one line and a log, never a traceback
+        log = write_log(e, sys.argv[1:] if argv is None else list(argv))
+        click.echo(f"error: {one_line(e, log)}", err=True)
+        return INTERNAL_ERROR
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

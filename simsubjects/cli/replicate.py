@@ -1,0 +1,321 @@
+"""`simsubjects replicate PAPER`: every study of a paper, collected, analyzed, exported and reported.
+
+Papers and their studies come from the study declarations (simsubjects.papers): each study's
+`Plan` turns `--scale` into its collect parameters. Scale 1.0 is the paper's own design (every
+name pair, every name, every subject, every story, 50 samples per question form); a smaller scale
+multiplies the sample sizes, with a floor per study so the analysis still has something to test.
+A study declared in a file outside the package (SIMSUBJECTS_STUDIES) joins its paper the same way.
+
+The output folder is a replication package: one run folder per study (collect + analyze + export),
+`manifest.json` (papers, scale, command, every run's manifest), `README.md`, `analysis.R` (the R
+twins on the exported data) and `report.html` (simsubjects.publish.report). The model is loaded once and
+shared by every study. Re-running the same command resumes: each run folder answers from its
+request cache.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shlex
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from simsubjects import __version__
+from simsubjects.collect.store import atomic_write_bytes, atomic_write_json
+from simsubjects.errors import UserError
+from simsubjects.collect.studies.registry import resolve
+from simsubjects.papers import ALL, KIND, Paper, plan_studies, resolve_papers, size  # noqa: F401 - re-exported
+from simsubjects.redact import redact, redact_obj
+
+EXPORT_FORMATS = ["parquet", "csv", "rds", "dta"]
+
+
+def canonical_command(papers: list[Paper], *, model: str, out, scale: float, seed: int = 0, method: str = "auto",
+                      only: list[str] | None = None, chat_template: bool = False, base_url: str | None = None) -> str:
+    """The command that re-creates the folder (what the README and the report print)."""
+    args = ["simsubjects", "replicate", *[p.key for p in papers], "--model", model, "--scale", f"{scale:g}",
+            "--out", str(out)]
+    if seed:
+        args += ["--seed", str(seed)]
+    if method != "auto":
+        args += ["--method", method]
+    if only:
+        args += ["--only", ",".join(only)]
+    if chat_template:
+        args.append("--chat-template")
+    if base_url:
+        args += ["--base-url", base_url]
+    return shlex.join(args)
+
+
+def _check_folder(out: Path, papers: list[Paper], overwrite: bool) -> None:
+    mpath = out / "manifest.json"
+    if not mpath.is_file():
+        return
+    try:
+        old = json.loads(mpath.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = {}
+    if old.get("kind") != KIND:
+        if old.get("study"):
+            raise UserError(f"--out {out}: holds a single `collect` run; choose another folder")
+        return
+    had = sorted(old.get("papers", []))
+    if had != sorted(p.key for p in papers) and not overwrite:
+        raise UserError(f"--out {out}: holds a replication of {', '.join(had)}; choose another folder or pass --overwrite")
+
+
+def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0, method: str = "auto",
+              n: int | None = None, only: list[str] | None = None, overwrite: bool = False,
+              model_options: dict | None = None, show_progress: bool = True, batch_size: int = 64,
+              cli_options: dict | None = None, log: Callable[[str], None] = print, loaded_model=None) -> dict:
+    """Run, analyze and export every study of the papers into `out`; write manifest, README, R script, report.
+
+    Returns the folder's manifest (also written to out/manifest.json). `loaded_model`: an already
+    loaded model to use instead of loading `model` (tests share one).
+    """
+    from simsubjects.analyze.run import analyze_runs
+    from simsubjects.collect.models import load_model, parse_spec
+    from simsubjects.collect.pipeline import run_study, versions
+    from simsubjects.publish.export import export_run
+    from simsubjects.publish.report import render_report  # report never imports replicate (both read simsubjects.papers)
+
+    if not (0 < scale <= 1):
+        raise UserError(f"--scale {scale:g}: must be in (0, 1]; 1 is the paper's full design")
+    if method not in ("auto", "exact", "sampled"):
+        raise UserError(f"--method {method}: choose auto, exact or sampled")
+    parse_spec(model)
+    public = redact(model)  # what files and messages show: no URL credentials, no key
+    only = [o.strip().replace("-", "_") for o in (only or []) if o.strip()]
+    out = Path(out)
+    papers, rows = plan_all(paper_names, scale, only, out, seed)
+    _check_folder(out, papers, overwrite)
+    from simsubjects.collect.store import check_writable
+
+    check_writable(out, f"--out {out}")  # before the model loads, like every check that needs no model
+    command = canonical_command(papers, model=public, out=out, scale=scale, seed=seed, method=method, only=only,
+                                chat_template=bool((model_options or {}).get("chat_template")),
+                                base_url=redact((model_options or {}).get("base_url") or "") or None)
+    started = time.perf_counter()
+    lm = loaded_model
+    if lm is None and rows:
+        log(f"loading {public} ...")
+        t0 = time.perf_counter()
+        lm = load_model(model, **(model_options or {}))
+        log(f"loaded {public} in {time.perf_counter() - t0:.0f}s")
+    out.mkdir(parents=True, exist_ok=True)
+
+    entries, analyses = [], {}
+    for paper, plan, study, params in rows:
+        entry = {"paper": paper.key, "study": study.name, "folder": study.name, "design_at_scale_1": plan.design,
+                 "parameters": params}
+        if "studyfile" in params:  # the report and analysis.R treat it as a study file, not the built-in study
+            entry["studyfile"] = params["studyfile"]["file"]
+        entries.append(entry)
+        m = study.methods[0] if method == "auto" or method not in study.methods else method
+        k = n if n is not None else (plan.samples(scale) if plan.samples else 50)
+        entry.update(method=m, n=k if m == "sampled" else None)
+        folder = out / study.name
+        log(f"{study.name}: collecting {json.dumps(params)} ({m}) into {folder}")
+        timings = {}
+        t0 = time.perf_counter()
+        _, man = run_study(study, model, folder, params={"seed": seed, **params,
+                                                          "chat_template": bool((model_options or {}).get("chat_template"))},
+                           method=m, n=k, overwrite=overwrite, model_options=model_options,
+                           show_progress=show_progress, model=lm, batch_size=batch_size)
+        timings["collect"] = round(time.perf_counter() - t0, 1)
+        entry.update(manifest=f"{study.name}/manifest.json", counts=man.get("counts", {}),
+                     failures=len(man.get("failures", [])))
+        errors = {}
+        try:
+            t0 = time.perf_counter()
+            a = analyze_runs([folder])
+            analyses[entry["folder"]] = a
+            timings["analyze"] = round(time.perf_counter() - t0, 1)
+            entry.update(tables=sorted(f"{study.name}/analysis/{k}.csv" for k in a.tables),
+                         figures=[f"{study.name}/analysis/{p.name}" for p in a.figures])
+        except Exception as e:  # noqa: BLE001 - one study's analysis must not lose the others' runs
+            errors["analysis"] = f"{type(e).__name__}: {e}"
+            entry["traceback"] = traceback.format_exc(limit=4)
+        # one format at a time, so a format that fails costs only itself
+        t0 = time.perf_counter()
+        exported = []
+        for fmt in EXPORT_FORMATS:
+            try:
+                export_run(folder, [fmt])
+                exported.append(fmt)
+            except Exception as e:  # noqa: BLE001
+                errors[f"export {fmt}"] = f"{type(e).__name__}: {e}"
+        timings["export"] = round(time.perf_counter() - t0, 1)
+        entry.update(exported=exported, status="failed" if errors else "complete")
+        if errors:
+            entry["error"] = "; ".join(f"{k}: {v}" for k, v in errors.items())
+            log(f"{study.name}: {entry['error']}")
+        entry["timings"] = timings
+        log(f"{study.name}: {entry['status']} ({', '.join(f'{k} {v:g}s' for k, v in timings.items())})")
+
+    manifest = {
+        "kind": KIND,
+        "papers": [p.key for p in papers],
+        "paper_titles": {p.key: f"{p.citation}: {p.title}" for p in papers},
+        "scale": scale,
+        "seed": seed,
+        "method": method,
+        "model": _model_info(lm, public),
+        "command": command,
+        "options": redact_obj(cli_options),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions() if lm is not None else {"simsubjects": __version__, "python": platform.python_version()},
+        "studies": entries,
+        "files": {"report": "report.html", "readme": "README.md", "r_script": "analysis.R"},
+        "timings": {"seconds": round(time.perf_counter() - started, 1)},
+    }
+    manifest = redact_obj(manifest)  # every string a server or the command line supplied, scrubbed
+    atomic_write_json(manifest, out / "manifest.json")
+    atomic_write_bytes(out / "analysis.R", r_script(manifest).encode())
+    atomic_write_bytes(out / "README.md", readme(manifest).encode())
+    render_report(out, analyses=analyses)
+    manifest["timings"]["seconds"] = round(time.perf_counter() - started, 1)
+    atomic_write_json(manifest, out / "manifest.json")
+    return manifest
+
+
+def _model_info(lm, spec: str) -> dict:
+    if lm is None:
+        return {"spec": spec}
+    i = lm.info
+    return {"spec": i.spec, "backend": i.backend, "name": i.name, "revision": i.revision}
+
+
+# ------------------------------------------------------------------ README.md and analysis.R
+
+def readme(manifest: dict) -> str:
+    done = [e for e in manifest["studies"] if e.get("status") == "complete"]
+    lines = [
+        f"# Replication package: {', '.join(manifest['papers'])}",
+        "",
+        *[f"- {t}" for t in manifest["paper_titles"].values()],
+        "",
+        f"Written by simsubjects {manifest['versions'].get('simsubjects', __version__)} on {manifest['created']} "
+        f"with model `{manifest['model']['spec']}` (revision `{manifest['model'].get('revision', '?')}`) "
+        f"at scale {manifest['scale']:g} (1 = the paper's full design).",
+        "",
+        "## Re-run",
+        "",
+        "```sh",
+        manifest["command"] + "   # collect, analyze, export, report (resumes if interrupted)",
+        "Rscript analysis.R                 # from this folder: the R side on the exported data",
+        "simsubjects report .               # re-render report.html from the run folders",
+        "```",
+        "",
+        "`analysis.R` needs the R package simsubjects (`R CMD INSTALL <simsubjects checkout>`; its Imports:",
+        "estimatr, survival) or `SIMSUBJECTS_R_SOURCE=<checkout>/R`; it writes `r_results/*.csv`.",
+        "",
+        "## What is where",
+        "",
+        "| path | what |",
+        "| --- | --- |",
+        "| `report.html` | one self-contained report: the model beside the human references and the papers' numbers |",
+        "| `manifest.json` | papers, scale, model, command, versions, and every study's parameters, counts, timings |",
+        "| `analysis.R` | the R twins (t-tests, AMCE, response-bias deltas, obedience survival) from `*/export/` |",
+    ]
+    for e in manifest["studies"]:
+        status = e.get("status")
+        what = f"{e['design_at_scale_1']} at scale 1; here {json.dumps(e['parameters'])}"
+        if status != "complete":
+            what = f"**{status}**: {e.get('error', '')}"
+        lines.append(f"| `{e['folder']}/` | {e['study']} ({e['paper']}): {what} |")
+    if done:
+        lines += [
+            "",
+            "Inside each study folder: `manifest.json` (versions, model revision, parameters, seed, dataset",
+            "checksums, prompt-template hashes, counts, validity, timings), `responses.parquet` (the tidy long",
+            "table, docs/schema.md of simsubjects), `items.parquet`, `records.jsonl` (free-text transcripts, Milgram),",
+            "`cache.sqlite` (the request cache a re-run resumes from), `analysis/` (tables as CSV, figures as PNG)",
+            "and `export/` (responses and items as .parquet, .csv, .rds with R factors, .dta with value labels,",
+            "plus `codebook_*.md/.csv`).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+R_HEADER = r'''# R side of a simsubjects replication: the R twins of the Python statistics, computed from the
+# exported data of each study folder (export/responses.rds). Run from this folder:
+#   Rscript analysis.R
+# Needs the R package simsubjects (R CMD INSTALL <simsubjects checkout>), or its R/ folder through
+# SIMSUBJECTS_R_SOURCE=<checkout>/R. Results go to r_results/*.csv and are printed.
+# Command that made this folder: __COMMAND__
+
+if (requireNamespace("simsubjects", quietly = TRUE)) {
+  suppressPackageStartupMessages(library(simsubjects))
+} else if (nzchar(Sys.getenv("SIMSUBJECTS_R_SOURCE"))) {
+  for (f in sort(list.files(Sys.getenv("SIMSUBJECTS_R_SOURCE"), pattern = "[.]R$", full.names = TRUE))) source(f)
+} else {
+  stop("the R package simsubjects is not installed: R CMD INSTALL <simsubjects checkout> ",
+       "(or set SIMSUBJECTS_R_SOURCE=<checkout>/R)", call. = FALSE)
+}
+options(width = 160)
+# helpers of blocks written in the script itself (a study's r_code)
+keep <- function(df, name, show = 40) write_results(stats::setNames(list(df), name), "r_results", show)
+chr <- function(d) { for (c in names(d)) if (is.factor(d[[c]])) d[[c]] <- as.character(d[[c]]); d }
+rows <- function(lst) { lst <- Filter(Negate(is.null), lst); if (length(lst)) do.call(rbind, lst) else data.frame() }
+'''
+
+
+def _r_block(study, entry: dict) -> str:
+    """The lines of analysis.R for one study: the R function its declaration names, on its folder."""
+    folder = entry["folder"]
+    if entry.get("studyfile"):  # a study file's run (even one named like a built-in study): no R twin
+        study = None
+    if study is not None and study.r_code and not study.r_function:
+        code = study.r_code
+        return resolve(code)() if callable(code) or ":" in code.split("\n")[0] else code
+    if study is None or not study.r_function:
+        return f"\n# ---- {entry['study']}: no R twin yet; the exported data is in {folder}/export/\n"
+    src = f'source("{study.r_source}")\n' if study.r_source else ""
+    return (f"\n# ---- {study.heading}\n{src}"
+            f'write_results({study.r_function}("{folder}"), "r_results")\n')
+
+
+def r_script(manifest: dict) -> str:
+    from simsubjects.collect.studies.registry import studies
+
+    declared = studies()
+    parts = [R_HEADER.replace("__COMMAND__", manifest["command"])]
+    for e in manifest["studies"]:
+        if "rds" not in e.get("exported", []):
+            parts.append(f"\n# ---- {e['study']}: left out, its export/responses.rds was not written "
+                         f"({e.get('error', '')})\n")
+            continue
+        parts.append(_r_block(declared.get(e["study"]), e))
+    parts.append('\ncat("\\nR results written to r_results/\\n")\n')
+    return "".join(parts)
+
+
+def plan_all(paper_names, scale: float, only: list[str], out: Path, seed: int = 0):
+    """(papers, rows) for replicate's names: the papers' studies at `scale`, then each study file as its
+    own paper (its own design; every check done before the model loads, docs/studies.md)."""
+    papers, rows = [], []
+    files = [str(n) for n in paper_names if _is_study_file(n)]
+    if len(files) < len(paper_names) or not files:
+        papers = resolve_papers([n for n in paper_names if not _is_study_file(n)])
+        rows = plan_studies(papers, scale, only)
+    for f in files:
+        from simsubjects.studyfile.adapter import replicate_row
+
+        row = replicate_row(f, out, seed or None)
+        if any(r[2].name == row[2].name for r in rows):
+            raise UserError(f"{f}: study {row[2].name!r} is already in this replication; give the file another "
+                            "study: name")
+        papers.append(row[0])
+        rows.append(row)
+    return papers, rows
+
+
+def _is_study_file(name) -> bool:
+    from simsubjects.cli.studyfile import is_study_file
+
+    return is_study_file(name)

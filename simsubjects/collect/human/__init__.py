@@ -1,1 +1,0 @@
-"""Loaders of human reference data (and released response data sets) into the tidy schema."""

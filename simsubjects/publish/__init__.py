@@ -1,0 +1,1 @@
+"""Publishing a run: CSV/Parquet/R exports, the HTML report and its per-paper sections."""

@@ -1,0 +1,178 @@
+"""`simsubjects export`: a run's tables as .csv, .parquet, .rds (R factors), .dta/.sav (value labels).
+
+Text columns with few distinct values become R factors and labelled integers in Stata/SPSS;
+variable labels come from the study's declaration (schema.labels) and the run's manifest (persona
+attributes) and are set in .dta/.sav and .rds (export_rds, no R needed); a codebook (Markdown and
+CSV) is written beside the data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simsubjects.collect.store import load_run
+from simsubjects.errors import UserError
+from .export_rds import write_labelled
+from simsubjects.collect.output import staged_folder
+from simsubjects.collect.schema import labels as study_labels
+
+FORMATS = ("csv", "parquet", "rds", "dta", "sav")
+MAX_LEVELS = 200  # text columns with at most this many distinct values are categorical,
+MAX_LABEL = 120  # if every value fits in an SPSS value label (120 bytes); longer text stays text
+
+
+def flatten(df: pd.DataFrame) -> pd.DataFrame:
+    """Make every cell a scalar: tuples/lists/dicts become JSON text; True/False/None become 1/0/NaN."""
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == object:
+            present = out[c].dropna()
+            if len(present) and present.map(lambda v: isinstance(v, (bool, np.bool_))).all():
+                out[c] = out[c].map(lambda v: float(v) if v is not None and v == v else np.nan)
+                continue
+        if out[c].dtype == object and out[c].map(lambda v: isinstance(v, (list, tuple, dict, np.ndarray))).any():
+            out[c] = out[c].map(lambda v: json.dumps(list(v) if isinstance(v, (tuple, np.ndarray)) else v,
+                                                     default=_json_scalar))
+    return out
+
+
+def _json_scalar(v):
+    """numpy scalars (np.bool_, np.int64, ...) inside list cells, e.g. after a parquet round trip."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return str(v)
+
+
+def categorical_columns(df: pd.DataFrame) -> list[str]:
+    cols = []
+    for c in df.columns:
+        if pd.api.types.is_string_dtype(df[c]) or df[c].dtype == object:
+            values = df[c].dropna().astype(str)
+            if values.nunique() <= MAX_LEVELS and (values.str.len().max() if len(values) else 0) <= MAX_LABEL:
+                cols.append(c)
+    return cols
+
+
+def stata_name(name: str, taken: set[str]) -> str:
+    """Valid Stata/SPSS names: letters, digits, underscores; at most 32 characters; unique."""
+    base = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not re.match(r"[A-Za-z_]", base):
+        base = "v_" + base
+    base = base[:32]
+    new, k = base, 1
+    while new.lower() in taken:
+        suffix = f"_{k}"
+        new, k = base[: 32 - len(suffix)] + suffix, k + 1
+    taken.add(new.lower())
+    return new
+
+
+def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | None = None) -> pd.DataFrame:
+    labels = study_labels() if labels is None else labels
+    rows = []
+    for c in df.columns:
+        s = df[c]
+        levels = sorted(map(str, s.dropna().unique()))
+        rows.append({
+            "column": c, "exported_as": names.get(c, c), "type": str(s.dtype), "label": labels.get(c, ""),
+            "missing": int(s.isna().sum()), "distinct": len(levels),
+            "values": "; ".join(levels[:12]) + (" ..." if len(levels) > 12 else "") if c in categorical_columns(df)
+            else (f"{s.min()} .. {s.max()}" if pd.api.types.is_numeric_dtype(s) and len(s) else ""),
+        })
+    return pd.DataFrame(rows)
+
+
+def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
+    """Write one table; returns {original column: exported name}. Variable labels (.dta/.sav) come from
+    df.attrs["labels"] (the study's, set by export_run), else the core columns' labels."""
+    labels = df.attrs.get("labels") or study_labels()
+    df = flatten(df)
+    cats = categorical_columns(df)
+    tmp = path.with_name(f".{path.name}.tmp")
+    names = {c: c for c in df.columns}
+    try:
+        if fmt == "csv":
+            df.to_csv(tmp, index=False)
+        elif fmt == "parquet":
+            df.to_parquet(tmp, index=False)
+        elif fmt == "rds":
+            out = df.copy()
+            for c in cats:
+                out[c] = pd.Categorical(out[c].astype(object))
+            write_labelled(out, tmp, labels)  # attr(x, "label") on every labelled column
+        elif fmt in ("dta", "sav"):
+            taken: set[str] = set()
+            names = {c: stata_name(c, taken) for c in df.columns}
+            out = df.rename(columns=names)
+            var_labels = {names[c]: labels.get(c, c)[:80] for c in df.columns}
+            if fmt == "dta":
+                for c in cats:
+                    out[names[c]] = pd.Categorical(out[names[c]].astype(object))
+                for c in out.columns:  # Stata has no nullable string: empty text for missing
+                    if c not in {names[k] for k in cats} and not pd.api.types.is_numeric_dtype(out[c]):
+                        out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
+                strl = [c for c in out.columns if out[c].dtype == object and out[c].str.len().max() > 2045]
+                out.to_stata(tmp, write_index=False, version=118, variable_labels=var_labels, convert_strl=strl)
+            else:
+                import pyreadstat
+
+                value_labels = {}
+                for c in cats:
+                    levels = sorted(out[names[c]].dropna().astype(str).unique())
+                    code = {v: i + 1 for i, v in enumerate(levels)}
+                    out[names[c]] = out[names[c]].map(lambda v: code.get(str(v)) if pd.notna(v) else np.nan).astype(float)
+                    value_labels[names[c]] = {float(i): v for v, i in code.items()}
+                for c in out.columns:
+                    if out[c].dtype != float and not pd.api.types.is_numeric_dtype(out[c]):
+                        out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
+                pyreadstat.write_sav(out, str(tmp), column_labels=[var_labels[c] for c in out.columns],
+                                     variable_value_labels=value_labels)
+        tmp.replace(path)
+    except (ValueError, TypeError, OverflowError) as e:  # a value the format cannot hold (Stata: inf, ...)
+        raise UserError(f"--to {fmt}: the {path.stem} table cannot be written as .{fmt} "
+                        f"({' '.join(str(e).split())[:200]})") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return names
+
+
+def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None = None) -> list[Path]:
+    formats = list(dict.fromkeys(formats))
+    bad = [f for f in formats if f not in FORMATS]
+    if bad:
+        raise UserError(f"--to {','.join(bad)}: unknown format; choose from {', '.join(FORMATS)}")
+    if not formats:
+        raise UserError(f"--to: give at least one format of {', '.join(FORMATS)}")
+    manifest, responses, items = load_run(run_dir)
+    # the study's declaration labels its design columns; columns a run adds of its own (persona
+    # attributes of a respondents table) carry their labels in the manifest
+    labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
+    outdir = Path(out) if out else Path(run_dir) / "export"
+    # Everything is written into a staging folder beside outdir and swapped in whole
+    # (simsubjects.collect.output): a failed or killed export leaves the earlier export as it was, and
+    # the files of formats not asked for this time are kept.
+    names_out: list[str] = []
+    with staged_folder(outdir) as stage:
+        for name, df in (("responses", responses), ("items", items)):
+            df = df.copy()
+            df.attrs["labels"] = labels
+            names = {}
+            for fmt in formats:
+                names.update(_write(df, stage / f"{name}.{fmt}", fmt))
+                names_out.append(f"{name}.{fmt}")
+            book = codebook(flatten(df), names, labels)
+            (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
+            md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+            md += [f"| {r.column} | {r.exported_as} | {r.type} | {r.label} | {r.distinct} | {r.missing} | {r.values} |"
+                   for r in book.itertuples()]
+            (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
+            names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
+    return [outdir / n for n in names_out]

@@ -1,0 +1,58 @@
+"""Run folders made before the house-by-stage refactor (tests/data/old_runs, made by commit 26b54a9)
+still resume and analyze to the same tables. The unit of each comparison is the table row."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simsubjects.cli.commands import main
+
+OLD = Path(__file__).parent / "data" / "old_runs"
+RUNS = {
+    "opinion_survey_cyclic": ["collect", "opinion-survey", "--first", "2", "--order", "cyclic"],
+    "studyfile_averaged": ["collect", "{run}/study/study.yaml"],
+}
+
+
+def _copy(tmp_path, name):
+    run = tmp_path / name
+    shutil.copytree(OLD / name, run)
+    return run
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_old_run_analyzes_to_the_same_tables(tmp_path, name):
+    run = _copy(tmp_path, name)
+    assert main(["analyze", str(run), "--out", str(tmp_path / "a"), "--no-plots"]) == 0
+    expected = sorted(p.name for p in (OLD / f"{name}.analysis").glob("*.csv"))
+    assert sorted(p.name for p in (tmp_path / "a").glob("*.csv")) == expected
+    for table in expected:
+        want = pd.read_csv(OLD / f"{name}.analysis" / table)
+        got = pd.read_csv(tmp_path / "a" / table)
+        pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-9, atol=1e-12, obj=table)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_old_run_resumes_from_its_cache(tmp_path, monkeypatch, smollm2, name):
+    """The responses table is removed: resuming rebuilds it from the folder's cache, asking nothing new."""
+    run = _copy(tmp_path, name)
+    before = pd.read_parquet(run / "responses.parquet")
+    (run / "responses.parquet").unlink()
+    asked = []
+
+    def load(spec, **kw):
+        asked.append(spec)
+        return smollm2
+
+    monkeypatch.setattr("simsubjects.collect.pipeline.load_model", load)
+    args = [a.format(run=run) for a in RUNS[name]]
+    assert main([*args, "--model", "smollm2", "--out", str(run), "-q"]) == 0
+    after = pd.read_parquet(run / "responses.parquet")
+    pd.testing.assert_frame_equal(after.reset_index(drop=True), before.reset_index(drop=True))
+    import json
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["usage"]["requests"] == 0, manifest["usage"]  # every answer came from the old cache

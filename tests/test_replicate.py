@@ -114,7 +114,7 @@ import sys
 import pytest
 from tests.test_replicate import tiny_plans
 tiny_plans(pytest.MonkeyPatch())
-from simsubjects.cli import main
+from simsubjects.cli.commands import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -37,6 +37,8 @@ BENCHES = [
     ("AMCE bootstrap (10,000 draws, all MoCa factors)", "bootstrap.py", ["--draws", "10000"], ["--draws", "2000"]),
     ("--engine ray vs in-process (same study, same run)", "engines.py", ["--pairs", "6", "--repeat", "3"],
      ["--pairs", "2", "--repeat", "2"]),
+    ("Conjoint: prompts per second with and without prefix packing", "conjoint.py", ["--respondents", "10"],
+     ["--respondents", "3"]),
 ]
 
 

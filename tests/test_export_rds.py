@@ -1,11 +1,16 @@
-""".rds exports carry variable labels (set through R), and R's read_run() attaches the codebook's labels.
+""".rds exports carry variable labels, written without R, and R's read_run() attaches the codebook's labels.
 
-Issue 15: persona attributes are labelled columns of every export; pyreadr cannot write attributes,
-so simsubjects.publish.export_rds has R set attr(x, "label"). Each test reads the files in real R."""
+Issue 15: persona attributes are labelled columns of every export; issue 27: the labels are
+written in Python (simsubjects.publish.export_rds, the rdata package), so an export made on a machine
+without R carries them too. Each test reads the files in real R."""
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+
+import numpy as np
 
 import pandas as pd
 import pyreadr
@@ -58,26 +63,56 @@ def test_rds_labels_equal_the_codebook(run_dir):
     assert labels["POLPARTY"] == book.loc["POLPARTY", "label"] == PARTY
     want = {c: lab for c, lab in book["label"].items() if lab}
     assert labels == want and labels["validity"].startswith("Validity rate") and labels["REGION"] == REGION
-    # the values are those pyreadr wrote (the labelling step changes nothing else)
+    # the values are those of the run's table (librdata, pyreadr's reader, reads the file as well)
     rds = pyreadr.read_r(str(run_dir / "export" / "responses.rds"))[None]
     assert rds["POLPARTY"].astype(str).tolist() == pd.read_parquet(run_dir / "responses.parquet")["POLPARTY"].tolist()
     assert not [p.name for p in (run_dir / "export").iterdir() if p.name.startswith(".")]
 
 
-def test_without_r_the_rds_is_whole_and_read_run_attaches_the_labels(run_dir, monkeypatch, capsys):
-    monkeypatch.setattr(export_rds, "rscript", lambda: None)
-    monkeypatch.setattr("simsubjects.publish.export.rscript", lambda: None)
-    export_run(run_dir, ["rds", "csv"])
-    assert capsys.readouterr().err.count("no variable labels") == 1  # one note for the whole export
-    assert "POLPARTY" not in r_labels(run_dir, "readRDS")
-    assert r_labels(run_dir, "read_run")["POLPARTY"] == PARTY  # from codebook_responses.csv
+def test_an_export_without_r_on_path_is_labelled(run_dir):
+    """`simsubjects export` where no Rscript can be found: the .rds files carry the labels, no note."""
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + "/nonexistent",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    r = subprocess.run([sys.executable, "-c", "import shutil; assert shutil.which('Rscript') is None; "
+                        "from simsubjects.cli import main; raise SystemExit(main(['export', "
+                        f"{str(run_dir)!r}, '--to', 'rds,csv']))"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "Rscript" not in r.stderr and "note" not in r.stderr
+    assert r_labels(run_dir, "readRDS")["POLPARTY"] == PARTY
+    assert r_labels(run_dir, "read_run")["POLPARTY"] == PARTY
     (run_dir / "export" / "responses.rds").unlink()
-    assert r_labels(run_dir, "read_run")["POLPARTY"] == PARTY  # the .csv file likewise
+    assert r_labels(run_dir, "read_run")["POLPARTY"] == PARTY  # the .csv file: from codebook_responses.csv
 
 
-def test_a_failing_r_keeps_the_data_and_says_so(run_dir, monkeypatch, capsys):
-    monkeypatch.setattr(export_rds, "_LABEL_SCRIPT", 'stop("no space left on device")')
-    export_run(run_dir, ["rds"])
-    assert "without variable labels: Rscript failed" in capsys.readouterr().err
-    assert len(pyreadr.read_r(str(run_dir / "export" / "responses.rds"))[None]) == len(fixture_responses())
-    assert not [p.name for p in (run_dir / "export").iterdir() if p.name.startswith(".")]
+def test_r_reads_every_column_type_with_its_label(tmp_path):
+    """Numbers (NA, not NaN), integers as doubles, logicals, text with NA and UTF-8, factors with
+    NA, datetimes; labels on some columns only."""
+    df = pd.DataFrame({"n": [1.5, np.nan, 2.0], "i": [1, 2, 3], "b": [True, False, True],
+                       "s": ["x", None, "Républicain"], "f": pd.Categorical(["u", None, "v"], categories=["v", "u"]),
+                       "d": pd.to_datetime(["2020-01-01", None, "2021-05-05 10:00:00"], utc=True, format="mixed")})
+    export_rds.write_labelled(df, tmp_path / "x.rds", {"n": "Number « é »", "f": "A factor", "s": ""})
+    script = f"""
+    x <- readRDS("{tmp_path / 'x.rds'}")
+    stopifnot(is.na(x$n[2]), !is.nan(x$n[2]), x$n[3] == 2, is.double(x$i), identical(x$b, c(TRUE, FALSE, TRUE)))
+    stopifnot(identical(x$s[c(1, 3)], c("x", "R\u00e9publicain")), is.na(x$s[2]))
+    stopifnot(is.factor(x$f), identical(levels(x$f), c("v", "u")), identical(as.character(x$f), c("u", NA, "v")))
+    stopifnot(inherits(x$d, "POSIXct"), format(x$d[3], tz = "UTC") == "2021-05-05 10:00:00", is.na(x$d[2]))
+    stopifnot(attr(x$n, "label") == "Number \u00ab \u00e9 \u00bb", attr(x$f, "label") == "A factor")
+    stopifnot(is.null(attr(x$s, "label")), is.null(attr(x$i, "label")), nrow(x) == 3)
+    """
+    r = subprocess.run(["Rscript", "--vanilla", "-e", script], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
+    real = export_rds.gzip.open
+
+    def full(path, mode, **kw):  # the disk fills after the first bytes
+        with real(path, mode, **kw) as f:
+            f.write(b"X\n")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export_rds.gzip, "open", full)
+    with pytest.raises(OSError):
+        export_rds.write_labelled(pd.DataFrame({"a": [1]}), tmp_path / "x.rds", {"a": "A"})
+    assert list(tmp_path.iterdir()) == []

@@ -73,3 +73,23 @@ def test_complete_returns_n_texts_per_request_cut_at_stop(smollm2):
     assert len(set(res[0].texts)) == 3  # n draws, not one draw repeated
     assert all("." not in t for t in res[1].texts)
     assert smollm2.complete(reqs[1:])[0].texts == res[1].texts  # batch composition does not matter
+
+
+def test_generation_with_stored_keys_values_raises_no_warning(smollm2):
+    """Issue 27: transformers 5.2x warns (FutureWarning, removal in 5.40) when the cache is passed as
+    `past_key_values`; generation passes it under the name the model's forward takes, so a Milgram run
+    prints no warning and keeps working when the old name is removed. Any warning fails here."""
+    import warnings
+
+    from simsubjects.collect.models.generation import _cache_kw
+
+    model, tok = smollm2.model, smollm2.tokenizer
+    store = PrefixStore()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        first = generate(model, tok, rows_for(tok, PROMPTS[:2], max_tokens=4), store=store)
+        grown = [p + t + " Then" for p, t in zip(PROMPTS[:2], first)]
+        generate(model, tok, rows_for(tok, grown, max_tokens=4), store=store)  # prefill after stored keys
+    import inspect
+
+    assert _cache_kw(model) in inspect.signature(model.forward).parameters

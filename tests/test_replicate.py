@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -71,8 +72,9 @@ def test_small_scales_keep_a_testable_floor():
     assert by["milgram"]["subjects"] == 1
     assert by["survey_bias"]["as_sample"] == 10
     assert by["moca"]["stories"] == 6
-    assert by["conjoint_immigration"]["respondents"] == 50  # 50 x 5 tasks in `make demo` (scale 0.002)
-    assert rep.plan_studies([papers()["hhy2014"]], 0.002)[0][3]["respondents"] == 50
+    assert by["conjoint_immigration"]["respondents"] == 10  # 10 x 5 tasks x 2 orders in `make demo` (scale 0.002)
+    assert rep.plan_studies([papers()["hhy2014"]], 0.002)[0][3]["respondents"] == 10
+    assert rep.plan_studies([papers()["hhy2014"]], 0.05)[0][3]["respondents"] == 70
     assert rep.size(10_000, 0.002, floor=8) == 20
     assert rep.size(100, 0.5) == 50
 
@@ -106,17 +108,42 @@ def test_report_of_a_folder_without_runs(tmp_path, capsys):
 
 # ---------------------------------------------------------------- one tiny replication, all papers
 
+# `simsubjects replicate` as a user runs it (its own process, progress bars, notes), on the tiny designs
+DRIVER = """
+import sys
+import pytest
+from tests.test_replicate import tiny_plans
+tiny_plans(pytest.MonkeyPatch())
+from simsubjects.cli.commands import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 @pytest.fixture(scope="module")
-def replication(smollm2, tmp_path_factory):
+def replication_run(tmp_path_factory):
+    """(folder, manifest, the command's stdout + stderr): one tiny replication of every paper."""
     out = tmp_path_factory.mktemp("replication") / "all"
-    mp = pytest.MonkeyPatch()
-    tiny_plans(mp)
-    try:
-        man = rep.replicate(["all"], "smollm2", out, scale=0.001, show_progress=False, loaded_model=smollm2,
-                            log=lambda m: None)
-    finally:
-        mp.undo()
-    return out, man
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    env.pop("PYTHONWARNINGS", None)  # Python's default filters: what a user's terminal shows
+    r = subprocess.run([sys.executable, "-c", DRIVER, "replicate", "all", "--model", "smollm2", "--scale", "0.001",
+                        "--out", str(out)], cwd=root, env=env, capture_output=True, text=True, timeout=3600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out, json.loads((out / "manifest.json").read_text()), r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def replication(replication_run):
+    return replication_run[:2]
+
+
+def test_the_output_has_no_warning_and_each_note_once(replication_run):
+    """Issue 27: no Python warning reaches the terminal, and a note about the whole run is printed once."""
+    text = replication_run[2].replace("\r", "\n")
+    assert not [line for line in text.splitlines() if "Warning" in line or "warning:" in line.lower()], text[-3000:]
+    notes = [line.strip() for line in text.splitlines() if line.strip().lower().startswith("note")]
+    assert len(notes) == len(set(notes)), notes
+    assert "loaded smollm2" in text and "conjoint_immigration: complete" in text
 
 
 def test_folder_layout(replication):
@@ -187,6 +214,7 @@ def test_report_has_tables_figures_and_references(replication):
     assert "HHY 2014 respondents" in conjoint and "tasks per second" in conjoint and "-0.160" in conjoint
     head = page[:page.index("<section")]
     assert "sha256:" in head and "simsubjects replicate" in head and "Validity rates" in head
+    assert "Demo scale (0.001):" in head and head.index("Demo scale") < head.index("Validity rates")
 
 
 def test_report_command_on_a_replication_and_on_one_run(replication, tmp_path, capsys):

@@ -2,7 +2,7 @@
 
 Text columns with few distinct values become R factors and labelled integers in Stata/SPSS;
 variable labels come from the study's declaration (schema.labels) and the run's manifest (persona
-attributes) and are set in .dta/.sav and, through R (export_rds), in .rds; a codebook (Markdown and
+attributes) and are set in .dta/.sav and .rds (export_rds, no R needed); a codebook (Markdown and
 CSV) is written beside the data.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ import pandas as pd
 from simsubjects.collect.store import load_run
 from simsubjects.errors import UserError
 from simsubjects.untrusted import md_text
-from .export_rds import add_labels, no_r_note, rscript, write_plain
+from .export_rds import write_labelled
 from simsubjects.collect.store import staged_folder
 from simsubjects.collect.schema import CORE_COLUMNS, labels as study_labels
 
@@ -155,7 +154,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
             out = df.copy()
             for c in cats:
                 out[c] = _category(out[c], order[c])
-            write_plain(out, tmp)  # variable labels: export_rds.add_labels, once the export's tables are written
+            write_labelled(out, tmp, labels)  # attr(x, "label") on every labelled column
         elif fmt in ("dta", "sav"):
             taken: set[str] = set()
             names = {c: stata_name(c, taken) for c in df.columns}
@@ -219,13 +218,10 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     if not out and outdir.is_symlink():  # a received run's export/ linking elsewhere: nothing written there
         raise UserError(f"{outdir}: is a link; a run folder's export is written inside it (remove the link or "
                         "pass --out)")
-    if "rds" in formats and rscript() is None:
-        print(no_r_note(), file=sys.stderr)
     # Everything is written into a staging folder beside outdir and swapped in whole
     # (simsubjects.collect.store): a failed or killed export leaves the earlier export as it was, and
     # the files of formats not asked for this time are kept.
     names_out: list[str] = []
-    rds_jobs = []  # (file, labels): labelled by one R process once every table is written
     with staged_folder(outdir) as stage:
         # the core columns' labels describe the responses table; an item table's own `source` (where
         # a question comes from) is not "model or human" (issue 29)
@@ -247,7 +243,4 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
                                                             r.missing, r.values)) + " |" for r in book.itertuples()]
             (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
             names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
-            if "rds" in formats:
-                rds_jobs.append((stage / f"{name}.rds", df.attrs["labels"]))
-        add_labels(rds_jobs)
     return [outdir / n for n in names_out]

@@ -254,6 +254,16 @@ def check_target_file(target: Path, what: str) -> None:
             break
 
 
+def _scale_note(top: dict | None) -> list[str]:
+    """Below scale 1 the report says so first: small designs give noisy estimates (issue 27)."""
+    scale = (top or {}).get("scale")
+    if not isinstance(scale, (int, float)) or scale >= 1:
+        return []
+    return [f'<p class="note"><b>Demo scale ({html.escape(fmt(scale))}):</b> every study ran on a small design '
+            "(sizes in README.md), so every statistic is computed but estimates are noisy and intervals wide: a "
+            "check that each step runs, not a replication. <code>--scale 1</code> runs the papers' full designs.</p>"]
+
+
 def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
     known = papers()
     first = next((r.manifest for r in runs if r.manifest.get("model")), {})
@@ -312,6 +322,7 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
         f" from {html.escape(str(path))}.</p>",
         '<dl class="facts">' + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>"
                                        for k, v in meta.items()) + "</dl>",
+        *_scale_note(top),
         "<h3>Validity rates</h3>",
         table(vt),
         '<p class="note">Validity: the probability mass (k-choice, exact) or share of samples (sampled, free text) on '

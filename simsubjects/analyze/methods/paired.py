@@ -28,6 +28,7 @@ import pandas as pd
 from scipy import stats
 
 from simsubjects.errors import UserError
+from simsubjects.analyze.methods.tests import essentially_constant, quiet_rounding
 
 COLUMNS = ["test", "estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n"]
 
@@ -49,9 +50,10 @@ def paired_t(x, y, level: float = 0.95) -> pd.DataFrame:
     x, y = _pair(x, y)
     d = x - y
     n = d.size
-    if n < 2 or d.std(ddof=1) == 0:
+    if n < 2 or essentially_constant(d.std(ddof=1) / math.sqrt(n), d.mean()):
         return _row(test="Paired t-test", estimate=d.mean() if n else math.nan, n=n)
-    res = stats.ttest_rel(x, y)
+    with quiet_rounding():
+        res = stats.ttest_rel(x, y)
     se = d.std(ddof=1) / math.sqrt(n)
     ci = res.confidence_interval(level)
     return _row(test="Paired t-test", estimate=d.mean(), **{"std.error": se, "statistic": res.statistic,

@@ -73,7 +73,10 @@ def ols_cluster(y: np.ndarray, X: np.ndarray, cluster: np.ndarray, se_type: str 
     """OLS with cluster-robust inference; one row per coefficient."""
     beta, *_ = np.linalg.lstsq(X, y, rcond=None)
     V, df = cluster_vcov(X, y - X @ beta, cluster, se_type)
-    se = np.sqrt(np.diag(V))
+    # a variance below zero (the rounding of a zero one: a coefficient without spread in a tiny design,
+    # e.g. `make demo`'s MoCa) has no standard error: NaN, as numpy's sqrt gives, without its warning
+    var = np.diag(V)
+    se = np.sqrt(np.where(var >= 0, var, np.nan))
     with np.errstate(invalid="ignore", divide="ignore"):
         tstat = beta / se
     p = 2 * stats.t.sf(np.abs(tstat), df)

@@ -7,7 +7,9 @@ the R twins (R/ttests.R) do, where scipy would warn or return NaN without the es
 
 from __future__ import annotations
 
+import contextlib
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -15,6 +17,27 @@ from scipy import stats
 
 NAN_INFERENCE = {"std.error": math.nan, "statistic": math.nan, "df": math.nan, "p.value": math.nan,
                  "conf.low": math.nan, "conf.high": math.nan}
+
+
+# R's t.test stops with "data are essentially constant" when the standard error is below 10 machine
+# epsilons of the mean: the spread is float rounding (a model's P = 0.9999999 for every name pair),
+# and scipy warns "Precision loss occurred in moment calculation" there. Such a sample has no spread.
+EPS10 = 10 * np.finfo(float).eps
+
+
+def essentially_constant(se: float, *means: float) -> bool:
+    """True when `se` is 0 or float rounding beside the means (R's t.test criterion)."""
+    return se == 0 or se < EPS10 * max(abs(m) for m in means)
+
+
+@contextlib.contextmanager
+def quiet_rounding():
+    """scipy's precision-loss warning, silenced where the test is sound: scipy checks each sample on
+    its own, so one sample without spread beside one with spread (a valid Welch test) warns too; a
+    sample essentially constant overall never reaches scipy (essentially_constant above)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Precision loss occurred in moment calculation", RuntimeWarning)
+        yield
 
 
 def as_row(row: dict) -> pd.DataFrame:
@@ -38,9 +61,10 @@ def one_sample_t(x, mu: float = 0.0, conf: float = 0.95) -> dict:
     if n < 2:
         return row
     se = x.std(ddof=1) / math.sqrt(n)
-    if se == 0:
+    if essentially_constant(se, est):
         return {**row, "std.error": 0.0, "df": float(n - 1), "conf.low": est, "conf.high": est}
-    res = stats.ttest_1samp(x, mu)
+    with quiet_rounding():
+        res = stats.ttest_1samp(x, mu)
     ci = res.confidence_interval(conf)
     return {**row, "std.error": se, "statistic": float(res.statistic), "df": float(res.df),
             "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high)}
@@ -55,9 +79,10 @@ def welch_t(x, y, conf: float = 0.95) -> dict:
     if nx < 2 or ny < 2:
         return row
     se = math.sqrt(x.var(ddof=1) / nx + y.var(ddof=1) / ny)
-    if se == 0:
+    if essentially_constant(se, x.mean(), y.mean()):
         return {**row, "std.error": 0.0, "conf.low": est, "conf.high": est}
-    res = stats.ttest_ind(x, y, equal_var=False)
+    with quiet_rounding():
+        res = stats.ttest_ind(x, y, equal_var=False)
     ci = res.confidence_interval(conf)
     return {**row, "std.error": se, "statistic": float(res.statistic), "df": float(res.df),
             "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high)}

@@ -95,14 +95,36 @@ class _BufferedLayer(DynamicLayer):
         self.keys, self.values = self.kbuf[:, :, :n], self.vbuf[:, :, :n]
 
 
+def _cache_kw(model) -> str:
+    """The name `forward` takes the keys/values cache under: `cache` from transformers 5.2x on, where
+    `past_key_values` still works but warns (FutureWarning: removed in 5.40); older 5.x only know
+    `past_key_values`. Asked of the signature, so neither release warns nor breaks."""
+    import inspect
+
+    key = type(model)
+    if key not in _CACHE_KW:
+        params = inspect.signature(model.forward).parameters
+        _CACHE_KW[key] = "cache" if "cache" in params else "past_key_values"
+    return _CACHE_KW[key]
+
+
+_CACHE_KW: dict[type, str] = {}
+
+
+def _out_cache(out):
+    """The cache a forward pass returns (`cache` in newer transformers, `past_key_values` before)."""
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
+
+
 def _prefill(model, ids: list[int], kv, start: int):
     """Encode `ids` after a cache of `start` tokens; returns (last logits, cache tensors per layer)."""
     cache = DynamicCache(ddp_cache_data=kv) if kv else DynamicCache()
     dev = model.device
     out = model(input_ids=torch.tensor([ids], device=dev), position_ids=torch.arange(start, start + len(ids), device=dev)[None],
-                past_key_values=cache, use_cache=True, logits_to_keep=1)
+                use_cache=True, logits_to_keep=1, **{_cache_kw(model): cache})
     # sampling runs on the CPU with each row's own seeded generator: the same text on any device
-    return out.logits[0, -1].float().cpu(), [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+    return out.logits[0, -1].float().cpu(), [(layer.keys, layer.values) for layer in _out_cache(out).layers]
 
 
 def sample_next(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator) -> int:
@@ -195,7 +217,7 @@ def generate(model, tokenizer, rows: list[Row], *, store: PrefixStore | None = N
             mask = torch.cat([mask, mask.new_ones(len(batch), 1)], dim=1)
             out = model(input_ids=torch.tensor([[r.out[-1] if r.out else 0] for r in batch], device=mask.device),
                         position_ids=torch.tensor([[len(r.row.ids) + step] for r in batch], device=mask.device),
-                        attention_mask=mask, past_key_values=cache, use_cache=True)
+                        attention_mask=mask, use_cache=True, **{_cache_kw(model): cache})
             logits = out.logits[:, -1].float().cpu()
             for j, r in enumerate(batch):
                 r.logits = logits[j]

@@ -187,14 +187,20 @@ conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NUL
 #' \code{cregg::mm_diffs} (\code{cj(..., estimate = "mm_differences", by = )}); the groups are independent
 #' samples of respondents. \code{conjoint_anova()}: cregg's \code{cj_anova}, the F test of
 #' \code{y ~ features} against \code{y ~ (features) * by} (OLS, neither clustered nor weighted, as cregg).
-#' The R twins of \samp{simsubjects.analyze.methods.conjoint.mm_diffs} and \samp{cj_anova}.
+#' \code{conjoint_wald()}: the same null (\code{by} changes nothing) as a Wald F with errors clustered by
+#' respondent (\code{id} within its group), as \code{survey::regTermTest(svyglm(y ~ (features) * by,
+#' svydesign(ids = ~id)), method = "Wald")}: F on (rank, clusters - coefficients) df. A respondent answers
+#' several tasks, so cj_anova's F over-rejects true nulls; the replication's \code{anova_model_vs_people}
+#' is this test. The R twins of \samp{simsubjects.analyze.methods.conjoint.mm_diffs}, \samp{cj_anova}
+#' and \samp{cj_wald}.
 #'
 #' @inheritParams conjoint_amce
 #' @param by the grouping column (a factor keeps its level order; the first level is the reference).
 #' @param h0 the value the z statistic tests.
 #' @return \code{conjoint_mm_diffs()}: a data frame: BY (\code{"<group> - <first group>"}), feature,
 #'   level, estimate, std.error, statistic, p.value, conf.low, conf.high, n. \code{conjoint_anova()}:
-#'   one row: by, statistic (F), df, df.residual, p.value, n.
+#'   one row: by, statistic (F), df, df.residual, p.value, n. \code{conjoint_wald()}: one row: by, test,
+#'   statistic (F), df, df.residual, p.value, n, n_clusters, unit (\code{"respondent (cluster)"}).
 #' @examples
 #' set.seed(3)
 #' d <- data.frame(id = rep(1:80, each = 4), g = sample(c("Female", "Male"), 320, TRUE),
@@ -202,6 +208,7 @@ conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NUL
 #' d$y <- rbinom(320, 1, ifelse(d$g == "Male" & d$grp == "model", 0.7, 0.5))
 #' conjoint_mm_diffs(d, y ~ g, by = "grp", id = ~id)
 #' conjoint_anova(d, y ~ g, by = "grp")
+#' conjoint_wald(d, y ~ g, by = "grp", id = "id")
 #' @rdname conjoint_diffs
 #' @export
 conjoint_mm_diffs <- function(data, outcome, features = NULL, by, id = NULL, weights = NULL,
@@ -256,4 +263,49 @@ conjoint_anova <- function(data, outcome, features = NULL, by, constraints = NUL
   a <- stats::anova(red, full)
   data.frame(by = by, statistic = a$F[2], df = a$Df[2], df.residual = a$Res.Df[2], p.value = a$`Pr(>F)`[2],
              n = nrow(d), stringsAsFactors = FALSE)
+}
+
+#' @rdname conjoint_diffs
+#' @export
+conjoint_wald <- function(data, outcome, features = NULL, by, id, constraints = NULL) {
+  if (inherits(outcome, "formula")) {
+    f <- .parse_formula(outcome)
+    outcome <- f$outcome
+    features <- f$features
+    constraints <- c(constraints, f$constraints)
+  }
+  if (inherits(id, "formula")) id <- all.vars(id)
+  data <- .plain(data)
+  if (!by %in% names(data)) stop(sprintf("by: no column %s in data", by), call. = FALSE)
+  data <- data[!is.na(data[[by]]), , drop = FALSE]
+  # a respondent is a cluster within its group: ids of the people and of a model never merge
+  data$.cl <- paste(data[[by]], data[[id]], sep = "\r")
+  d <- .cj_prepare(data, outcome, c(features, by), ".cl", NULL)
+  d$.by <- d[[paste0("F", length(features) + 1)]]
+  if (nlevels(d$.by) < 2) stop(sprintf("by: column %s needs at least two groups", by), call. = FALSE)
+  fn <- stats::setNames(paste0("F", seq_along(features)), features)
+  pairs <- lapply(strsplit(as.character(constraints), ":", fixed = TRUE), trimws)
+  inter <- vapply(pairs, function(p) paste0(fn[p[1]], ":", fn[p[2]]), "")
+  terms <- c(unname(fn[vapply(fn, function(x) nlevels(d[[x]]) > 1, TRUE)]), inter)
+  full <- stats::lm(stats::as.formula(paste("y ~ (", paste(terms, collapse = " + "), ") * .by")), data = d)
+  # survey::svyglm(ids = ~respondent)'s linearization variance is vcovCL's HC0 with G / (G - 1);
+  # lm + sandwich keeps the design's empty restricted cells as aliased (NA) columns, which
+  # svyglm + regTermTest would not drop, and gives the same Wald F (checked against regTermTest)
+  V <- sandwich::vcovCL(full, cluster = d$.id, type = "HC0", cadjust = TRUE)
+  b <- stats::coef(full)
+  b <- b[!is.na(b)]
+  tested <- grepl(".by", names(b), fixed = TRUE)
+  V <- V[names(b)[tested], names(b)[tested], drop = FALSE]
+  b <- b[tested]
+  e <- eigen(V, symmetric = TRUE)
+  keep <- e$values > max(e$values) * max(dim(V)) * .Machine$double.eps
+  q <- sum(keep)  # rank of V: the tested directions the data identify
+  w <- sum((crossprod(e$vectors[, keep, drop = FALSE], b))^2 / e$values[keep])
+  G <- length(unique(d$.id))
+  df2 <- G - full$rank
+  Fs <- if (q > 0) w / q else NA_real_
+  p <- if (q > 0 && df2 > 0) stats::pf(Fs, q, df2, lower.tail = FALSE) else NA_real_
+  data.frame(by = by, test = "Wald F, clustered by respondent (survey::regTermTest)", statistic = Fs, df = q,
+             df.residual = df2, p.value = p, n = nrow(d), n_clusters = G, unit = "respondent (cluster)",
+             stringsAsFactors = FALSE)
 }

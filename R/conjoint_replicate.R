@@ -23,7 +23,7 @@
 #'   \code{amce} and \code{mm} (\code{source, feature, level, estimate, std.error, statistic, p.value,
 #'   conf.low, conf.high, n, model}) and, for each model beside the people,
 #'   \code{mm_diff_model_minus_people} (\code{\link{conjoint_mm_diffs}}) and
-#'   \code{anova_model_vs_people} (\code{\link{conjoint_anova}}).
+#'   \code{anova_model_vs_people} (\code{\link{conjoint_wald}}).
 #' @examples
 #' folder <- system.file("extdata", "replication", "conjoint_immigration", package = "simsubjects")
 #' res <- replicate_conjoint(folder)
@@ -54,7 +54,8 @@ replicate_conjoint <- function(folder, features = .hhy_features,
                             model = src)
   }
   out <- list(amce = .rows(amce_rows), mm = .rows(mm_rows))
-  # each model beside the people: MM differences and cregg's omnibus F test, as the Python tables
+  # each model beside the people: MM differences and the omnibus Wald F clustered by respondent (a
+  # respondent answers several tasks; cregg's cj_anova F takes profiles as independent), as the Python tables
   people <- "HHY 2014 respondents"
   choice <- p[p$outcome_kind == "choice", , drop = FALSE]
   diffs <- list()
@@ -64,8 +65,8 @@ replicate_conjoint <- function(folder, features = .hhy_features,
     pair <- choice[choice$source %in% c(people, m), , drop = FALSE]
     pair$group <- factor(ifelse(pair$source == people, "people", "model"), c("people", "model"))
     diffs[[m]] <- cbind(conjoint_mm_diffs(pair, "chosen", features, by = "group", id = "id"), model = m)
-    tests[[m]] <- cbind(conjoint_anova(pair, "chosen", features, by = "group", constraints = constraints),
-                        model = m)
+    tests[[m]] <- cbind(conjoint_wald(pair, "chosen", features, by = "group", id = "id",
+                                      constraints = constraints), model = m)
   }
   if (length(diffs)) {
     out$mm_diff_model_minus_people <- .keys(.rows(diffs), c("BY", "feature", "level", "model"))

@@ -35,7 +35,7 @@ from common import markdown, report_target  # noqa: E402
 
 from simsubjects.collect.models import load_model  # noqa: E402
 from simsubjects.collect.models import incremental  # noqa: E402
-from simsubjects.collect.sessions import collect_session  # noqa: E402
+from simsubjects.studyfile.session_run import collect_session  # noqa: E402
 from simsubjects.collect.store import RequestCache  # noqa: E402
 from simsubjects.studyfile.session import load_session  # noqa: E402
 

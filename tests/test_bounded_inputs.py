@@ -342,12 +342,15 @@ def test_study_new_keeps_a_users_tmp_folder(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == [".study.tmp", "study"]
 
 
-@pytest.mark.parametrize("x, y", [([1.0, 1.0, 1.0], [0.0, 0.0, 0.0]), ([0.5, 0.5], [0.5, 0.5])])
+@pytest.mark.parametrize("x, y", [([1.0, 1.0, 1.0], [0.0, 0.0, 0.0]), ([0.5, 0.5], [0.5, 0.5]),
+                                  # a spread of float rounding is none (R's t.test: 'essentially constant')
+                                  ([0.9999999, 0.9999999 + 1e-16, 0.9999999], [0.5, 0.5 + 1e-16, 0.5])])
 def test_a_degenerate_welch_test_warns_instead_of_p_zero(x, y, recwarn):
     from simsubjects.studyfile.analyses import welch
 
+    # trial_scores' layout: one subject per trial (the test's unit), trial weight tw 1 for a model's rows
     trials = pd.DataFrame({"source": "model", "model": "m", "item": "q1", "frame": ["a"] * len(x) + ["b"] * len(y),
-                           "score": x + y})
+                           "subject": [f"s{i}" for i in range(len(x) + len(y))], "tw": 1.0, "score": x + y})
     row = welch(trials, "frame", ["a", "b"], ["item"]).iloc[0]
     assert pd.isna(row["p.value"]) and pd.isna(row["statistic"]) and "zero variance" in row["warning"]
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

@@ -18,7 +18,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from simsubjects.cli import main
-from simsubjects.untrusted import md_code, md_text, r_comment, r_string, shell_join, term
+from simsubjects.collect.untrusted import md_code, md_text, r_comment, r_string, shell_join, term
 
 ROOT = Path(__file__).resolve().parents[1]
 RSCRIPT = shutil.which("Rscript")

@@ -22,6 +22,7 @@ LAYERS = [
 # (importing module, imported module): imports allowed to climb, at most 3, each commented where it is
 CLIMBS = {
     ("simsubjects.collect.studies.conjoint_design", "simsubjects.analyze.tidy"),
+    ("simsubjects.collect.personas", "simsubjects.studyfile.limits"),
 }
 
 

@@ -517,7 +517,7 @@ def test_killed_import_leaves_no_folder_and_the_next_import_cleans_up(tmp_path, 
     dest = tmp_path / "out"
     code = ("import time, simsubjects.studyfile.spec as spec\n"
             "spec.load_study = lambda *a, **k: time.sleep(600)\n"
-            "from simsubjects.qualtrics.write import import_qualtrics\n"
+            "from simsubjects.studyfile.qualtrics.write import import_qualtrics\n"
             f"import_qualtrics({str(EXP / 'framing_experiment.qsf')!r}, {str(dest)!r})\n")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     child = subprocess.Popen([sys.executable, "-c", code], env=env)

@@ -123,7 +123,7 @@ def test_pd_example_rows_rebuild_every_history(pd_run, smollm2):
     # the drawn answer is the round's choice, and the draws are the seeded generator's
     drawn = dec[dec["drawn"] == 1].set_index(["subject", "round"])["response"]
     assert (rounds.set_index(["subject", "round"])["choice"].sort_index() == drawn.sort_index()).all()
-    from simsubjects.collect.sessions import _draw, _rng
+    from simsubjects.studyfile.session_run import _draw, _rng
 
     for s, d in dec.groupby("subject"):
         rng = _rng(study.seed, "path", s, 1)

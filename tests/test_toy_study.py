@@ -120,7 +120,8 @@ def test_declared_outside_the_package_every_command_sees_it(toy, tmp_path, capsy
     man = json.loads((rep / "manifest.json").read_text())
     assert [e["study"] for e in man["studies"]] == ["toy_parity"] and man["studies"][0]["parameters"] == {"numbers": 2}
     script = (rep / "analysis.R").read_text()
-    assert 'write_results(toy_results("toy_parity"), "r_results")' in script and str(toy / "toy.R") in script
+    # analysis.R writes each study's R tables to r_results/<folder>/ and checks them: study(folder, results)
+    assert 'study("toy_parity", toy_results("toy_parity"))' in script and str(toy / "toy.R") in script
     assert "Toy &amp; Test (2026)" in (rep / "report.html").read_text(encoding="utf-8")
 
 

@@ -19,7 +19,7 @@ from simsubjects.cli.options import (  # noqa: F401 - the options collect STUDY,
     BATCH_SIZE_OPTION, DEVICE_OPTION, MAX_N, SEED, TIMEOUT_OPTION, _check_model, _dry_run_report, _model_kwargs,
     _pandas, _report_collection, backend_options, echo_table, model_options, run_options)
 from simsubjects.errors import UserError
-from simsubjects.untrusted import term
+from simsubjects.collect.untrusted import term
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -206,7 +206,7 @@ def _collect_command(study, name: str | None = None):
         if batch_files(study, params, kw):
             return
         if kw["dry_run"]:
-            from simsubjects.cli.dryrun import check_prices, dry_run_study
+            from simsubjects.collect.dryrun import check_prices, dry_run_study
 
             check_prices(kw["price_in"], kw["price_out"])
             rows, model = dry_run_study(study, kw["model"], {**params, "chat_template": kw["chat_template"]},

@@ -87,7 +87,7 @@ def run_options(f):
 
 
 def _dry_run_report(rows, model, spec: str, kw: dict) -> None:
-    from simsubjects.cli.dryrun import describe, price_table
+    from simsubjects.collect.dryrun import describe, price_table
 
     from simsubjects.redact import redact
 
@@ -143,7 +143,7 @@ def _check_model(kw: dict) -> None:
 
 def echo_table(title: str, df: pd.DataFrame, floatfmt: str = "{:.4g}") -> None:
     _pandas()
-    from simsubjects.untrusted import term
+    from simsubjects.collect.untrusted import term
 
     click.echo(f"\n== {term(title)} ==")
     if df.empty:

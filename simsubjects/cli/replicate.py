@@ -32,7 +32,7 @@ from simsubjects.papers import ALL, KIND, Paper, plan_studies, resolve_papers, s
 from simsubjects.publish.rpackage import copy_r_package, r_package_version, source_commit
 from simsubjects.redact import redact, redact_obj
 from simsubjects.studyfile.origin import file_of
-from simsubjects.untrusted import md_code, md_text, r_comment, r_string, shell_join, term
+from simsubjects.collect.untrusted import md_code, md_text, r_comment, r_string, shell_join, term
 
 EXPORT_FORMATS = ["parquet", "csv", "rds", "dta", "sav"]
 
@@ -198,7 +198,7 @@ def _code_files(rows, allow_code: bool) -> dict[str, str]:
     """{study name: its study file} whose `type: function` analyses run (--allow-code: the user's own files);
     without the flag, a study file that names code is refused before the model loads."""
     from simsubjects.studyfile.spec import load_study
-    from simsubjects.untrusted import ALLOW_CODE
+    from simsubjects.collect.untrusted import ALLOW_CODE
 
     code = {}
     for paper, _, study, params in rows:
@@ -227,7 +227,7 @@ def _model_info(lm, spec: str) -> dict:
 def readme(manifest: dict) -> str:
     done = [e for e in manifest["studies"] if e.get("status") == "complete"]
     lines = [
-        # user text (titles, paths, model names, errors) is escaped Markdown on one line (simsubjects.untrusted)
+        # user text (titles, paths, model names, errors) is escaped Markdown on one line (simsubjects.collect.untrusted)
         f"# Replication package: {md_text(', '.join(manifest['papers']))}",
         "",
         *[f"- {md_text(t)}" for t in manifest["paper_titles"].values()],
@@ -378,7 +378,7 @@ def _r_block(study, entry: dict) -> str:
     if study is not None and study.r_code and not study.r_function:
         code = study.r_code
         return resolve(code)() if callable(code) or ":" in code.split("\n")[0] else code
-    # user text in R: comments on one line, strings as escaped literals (simsubjects.untrusted)
+    # user text in R: comments on one line, strings as escaped literals (simsubjects.collect.untrusted)
     if study is None or not study.r_function:
         return f"\n# ---- {r_comment(entry['study'])}: no R twin yet; the exported data is in {r_comment(folder)}/export/\n"
     src = f"source({r_string(study.r_source)})\n" if study.r_source else ""

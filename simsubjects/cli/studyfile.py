@@ -60,7 +60,7 @@ def _collect_file(path: str, kw: dict) -> None:
     from ..studyfile.session import is_session_file
 
     if is_session_file(path):
-        from ..studyfile.session_def import collect_session_file
+        from .session_cmd import collect_session_file
 
         return collect_session_file(path, kw, seeded)
     if kw.get("paths") is not None:
@@ -83,7 +83,8 @@ def _collect_file(path: str, kw: dict) -> None:
 
     if kw.get("out"):
         check_out(study, kw["out"])  # before the model loads
-    sdef = study_def(study, out=kw["out"], judge=judge_loader)
+    # a dry run counts through the study's own collect with a counting model: no `out`, so no copy is written
+    sdef = study_def(study, out=None if kw["dry_run"] else kw["out"], judge=judge_loader)
     method = kw["method"] or sdef.methods[0]
     if method not in sdef.methods:
         raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
@@ -91,7 +92,7 @@ def _collect_file(path: str, kw: dict) -> None:
               "judge_model": kw["judge_model"]}
     if kw["dry_run"]:  # as for a built-in study: counted by the tokenizer, no weights, nothing written
         from simsubjects.cli.options import _dry_run_report
-        from simsubjects.cli.dryrun import check_prices, dry_run_study
+        from simsubjects.collect.dryrun import check_prices, dry_run_study
 
         check_prices(kw["price_in"], kw["price_out"])
         rows, model = dry_run_study(sdef, kw["model"], params, method=method, n=kw["n"], batch_size=kw["batch_size"],
@@ -130,7 +131,7 @@ def check(study_file, show):
     """Validate STUDY_FILE and print its design (trials, requests, prompt tokens, prompts); no model loads."""
     from simsubjects.studyfile.check import describe
 
-    from simsubjects.untrusted import term
+    from simsubjects.collect.untrusted import term
 
     click.echo(term(describe(study_file, show), keep_newlines=True))  # study text never drives the terminal
 
@@ -190,7 +191,7 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, dem
       simsubjects study import qualtrics survey.qsf my_study --responses export.csv
       simsubjects study check my_study/study.yaml
     """
-    from ..qualtrics.write import import_qualtrics
+    from ..studyfile.qualtrics.write import import_qualtrics
 
     tags = [t.strip() for t in demographics.split(",") if t.strip()] if demographics else None
     dest, conv, human = import_qualtrics(survey, folder, responses, finished_only, subjects, tags)

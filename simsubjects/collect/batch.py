@@ -47,7 +47,7 @@ from ..errors import UserError
 from ..redact import mask_secrets, redact
 from .models.base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
 from .runner import cache_key
-from .store import RunStore, atomic_write_bytes
+from .store import OverlayCache, RunStore, atomic_write_bytes
 
 FORMATS = ("auto", "chat-top", "completions-top", "completions-echo", "completions-prompt-logprobs")
 TOP_K = 20  # the most top log-probabilities the OpenAI chat API returns
@@ -59,35 +59,6 @@ PROMPT_PART = "prompt"
 
 
 # -- the run's requests, found by running the study against a recorder ---------------------------------
-
-class OverlayCache:
-    """The run's cache read-only (when the run folder has one), with writes kept in memory; it
-    remembers every key the collection looked up, cached or not."""
-
-    def __init__(self, run_cache=None):
-        self.run_cache = run_cache
-        self.memory: dict[str, dict] = {}
-        self.hits: set[str] = set()
-
-    def get_many(self, keys) -> dict[str, dict]:
-        keys = list(keys)
-        found = {k: self.memory[k] for k in keys if k in self.memory}
-        rest = [k for k in keys if k not in found]
-        if self.run_cache is not None and rest:
-            got = self.run_cache.get_many(rest)
-            self.hits.update(got)
-            found.update(got)
-        return found
-
-    def put_many(self, items: dict[str, dict]) -> None:
-        self.memory.update(items)
-
-    def __len__(self) -> int:
-        return len(self.memory)
-
-    def close(self) -> None:
-        pass
-
 
 @dataclass
 class Recorder:

@@ -1,6 +1,6 @@
 """--max-cost: a collection stops before its usage, priced by --price-in/--price-out, would pass a cap.
 
-Before each batch is sent, its price is estimated the way --dry-run counts (cli/dryrun.py:
+Before each batch is sent, its price is estimated the way --dry-run counts (collect/dryrun.py:
 prompt tokens by the model's own tokenizer, or --tokenizer's for an API model, and each request's
 largest possible completion), and added to what this command has already used (the model's own
 `usage()`: the server's billed tokens for an API model, the counted tokens of a local one). When
@@ -25,7 +25,7 @@ class BudgetReached(UserError):
 
 
 def check_budget(max_cost, price_in, price_out) -> None:
-    from simsubjects.cli.dryrun import check_prices
+    from .dryrun import check_prices
 
     check_prices(price_in, price_out)
     if max_cost is None:
@@ -47,7 +47,7 @@ class Budget:
         return (prompt_tokens * (self.price_in or 0.0) + completion_tokens * (self.price_out or 0.0)) / 1e6
 
     def wrap(self, model, spec: str, chat_template: bool = False, remaining: Callable | None = None):
-        from simsubjects.cli.dryrun import dry_model
+        from .dryrun import dry_model
 
         return BudgetedModel(model, self, dry_model(spec, chat_template=chat_template, tokenizer=self.tokenizer),
                              remaining)
@@ -120,7 +120,7 @@ def remaining_estimate(study, model, out, trials, params: dict, *, method: str, 
     against the dry counter, keyed like the real model, through the cache read-only."""
     from pathlib import Path
 
-    from .batch import OverlayCache
+    from .store import OverlayCache
     from .runner import collect_choices
     from .store import RunStore
 

@@ -88,7 +88,7 @@ class Respondents:
 
 
 def _read_table(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
-    from simsubjects.studyfile.limits import table_file
+    from simsubjects.studyfile.limits import table_file  # climbs (docs/architecture.md): one set of table bounds
 
     suffix = path.suffix.lower()
     why = table_file(path)  # size and special files, before any read (docs/robustness.md)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from simsubjects.errors import UserError
-from simsubjects.untrusted import inside, plain_folder
+from simsubjects.collect.untrusted import inside, plain_folder
 
 # key -> allowed types of a study run's manifest.json (docs/schema.md); absent keys are not checked here
 _NUM = (int, float)

@@ -112,6 +112,35 @@ class RequestCache:
         self.db.close()
 
 
+class OverlayCache:
+    """The run's cache read-only (when the run folder has one), with writes kept in memory; it
+    remembers every key the collection looked up, cached or not."""
+
+    def __init__(self, run_cache=None):
+        self.run_cache = run_cache
+        self.memory: dict[str, dict] = {}
+        self.hits: set[str] = set()
+
+    def get_many(self, keys) -> dict[str, dict]:
+        keys = list(keys)
+        found = {k: self.memory[k] for k in keys if k in self.memory}
+        rest = [k for k in keys if k not in found]
+        if self.run_cache is not None and rest:
+            got = self.run_cache.get_many(rest)
+            self.hits.update(got)
+            found.update(got)
+        return found
+
+    def put_many(self, items: dict[str, dict]) -> None:
+        self.memory.update(items)
+
+    def __len__(self) -> int:
+        return len(self.memory)
+
+    def close(self) -> None:
+        pass
+
+
 class RunStore:
     """One run folder. `open` checks that an existing folder holds the same run before resuming."""
 
@@ -202,7 +231,7 @@ def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]
     store = RunStore(Path(root))
     if not store.root.is_dir():
         raise UserError(f"{root}: no such run folder")
-    from ..untrusted import inside
+    from .untrusted import inside
 
     for name in (MANIFEST, RESPONSES, ITEMS):  # a received run's files are its own: no link leads outside
         if (store.root / name).is_symlink():

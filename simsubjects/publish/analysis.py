@@ -13,7 +13,7 @@ from ..collect.studies.registry import resolve
 from ..errors import UserError
 from simsubjects.collect.store import staged_folder
 from simsubjects.analyze.tidy import stack_runs
-from simsubjects.untrusted import check_table_name
+from simsubjects.collect.untrusted import check_table_name
 
 
 @dataclass

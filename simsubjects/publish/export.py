@@ -17,7 +17,7 @@ import pandas as pd
 
 from simsubjects.collect.store import load_run
 from simsubjects.errors import UserError
-from simsubjects.untrusted import md_text
+from simsubjects.collect.untrusted import md_text
 from .export_rds import write_labelled
 from simsubjects.collect.store import staged_folder
 from simsubjects.collect.schema import CORE_COLUMNS, labels as study_labels

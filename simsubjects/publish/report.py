@@ -23,7 +23,7 @@ from simsubjects.collect.store import atomic_write_bytes
 from simsubjects.collect.store import write_error
 from simsubjects.collect.runcheck import check_manifest
 from simsubjects.errors import UserError
-from simsubjects.untrusted import inside, shell_join
+from simsubjects.collect.untrusted import inside, shell_join
 from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, table  # noqa: F401 - re-exported
 from simsubjects.papers import KIND, paper_of, papers, study_title, validity_reference
 

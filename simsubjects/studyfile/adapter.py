@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..collect.store import atomic_write_bytes
 from ..collect.studies.registry import StudyDef
 from ..errors import UserError
+from .runcopy import COPY, copy_files
 from .spec import Study, load_study
 
 KEY = "studyfile"  # the parameter a study file's run records (read back by origin.py)
 
-COPY = "study"  # folder of the run that holds the study file and its tables
 
 
 def file_parameters(study: Study) -> dict:
@@ -29,13 +28,6 @@ def file_parameters(study: Study) -> dict:
     return {"file": f"{COPY}/{study.file.name}", "sha256": study.sha256,
             "tables": {rel: hashlib.sha256(study.raw[rel]).hexdigest()
                        for rel, p in study.files.items() if p != study.file}}
-
-
-def copy_files(study: Study, out: Path) -> None:
-    """The study file and its tables into RUN/study/ (each written whole: atomic), from the bytes that
-    were read, hashed and parsed: an edit of the files while the run goes on never reaches the run."""
-    for rel in study.files:
-        atomic_write_bytes(Path(out) / COPY / rel, study.raw[rel])
 
 
 def check_out(study: Study, out) -> None:

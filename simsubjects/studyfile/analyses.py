@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..analyze.methods.tests import essentially_constant
 from ..analyze.tidy import shares, trial_key
 from ..errors import UserError
 from .spec import Study
@@ -106,15 +107,20 @@ def unit_means(g: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     return u.agg(score=("score", "mean"), tw=("tw", "mean")).reset_index()
 
 
-DEGENERATE = "zero variance (every score the same within a group): no test; p.value left empty"
+DEGENERATE = ("zero variance (every score the same within a group, up to float rounding as R's t.test "
+              "'essentially constant'): no test; p.value left empty")
 
 
-def _broom(res, est: float, n: int, es: float, es_type: str) -> dict:
+def _broom(res, est: float, n: int, es: float, es_type: str, flat: bool = False) -> dict:
+    """broom's names for a scipy t-test; `flat` (essentially_constant: a standard error of float rounding,
+    R's t.test 'data are essentially constant') and a non-finite t (scipy's inf or nan for an SE of 0) give
+    no test: p.value empty and the `warning` column says why, never p = 0."""
     t = float(res.statistic)
-    if not math.isfinite(t):  # a standard error of 0: scipy's t is inf (p = 0) or nan; not evidence
-        return {"estimate": est, "std.error": 0.0 if math.isinf(t) else math.nan, "statistic": math.nan,
-                "df": float(res.df), "p.value": math.nan, "conf.low": math.nan, "conf.high": math.nan, "n": n,
-                "effect_size": math.nan, "effect_size_type": es_type, "warning": DEGENERATE}
+    if flat or not math.isfinite(t):
+        return {"estimate": est, "std.error": 0.0 if flat or math.isinf(t) else math.nan, "statistic": math.nan,
+                "df": float(res.df), "p.value": math.nan, "conf.low": math.nan,
+                "conf.high": math.nan, "n": int(n), "unit": UNIT, "weights": "none", "effect_size": math.nan,
+                "effect_size_type": es_type, "warning": DEGENERATE}
     ci = res.confidence_interval()
     return {"estimate": est, "std.error": est / t if t else math.nan, "statistic": t, "df": float(res.df),
             "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high), "n": int(n),
@@ -180,12 +186,13 @@ def welch(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) -
                          "n": len(both), "unit": UNIT, "weights": "survey", "effect_size": r["estimate"] / sd
                          if sd > 0 else math.nan, "effect_size_type": "cohen_d_av"})
             continue
+        flat = essentially_constant(math.sqrt(x.var(ddof=1) / len(x) + y.var(ddof=1) / len(y)), x.mean(), y.mean())
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
             res = stats.ttest_ind(x, y, equal_var=False)
         rows.append({**key, "test": "Welch two-sample t-test", "contrast": contrast,
                      **_broom(res, x.mean() - y.mean(), len(x) + len(y),
-                              (x.mean() - y.mean()) / sd if sd > 0 else math.nan, "cohen_d_av")})
+                              (x.mean() - y.mean()) / sd if sd > 0 else math.nan, "cohen_d_av", flat)})
     return pd.DataFrame(rows)
 
 
@@ -212,11 +219,13 @@ def paired(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) 
                          "weights": "survey", "effect_size": r["estimate"] / sd if sd > 0 else math.nan,
                          "effect_size_type": "cohen_d_z"})
             continue
+        flat = essentially_constant(sd / math.sqrt(len(diff)), diff.mean())
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
             res = stats.ttest_rel(m[levels[0]].to_numpy(float), m[levels[1]].to_numpy(float))
         rows.append({**key, "test": "Paired t-test", "contrast": f"{factor}: {levels[0]} - {levels[1]}",
-                     **_broom(res, diff.mean(), len(diff), diff.mean() / sd if sd > 0 else math.nan, "cohen_d_z")})
+                     **_broom(res, diff.mean(), len(diff), diff.mean() / sd if sd > 0 else math.nan, "cohen_d_z",
+                              flat)})
     return pd.DataFrame(rows)
 
 
@@ -238,11 +247,12 @@ def one_sample(trials: pd.DataFrame, mu, by: list[str]) -> pd.DataFrame:
                          "contrast": f"score - {mu}", **r, "n": len(x), "unit": UNIT, "weights": "survey",
                          "effect_size": r["estimate"] / sd if sd > 0 else math.nan, "effect_size_type": "cohen_d"})
             continue
+        flat = essentially_constant(sd / math.sqrt(len(x)), x.mean())
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
             res = stats.ttest_1samp(x, 0.0)
         rows.append({**key, "test": "One-sample t-test", "contrast": f"score - {mu}",
-                     **_broom(res, x.mean(), len(x), x.mean() / sd if sd > 0 else math.nan, "cohen_d")})
+                     **_broom(res, x.mean(), len(x), x.mean() / sd if sd > 0 else math.nan, "cohen_d", flat)})
     return pd.DataFrame(rows)
 
 
@@ -390,7 +400,7 @@ def user_function(study: Study, i: int, ref: str):
     folder or the study's and run's folders (docs/robustness.md)."""
     import importlib
 
-    from ..untrusted import ALLOW_CODE, no_local_imports
+    from ..collect.untrusted import ALLOW_CODE, no_local_imports
 
     where = ("analyses", i, "function")
     if not study.allow_code:

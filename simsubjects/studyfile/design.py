@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from simsubjects.collect.option_order import shown_text
-from .spec import Item, Response, Study
+from .spec import Item, Response, Study, conditions  # noqa: F401 - conditions lives in spec (its checks use it)
 
 
 def _rng(*parts) -> np.random.Generator:
@@ -52,15 +52,6 @@ def shown_options(r: Response, order: tuple[int, ...]):
         pos = "" if o.position is None else f"{o.position:g}"
         out.append((o, letter, comp, Template(r.option_format).substitute(fill, position=pos)))
     return out
-
-
-def conditions(study: Study) -> tuple[list[dict], list[dict]]:
-    """(between-subject conditions, within-subject conditions): each a list of {factor: level}."""
-    def product(fs):
-        return [dict(zip([f.name for f in fs], lv)) for lv in itertools.product(*[list(f.levels) for f in fs])]
-
-    return (product([f for f in study.factors if f.assignment == "between"]),
-            product([f for f in study.factors if f.assignment == "within"]))
 
 
 def subject_conditions(study: Study) -> dict[str, list[dict]]:

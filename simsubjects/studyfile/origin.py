@@ -52,7 +52,7 @@ def title(manifest: dict, folder) -> str | None:
     try:
         import yaml
 
-        from simsubjects.untrusted import inside
+        from simsubjects.collect.untrusted import inside
 
         data = yaml.safe_load(inside(folder, o.file, "studyfile").read_text(encoding="utf-8"))
         return str(data.get("title") or o.study)
@@ -73,7 +73,7 @@ def study_def(folder, manifest: dict, code_from=None):
         from simsubjects.collect.studies.registry import get_study
 
         return get_study(o.study)
-    from simsubjects.untrusted import inside
+    from simsubjects.collect.untrusted import inside
 
     from .adapter import study_def as from_file
     from .spec import load_study

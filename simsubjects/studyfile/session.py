@@ -122,6 +122,7 @@ def load_session(file, seed: int | None = None) -> SessionStudy:
                      citation=c.text(d, "citation", (), ""), license=c.text(d, "license", (), ""),
                      description=c.text(d, "description", (), ""))
     s.files[src.file.name] = src.file
+    s.raw[src.file.name] = src.raw  # the bytes hashed and parsed: what the run's copy gets (runcopy.copy_files)
     _prompt(c, {"prompt": d.get("prompt") or {"template": "${question}\n${options}"}}, s)
     if isinstance(d.get("prompt"), dict) and "template" not in d["prompt"]:
         s.template = "${question}\n${options}"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..collect.studies.registry import StudyDef
-from .adapter import copy_files
+from .runcopy import copy_files
 from .design import items_table
 from .session import SessionStudy, leaves
 
@@ -28,7 +28,7 @@ def session_items(study: SessionStudy) -> pd.DataFrame:
 
 
 def session_def(study: SessionStudy, out=None) -> StudyDef:
-    from ..collect.sessions import collect_session
+    from .session_run import collect_session
     from .session_analysis import analyze_session, plot_session
 
     def finalize(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
@@ -76,38 +76,3 @@ def describe_session(study: SessionStudy) -> str:
         lines.append(f"people: {len(study.people)} person-level values of {study.people['respondent'].nunique()} "
                      f"persons ({study.human_name}), by {', '.join(study.people_by) or 'nothing'}")
     return "\n".join(lines)
-
-
-def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
-    """`collect SESSION.yaml`: checked whole before the model loads; the run resumes like any other."""
-    from ..cli.commands import _model_kwargs, _report_collection
-    from ..collect.pipeline import run_study
-    from ..errors import UserError
-    from .adapter import file_parameters
-    from .session import load_session
-
-    study = load_session(path, seed=kw["seed"] if seeded else None)
-    bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
-    if bad:
-        raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
-    if kw.get("paths") is not None and study.session.enumerate:
-        raise UserError(f"--paths: {path} enumerates its paths (session.paths: enumerate)")
-    for flag in ("dry_run", "validate", "judge_model"):
-        if kw.get(flag):
-            raise UserError(f"--{flag.replace('_', '-')}: not available for a session yet")
-    if kw["chat_template"] or study.chat_template:
-        raise UserError("--chat-template: sessions are written as text for now (chat turns are not in this "
-                        "version); leave it off")
-    method = kw["method"] or "exact"
-    if method not in ("exact", "sampled"):
-        raise UserError(f"--method {method}: a session supports exact, sampled")
-    from ..collect.models.incremental import SCORER
-
-    # a local model scores a session's growing prompts with reused keys/values: another order of
-    # float sums than the packed scorer, so the scorer is part of the run's identity
-    params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": kw.get("paths"),
-              "session_scorer": SCORER}
-    _, manifest = run_study(session_def(study, out=kw["out"]), kw["model"], kw["out"], params=params, method=method,
-                            n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
-                            show_progress=not kw["quiet"], batch_size=kw["batch_size"])
-    _report_collection(kw["out"], manifest)

@@ -7,6 +7,7 @@ The format is documented field by field in docs/studies.md. Checks here need no 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import re
 from dataclasses import dataclass, field
@@ -790,12 +791,19 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
     return out
 
 
+def conditions(study: Study) -> tuple[list[dict], list[dict]]:
+    """(between-subject conditions, within-subject conditions): each a list of {factor: level}."""
+    def product(fs):
+        return [dict(zip([f.name for f in fs], lv)) for lv in itertools.product(*[list(f.levels) for f in fs])]
+
+    return (product([f for f in study.factors if f.assignment == "between"]),
+            product([f for f in study.factors if f.assignment == "within"]))
+
+
 def _check_human_levels(c: Checker, s: Study, rows: list[dict], lines: list[int], m: dict, groups: list[str],
                         path) -> None:
     """A human condition or factor level the design does not declare is an error naming its row: such
     rows would silently drop out of every test, as an answer typo would (which is caught)."""
-    from .design import conditions
-
     if "condition" in m and not s.condition:  # the design's own labels (a custom template: not checked)
         between, within = conditions(s)
         allowed = {",".join(f"{k}={v}" for k, v in {**b, **w}.items()) for b in between for w in within}
@@ -914,7 +922,7 @@ RESERVED_TABLES = {"trials", "distribution", "estimates", "tests", "order_effect
 def _analysis_name(c: Checker, a: dict, path, s: Study) -> None:
     """An analysis's name becomes NAME.csv in the analysis folder: an identifier, never a path
     (docs/robustness.md); checked here (study check, collect) and again at analyze on the run's copy."""
-    from ..untrusted import is_ident
+    from ..collect.untrusted import is_ident
 
     if "name" not in a:
         return

@@ -104,3 +104,23 @@ test_that("levels, baselines and small data", {
   expect_error(amce(d, "y", "f", "story", baseline = "Late"), "baseline")
   expect_error(amce(d, "y", "f", "story", se_type = "HC1"))
 })
+
+test_that("conjoint_wald is survey::regTermTest's Wald F, clustered by respondent within its group", {
+  # the unit is the respondent: ids repeat across the two groups and are still two clusters
+  set.seed(5)
+  d <- data.frame(id = rep(1:30, each = 6), group = rep(c("people", "model"), each = 90))
+  for (v in c("A", "B")) d[[v]] <- sample(c("x", "y", "z"), nrow(d), TRUE)
+  d$id <- d$id %% 15
+  d$chosen <- rbinom(nrow(d), 1, 0.4 + 0.2 * (d$A == "y"))
+  ours <- conjoint_wald(d, "chosen", c("A", "B"), by = "group", id = "id")
+  d$cl <- paste(d$group, d$id)
+  for (v in c("A", "B", "group")) d[[v]] <- factor(d[[v]])
+  m <- survey::svyglm(chosen ~ (A + B) * group, design = survey::svydesign(ids = ~cl, weights = ~1, data = d))
+  ref <- survey::regTermTest(m, ~ group + A:group + B:group, method = "Wald")
+  expect_equal(ours$statistic, as.numeric(ref$Ftest), tolerance = 1e-9)
+  expect_equal(c(ours$df, ours$df.residual), c(ref$df, ref$ddf))
+  expect_equal(ours$p.value, as.numeric(ref$p), tolerance = 1e-7)
+  expect_equal(ours$n_clusters, 30)
+  # cregg's unclustered cj_anova stays available and differs from it
+  expect_false(isTRUE(all.equal(conjoint_anova(d, "chosen", c("A", "B"), by = "group")$statistic, ours$statistic)))
+})

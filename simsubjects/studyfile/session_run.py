@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UserError
-from ..studyfile import expr as X
-from ..studyfile.design import shown_options
-from .models.base import ChoiceRequest, ChoiceResult
-from .runner import cache_key, cached_map, progress
+from . import expr as X
+from .design import shown_options
+from ..collect.models.base import ChoiceRequest, ChoiceResult
+from ..collect.runner import cache_key, cached_map, progress
 
 LEAF_TOLERANCE = 1e-9
 
@@ -337,7 +337,7 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
     chunk = int(params.get("batch_size") or 64)
     run = SessionRun(study, model, method, n, params.get("paths"))
     fp = model.fingerprint()
-    from .models.incremental import PathScorer, supports
+    from ..collect.models.incremental import PathScorer, supports
 
     chain_of: dict[int, list] = {}  # id(request) -> the earlier requests of its path
     if method == "exact" and supports(model):  # a local model: each path's keys/values are reused

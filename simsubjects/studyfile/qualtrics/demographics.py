@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import UserError
+from ...errors import UserError
 from .build import Conversion, Item
 from .human import Human
 
@@ -37,7 +37,7 @@ def demographic_items(conv: Conversion, tags: list[str], has_human: bool) -> lis
 
 def column(it: Item) -> str:
     """The group / persona column of a demographic: its item id as a name (placeholders need one)."""
-    from ..studyfile.spec import RESERVED
+    from ..spec import RESERVED
 
     name = re.sub(r"[^A-Za-z0-9_]", "_", it.id)
     name = name if name[:1].isalpha() else f"d_{name}"

@@ -178,7 +178,7 @@ def _exclusive(q, it: Item, items: list[Item], ids: dict, notes: list, visible: 
 
 def _session_ids(items: list[Item]) -> dict[str, str]:
     """Session item ids are names an expression can use: other characters become _, unique, not reserved."""
-    from ..studyfile.spec import RESERVED
+    from ..spec import RESERVED
 
     out, taken = {}, set()
     for it in items:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from ...errors import UserError
 
 RID = re.compile(r"^R_[A-Za-z0-9]+$")
 ID_NAMES = ("ResponseId", "ResponseID", "Response ID", "responseId", "_recordId")

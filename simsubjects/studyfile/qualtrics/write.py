@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import UserError
+from ...errors import UserError
 from .build import Conversion, Item, convert
 from .human import Human, human_rows
 from .qsf import load_qsf
@@ -271,7 +271,7 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
                    ["item", "qid", "tag", "block", "qtype", "kind", "arm", "choice_id", "recode", "label", "position",
                     "refusal"])
         session_notes = _write_session(tmp, conv, data, n)
-        from ..studyfile.spec import load_study
+        from ..spec import load_study
 
         load_study(tmp / "study.yaml")  # what `study check` reads: a failure here is the importer's bug
         (tmp / "IMPORT_NOTES.md").write_text(notes_md(conv, human, Path(responses).name if responses else None,
@@ -290,7 +290,7 @@ def _write_session(tmp: Path, conv: Conversion, data: dict, n: int) -> list | No
     """DIR/session.yaml (and subjects.csv for a randomizer's arms) where the package reads sessions and the
     survey has k-choice items; checked as `study check` checks it. None: no session written."""
     try:
-        from ..studyfile.session import load_session
+        from ..session import load_session
     except ImportError:  # a package without sessions (docs/studies.md, "Sessions")
         return None
     from .session import session_yaml

@@ -89,7 +89,7 @@ def human_rows(conv: Conversion, ex: Export, finished_only: bool) -> Human:
               ex.column([f"{f.flow_id}_DO"], [f"{f.flow_id}_DO"]) is not None or
               any(n.startswith(f"{f.flow_id}_DO_") for n in ex.names) for f in conv.factors}
     # embedded data the export holds: respondent columns of the human rows (and their groups)
-    from ..studyfile.spec import NAME, RESERVED
+    from ..spec import NAME, RESERVED
 
     taken = {*RESERVED, "respondent", "response", *(f.name for f in conv.factors)}
     embedded = {e: ex.column([e], [e]) for e in conv.survey.embedded

@@ -18,7 +18,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import UserError
+from ..errors import UserError
 
 # a table's or analysis's name becomes `NAME.csv` in the analysis folder: an identifier, never a path
 IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")

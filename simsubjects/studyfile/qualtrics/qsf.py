@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
-from ..errors import UserError
+from ...errors import UserError
 
 PIPED = re.compile(r"\$\{([a-z]+)://([^}]*)\}")
 
 
 class _Text(HTMLParser):
-    """The visible text of an HTML fragment: tags dropped, <br>/<p>/<div> as spaces, scripts skipped."""
+    """The visible text of an HTML fragment: tags dropped, br/p/div/li/tr/span tags as spaces,
+    scripts skipped (this reads Qualtrics' HTML; it renders none)."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)

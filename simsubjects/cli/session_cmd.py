@@ -1,0 +1,41 @@
+"""`collect SESSION.yaml`: the command's part of a session study file (its options, the run, the
+summary line); the session itself is studyfile/session_def.py and studyfile/session_run.py. Here,
+in cli/, because it reads the command's options (docs/architecture.md: studyfile/ imports no command)."""
+
+from __future__ import annotations
+
+
+def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
+    """`collect SESSION.yaml`: checked whole before the model loads; the run resumes like any other."""
+    from .options import _model_kwargs, _report_collection
+    from ..collect.pipeline import run_study
+    from ..errors import UserError
+    from ..studyfile.adapter import file_parameters
+    from ..studyfile.session import load_session
+    from ..studyfile.session_def import session_def
+
+    study = load_session(path, seed=kw["seed"] if seeded else None)
+    bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
+    if bad:
+        raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
+    if kw.get("paths") is not None and study.session.enumerate:
+        raise UserError(f"--paths: {path} enumerates its paths (session.paths: enumerate)")
+    for flag in ("dry_run", "validate", "judge_model"):
+        if kw.get(flag):
+            raise UserError(f"--{flag.replace('_', '-')}: not available for a session yet")
+    if kw["chat_template"] or study.chat_template:
+        raise UserError("--chat-template: sessions are written as text for now (chat turns are not in this "
+                        "version); leave it off")
+    method = kw["method"] or "exact"
+    if method not in ("exact", "sampled"):
+        raise UserError(f"--method {method}: a session supports exact, sampled")
+    from ..collect.models.incremental import SCORER
+
+    # a local model scores a session's growing prompts with reused keys/values: another order of
+    # float sums than the packed scorer, so the scorer is part of the run's identity
+    params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": kw.get("paths"),
+              "session_scorer": SCORER}
+    _, manifest = run_study(session_def(study, out=kw["out"]), kw["model"], kw["out"], params=params, method=method,
+                            n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
+                            show_progress=not kw["quiet"], batch_size=kw["batch_size"])
+    _report_collection(kw["out"], manifest)

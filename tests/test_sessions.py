@@ -414,3 +414,19 @@ def test_show_if_and_sequential_moves_on_the_model(smollm2, tmp_path):
     # leaves per subject: q1=Yes (4 game leaves) + q1=No x q2 (2 x 4)
     assert (paths.groupby("subject").size() == 12).all()
     assert np.allclose(paths.groupby("subject")["weight"].sum(), 1.0, atol=1e-9)
+
+
+@pytest.mark.filterwarnings("error::FutureWarning")  # transformers' past_key_values deprecation (issue 27)
+def test_replicate_runs_a_session_file(smollm2, tmp_path):
+    """`make demo` replicates a session file beside the papers: replicate's study-file checks (code that
+    runs only with --allow-code) read a session as a session, not as a k-choice study file."""
+    from simsubjects.cli.replicate import replicate
+
+    src = tmp_path / "s"
+    src.mkdir()
+    (src / "study.yaml").write_text((BAD / "valid_base.yaml").read_text())
+    man = replicate([str(src / "study.yaml")], "smollm2", tmp_path / "rep", show_progress=False,
+                    loaded_model=smollm2, log=lambda m: None)
+    assert [e["study"] for e in man["studies"]] == ["bad-session"]
+    assert not man["studies"][0].get("error")
+    assert (tmp_path / "rep" / "bad-session" / "responses.parquet").exists()

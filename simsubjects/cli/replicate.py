@@ -198,11 +198,12 @@ def _code_files(rows, allow_code: bool) -> dict[str, str]:
     """{study name: its study file} whose `type: function` analyses run (--allow-code: the user's own files);
     without the flag, a study file that names code is refused before the model loads."""
     from simsubjects.studyfile.spec import load_study
+    from simsubjects.studyfile.session import is_session_file
     from simsubjects.collect.untrusted import ALLOW_CODE
 
     code = {}
     for paper, _, study, params in rows:
-        if "studyfile" not in params:
+        if "studyfile" not in params or is_session_file(paper.key):  # a session names no code (session.py)
             continue
         if not allow_code:
             s = load_study(paper.key)

@@ -26,7 +26,7 @@ from transformers import DynamicCache
 
 from ..choice import exact_choice
 from .base import ChoiceRequest, ChoiceResult
-from .generation import _kv_bytes, _prefill
+from .generation import _cache_kw, _kv_bytes, _prefill
 from .packing import lcp
 
 SCORER = "incremental-kv"
@@ -126,7 +126,7 @@ class PathScorer:
             cache = DynamicCache(ddp_cache_data=kv)  # a forward appends to new tensors: `kv` stays the context's
             res = self.model.model(input_ids=torch.tensor([tail[:-1]], device=dev),
                                    position_ids=torch.arange(start, start + len(tail) - 1, device=dev)[None],
-                                   past_key_values=cache, use_cache=True)
+                                   use_cache=True, **{_cache_kw(self.model.model): cache})
             lp = torch.log_softmax(res.logits[0].float(), dim=-1)
             total += float(sum(lp[t, tok] for t, tok in enumerate(tail[1:])))
             self.model.stats["forwards"] += 1

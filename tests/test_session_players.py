@@ -205,5 +205,8 @@ def test_trust_example_runs_beside_people(smollm2, tmp_path):
         assert set(got.index) == {"subject", "person"}, m
         assert got.loc["person", "n"] == 32 and got.loc["subject", "n"] == 8
     assert bp[(bp["measure"] == "mean sent") & (bp["unit"] == "person")]["estimate"].item() == pytest.approx(165 / 32)
+    side = pd.read_csv(out / "analysis" / "model_and_people.csv").set_index("measure")  # the report's table
+    assert len(side) == 12 and side.loc["mean sent", "people"] == pytest.approx(165 / 32)
+    assert side.loc["share send=5", "people"] == pytest.approx(6 / 32) and (side["n_subjects"] == 8).all()
     model_mean = rounds["sent"].mean()
     assert bp[(bp["measure"] == "mean sent") & (bp["unit"] == "subject")]["estimate"].item() == pytest.approx(model_mean)

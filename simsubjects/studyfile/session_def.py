@@ -46,7 +46,7 @@ def session_def(study: SessionStudy, out=None) -> StudyDef:
         analyze=lambda responses, items: analyze_session(study, responses, items),
         plot=plot_session,
         summary=lambda tables: {k: v for k, v in tables.items() if k in ("rounds_by_round", "paths", "subject_tests",
-                                                                            "beside_people_tests")},
+                                                                            "model_and_people", "beside_people_tests")},
         methods=("exact", "sampled"),
     )
 

@@ -208,7 +208,7 @@ def side_by_side(bp: pd.DataFrame, human: str) -> pd.DataFrame:
     if not len(bp):
         return bp
     cells = [c for c in bp.columns if c not in ("source", "estimate", "std.error", "conf.low", "conf.high", "n", "unit")]
-    key = bp[cells].astype(str).agg("\x1f".join, axis=1)
+    key = pd.Series([tuple(map(str, r)) for r in bp[cells].itertuples(index=False)], index=bp.index)
     model, people = bp[bp["source"] == "model"], bp[bp["source"] == human]
     both = set(key[model.index]) & set(key[people.index])
     rows = []

@@ -210,3 +210,54 @@ def test_trust_example_runs_beside_people(smollm2, tmp_path):
     assert side.loc["share send=5", "people"] == pytest.approx(6 / 32) and (side["n_subjects"] == 8).all()
     model_mean = rounds["sent"].mean()
     assert bp[(bp["measure"] == "mean sent") & (bp["unit"] == "subject")]["estimate"].item() == pytest.approx(model_mean)
+
+
+# ------------------------------------------------------------------------------ memory as chat turns
+
+def test_transcript_as_chat_turns_with_a_chat_template(smollm2, tmp_path):
+    """With a chat template, each earlier decision is a user turn (feedback and question as shown)
+    and an assistant turn (the answer): the recorded distributions equal the packed scorer's on
+    chat turns built here by hand, and differ from the same session as text."""
+    import copy
+
+    from simsubjects.collect.models.base import ChoiceRequest
+
+    chat = copy.copy(smollm2)  # the loaded weights, with the chat template on (no second load)
+    chat.chat_template = True
+    text = (ROOT / "examples" / "pd_tft" / "study.yaml").read_text()
+    text = text.replace("subjects: 10", "subjects: 2").replace("rounds: 5", "rounds: 3")
+    (tmp_path / "pd.yaml").write_text(text)
+    study, r = _run_chat(tmp_path / "pd.yaml", tmp_path / "run", chat)
+    _, plain = _run(tmp_path / "pd.yaml", tmp_path / "run_text", smollm2)
+    dec = r[r["condition"] == "decision"]
+    rounds = r[r["condition"] == "round"]
+    reqs, keys = [], []
+    for s in ("s1", "s2"):
+        turns = [("system", study.system.strip())]
+        before = ""
+        for rec in rounds[rounds["subject"] == s].sort_values("round").to_dict("records"):
+            q = f"Round {rec['round']}. Do you choose J or F?\nYour choice:"
+            reqs.append(ChoiceRequest("", (" J", " F"), messages=tuple(turns + [("user", before + q)])))
+            keys.append((s, rec["round"]))
+            turns += [("user", before + q), ("assistant", rec["choice"])]
+            before = (f"You chose {rec['choice']} and the other person chose {rec['partner']}. You earned "
+                      f"{rec['payoff']:g} points (total {rec['total']:g}).\n\n")
+    res = chat.choose(reqs)
+    for (s, rnd), one in zip(keys, res):
+        got = dec[(dec["subject"] == s) & (dec["round"] == rnd)]
+        assert got["response"].tolist() == ["J", "F"]
+        assert np.allclose(got["weight"].to_numpy(), one.probs, atol=1e-5, rtol=0), (s, rnd)
+    as_text = plain[plain["condition"] == "decision"]["weight"].to_numpy()
+    assert np.abs(dec["weight"].to_numpy() - as_text).max() > 1e-3  # chat turns are another prompt
+
+
+def _run_chat(study_file, out, model):
+    from simsubjects.collect.pipeline import run_study
+    from simsubjects.studyfile.adapter import file_parameters
+    from simsubjects.studyfile.session_def import session_def
+
+    study = load_session(study_file)
+    p = {"studyfile": file_parameters(study), "seed": study.seed, "paths": None, "session_scorer": "incremental-kv",
+         "chat_template": True}
+    responses, _ = run_study(session_def(study, out=out), "smollm2", out, params=p, model=model, show_progress=False)
+    return study, responses

@@ -58,6 +58,7 @@ class Decision:
     shown: list  # shown_options(...)
     rendered: str  # the question as shown (template filled)
     player: str = ""  # a model player's decision: its name ('' for the subject's)
+    messages: tuple = ()  # chat turns ((role, content), ...): a chat model's request (prompt then '')
 
     @property
     def completions(self) -> tuple[str, ...]:
@@ -99,11 +100,17 @@ class State:
     # so the branches of an enumerated tree that share them stay apart)
     ptext: dict = field(default_factory=dict)
     pasked: dict = field(default_factory=dict)
+    # chat turns (a chat template): the path's turns so far, where the text not yet in a turn starts
+    # (intro, feedback), and each model player's own turns; tuples and dicts replaced, never changed
+    turns: tuple = ()
+    mark: int = 0
+    pturns: dict = field(default_factory=dict)
 
 
 class SessionRun:
-    def __init__(self, study, model, method: str, n: int, paths: int | None):
+    def __init__(self, study, model, method: str, n: int, paths: int | None, chat: bool = False):
         self.study, self.sess, self.model = study, study.session, model
+        self.chat = chat  # memory as chat turns (the model's chat template), else as text
         self.method, self.n = method, n
         self.paths = 1 if self.sess.enumerate else int(paths or self.sess.paths)
         self.rows: list[dict] = []
@@ -223,9 +230,28 @@ class SessionRun:
         fill = {"question": question, "options": options, "item": it.id, "persona": str(st.person.get("persona", "")),
                 **{k: _fmt(v) for k, v in self.env(st).items()}}
         rendered = Template(self.study.template).safe_substitute(fill)
+        if self.chat:
+            user = (st.text[st.mark:] if self.sess.memory == "transcript" else "") + rendered
+            messages = self.system_turn(self.header(st, b)) + self.memory_turns(st.turns) + (
+                ("user", user + self.fill(self.study.answer_prefix, st)),)
+            return Decision(st, it, "", question, shown, rendered, messages=messages)
         memory = {"transcript": st.text, "answers": st.lines, "none": ""}[self.sess.memory]
         prompt = self.header(st, b) + memory + rendered + self.fill(self.study.answer_prefix, st)
         return Decision(st, it, prompt, question, shown, rendered)
+
+    def system_turn(self, head: str) -> tuple:
+        return (("system", head.strip()),) if head.strip() else ()
+
+    def memory_turns(self, turns: tuple) -> tuple:
+        return turns if self.sess.memory != "none" else ()
+
+    def turn_pair(self, d: Decision, label: str, completion: str, before: str = "") -> tuple:
+        """The chat turns a decision leaves in memory: transcript, the question as shown (after the
+        text since the last turn: intro, feedback) and the answer; answers, the question and label."""
+        if self.sess.memory == "answers":
+            return (("user", d.question), ("assistant", label))
+        return (("user", before + d.rendered + self.fill(self.study.answer_prefix, d.state)),
+                ("assistant", completion.strip()))
 
     def player_decision(self, st: State, b, name: str) -> Decision:
         """A model player's move: its persona, its own memory (per session.memory) and its question."""
@@ -236,6 +262,10 @@ class SessionRun:
                 "item": name, "persona": "", **{k: _fmt(v) for k, v in self.env(st).items()}}
         rendered = Template(self.study.template).safe_substitute(fill)
         head = self.fill(p.persona, st) + "\n\n" if p.persona else ""
+        if self.chat:
+            messages = self.system_turn(head) + self.memory_turns(st.pturns.get(name, ())) + (
+                ("user", rendered + self.fill(self.study.answer_prefix, st)),)
+            return Decision(st, None, "", question, shown, rendered, player=name, messages=messages)
         memory = st.ptext.get(name, "") if self.sess.memory != "none" else ""
         prompt = head + memory + rendered + self.fill(self.study.answer_prefix, st)
         return Decision(st, None, prompt, question, shown, rendered, player=name)
@@ -249,6 +279,8 @@ class SessionRun:
         else:
             seen = Template(self.sess.history).safe_substitute(question=d.question, answer=label)
         st.ptext = {**st.ptext, name: st.ptext.get(name, "") + seen}
+        if self.chat:
+            st.pturns = {**st.pturns, name: st.pturns.get(name, ()) + self.turn_pair(d, label, completion)}
         st.hist += (label,)
         st.pos += 1
 
@@ -258,7 +290,10 @@ class SessionRun:
         st, it = d.state, d.item
         st.answers[it.id] = label
         st.answer_hist.setdefault(it.id, []).append(label)
+        if self.chat:
+            st.turns = st.turns + self.turn_pair(d, label, completion, st.text[st.mark:])
         st.text += d.rendered + self.fill(self.study.answer_prefix, st) + completion + "\n\n"
+        st.mark = len(st.text)
         st.lines += Template(self.sess.history).safe_substitute(question=d.question, answer=label)
         st.hist += (label,)
         st.pos += 1
@@ -371,14 +406,15 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
     method = params.get("method", "exact")
     n = int(params.get("n") or 50)
     chunk = int(params.get("batch_size") or 64)
-    run = SessionRun(study, model, method, n, params.get("paths"))
+    chat = bool(params.get("chat_template") or study.chat_template)
+    run = SessionRun(study, model, method, n, params.get("paths"), chat)
     chain_of: dict[int, list] = {}  # id(request) -> the earlier requests of its path (or player)
     askers = {SAME: _asker(model, method, chain_of)}  # model spec -> (fingerprint, ask)
     for p in run.sess.players.values():  # another model spec: loaded once, asked through the same cache
         if p.kind == "model" and p.model not in askers:
             from ..collect.models import load_model
 
-            askers[p.model] = _asker(load_model(p.model), method, chain_of)
+            askers[p.model] = _asker(load_model(p.model, chat_template=chat), method, chain_of)
     states = run.initial()
     failures, queries, asked = [], 0, 0
     with progress(len(states), f"{study.name} paths ({model.info.spec})", show_progress) as bar:
@@ -393,7 +429,7 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
             bar.update(0 if run.sess.enumerate else len(finished))
             if not pending:
                 break
-            reqs = [ChoiceRequest(d.prompt, d.completions, n) for d in pending]
+            reqs = [ChoiceRequest(d.prompt, d.completions, n, d.messages) for d in pending]
             chain_of.clear()
             for d, rq in zip(pending, reqs):
                 chain_of[id(rq)] = d.state.pasked.get(d.player, []) if d.player else d.state.asked
@@ -428,7 +464,7 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
             for d, st, j in grown:  # st: the path (or, enumerating, the branch) that answered option j
                 st.parent = run.node(st) if not run.sess.enumerate else run.node(d.state)
                 st.step += 1
-                run.answer(Decision(st, d.item, d.prompt, d.question, d.shown, d.rendered, d.player),
+                run.answer(Decision(st, d.item, d.prompt, d.question, d.shown, d.rendered, d.player, d.messages),
                            d.shown[j][0].label, d.shown[j][2])
                 states.append(st)
     rows = _finish(run)

@@ -261,3 +261,38 @@ def _run_chat(study_file, out, model):
          "chat_template": True}
     responses, _ = run_study(session_def(study, out=out), "smollm2", out, params=p, model=model, show_progress=False)
     return study, responses
+
+
+from tests.llama_server import llama_server  # noqa: E402,F401 (fixture)
+
+
+def test_chat_turns_as_messages_on_the_loopback_llama_server(llama_server, tmp_path, monkeypatch, capsys):
+    """--chat-template on an OpenAI-compatible server: the session's turns go as chat messages, and
+    each decision is the chat endpoint's own top log-probabilities for the messages rebuilt here."""
+    import httpx
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    text = (ROOT / "examples" / "pd_tft" / "study.yaml").read_text()
+    (tmp_path / "s.yaml").write_text(text.replace("subjects: 10", "subjects: 2").replace("rounds: 5", "rounds: 2"))
+    out = tmp_path / "run"
+    assert main(["collect", str(tmp_path / "s.yaml"), "--model", f"openai:smollm2@{llama_server}", "--chat-template",
+                 "--out", str(out), "-q"]) == 0, capsys.readouterr().err
+    r = pd.read_parquet(out / "responses.parquet")
+    dec = r[r["condition"] == "decision"]
+    assert set(dec["method"]) == {"exact"} and len(dec) == 2 * 2 * 2
+    assert np.allclose(dec.groupby("trial")["weight"].sum(), 1.0, atol=1e-9)
+    study = load_session(tmp_path / "s.yaml")
+    first = r[(r["condition"] == "round") & (r["round"] == 1)].sort_values("subject").iloc[0]
+    q1, q2 = ("Round 1. Do you choose J or F?\nYour choice:", "Round 2. Do you choose J or F?\nYour choice:")
+    fb = (f"You chose {first['choice']} and the other person chose {first['partner']}. You earned "
+          f"{first['payoff']:g} points (total {first['total']:g}).\n\n")
+    messages = [{"role": "system", "content": study.system.strip()}, {"role": "user", "content": q1},
+                {"role": "assistant", "content": first["choice"]}, {"role": "user", "content": fb + q2}]
+    j = httpx.post(f"{llama_server}/chat/completions", timeout=60,
+                   json={"model": "smollm2", "messages": messages, "max_tokens": 1, "logprobs": True,
+                         "top_logprobs": 20, "temperature": 0.0}).json()
+    top = {t["token"]: t["logprob"] for t in j["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
+    lp = np.array([top["J"], top["F"]])
+    want = np.exp(lp - lp.max()) / np.exp(lp - lp.max()).sum()
+    got = dec[(dec["subject"] == first["subject"]) & (dec["round"] == 2)]
+    assert got["response"].tolist() == ["J", "F"] and np.allclose(got["weight"].to_numpy(), want, atol=1e-9)

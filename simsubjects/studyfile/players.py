@@ -1,9 +1,15 @@
-"""Other players of a session: scripted strategies and recorded people's moves (docs/studies.md, "Players").
+"""Other players of a session: scripted strategies, recorded people's moves, and model players
+(docs/studies.md, "Players").
 
 A scripted player's move is a function of the rounds before (the repeated-game strategies of
 Axelrod 1984 and of Dal Bó & Fréchette 2011's strategy estimation: always cooperate/defect,
 tit-for-tat, grim trigger) or of a fixed schedule; a recorded player replays a person's moves
 from a table. Both are deterministic, so they add no branch to an enumerated tree.
+
+A model player (`model: same` with its own `persona`, or `model: SPEC`, another model) answers
+its own k-choice question: its move is a decision like the subject's, with its exact option
+distribution recorded (rows with `player` = its name) and the move drawn by the path's seeded
+generator (or, enumerating, every option a branch).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from .load import did_you_mean
 STRATEGIES = {"always": {"move"}, "tit_for_tat": {"responds_to", "first"},
               "grim_trigger": {"responds_to", "cooperate", "defect"}, "schedule": {"moves"}}
 TABLE = {"table", "round", "move", "match"}
+MODEL = {"model", "persona", "text", "response"}
+SAME = "same"  # the subject's own model (with the player's own persona)
 
 
 @dataclass
@@ -30,8 +38,19 @@ class Player:
     schedule: list = field(default_factory=list)
     recorded: dict = field(default_factory=dict)  # (match value, round) -> move
     match: str = ""
+    model: str = ""  # model players: "same" or a model spec
+    persona: str = ""  # model players: the text before its question (its role)
+    text: str = ""  # model players: its question (placeholders: the state when it moves)
+    response: object = None  # model players: a k-choice Response
 
-    branches = 1  # deterministic: no branch in an enumerated tree
+    @property
+    def branches(self) -> int:
+        """Deterministic players add no branch to an enumerated tree; a model player one per option."""
+        return len(self.response.options) if self.kind == "model" else 1
+
+    @property
+    def labels(self) -> list[str]:
+        return [o.label for o in self.response.options] if self.response is not None else []
 
     def moves_of(self, sess, block) -> list[str]:
         """The moves this player can make (the options of the item it answers, or its listed moves)."""
@@ -40,6 +59,8 @@ class Player:
                 return [o.label for o in sess.item(self.responds_to).item.response.options]
             except StopIteration:
                 return []
+        if self.kind == "model":
+            return self.labels
         if self.kind == "always":
             return [self.move]
         if self.kind == "schedule":
@@ -80,18 +101,18 @@ class Player:
         return self.recorded[key]
 
 
-def parse_player(c, name: str, v, path, study) -> Player:
+def parse_player(c, name: str, v, path, study, named=None) -> Player:
     if isinstance(v, str):
         v = {"strategy": v}
     if not isinstance(v, dict):
         raise c.err(path, "a player is a mapping: {strategy: tit_for_tat, ...} or {table: FILE, ...}")
     if "model" in v:
-        raise c.err((*path, "model"), "model players are not in this version: use a scripted strategy or a table "
-                                      "of recorded moves")
+        return _model(c, name, v, path, named or {})
     if "table" in v:
         return _recorded(c, name, v, path, study)
     if "strategy" not in v:
-        raise c.err(path, "a player needs strategy: (always, tit_for_tat, grim_trigger, schedule) or table: FILE")
+        raise c.err(path, "a player needs strategy: (always, tit_for_tat, grim_trigger, schedule), table: FILE "
+                          "or model: (same, or a model spec)")
     kind = v["strategy"]
     if kind not in STRATEGIES:
         raise c.err((*path, "strategy"), f"unknown strategy {kind!r}{did_you_mean(kind, STRATEGIES)}")
@@ -136,3 +157,24 @@ def _recorded(c, name: str, v, path, study) -> Player:
         if s not in people or (s, 1) not in p.recorded:
             raise c.err((*path, "match"), f"subject {d['match']} = {s!r} has no round-1 move in {d['table']}")
     return p
+
+
+def _model(c, name: str, v, path, named) -> Player:
+    """A model player: checked here as far as it can be without a model (the spec's syntax, the
+    local path's existence, a k-choice response); its placeholders are checked with the session."""
+    from ..collect.models.spec import parse_spec
+    from ..errors import UserError
+    from .spec import parse_response
+
+    d = c.mapping(v, path, MODEL, required=("model", "text", "response"))
+    spec = c.text(d, "model", path, required=True)
+    if spec != SAME:
+        try:
+            parse_spec(spec)
+        except UserError as e:
+            raise c.err((*path, "model"), f"{e} (or model: same, the subject's model)") from None
+    resp = parse_response(c, d["response"], (*path, "response"), named)
+    if resp.kind != "choice":
+        raise c.err((*path, "response"), "a model player's move is a k-choice question (choice, yesno, likert)")
+    return Player(name, "model", path, model=spec, persona=c.text(d, "persona", path, ""),
+                  text=c.text(d, "text", path, required=True), response=resp)

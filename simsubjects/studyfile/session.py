@@ -176,7 +176,7 @@ def _session(c: Checker, v, s: Study, named, default) -> Session:
         if not NAME.match(str(k)) or k in RESERVED or k in SESSION_NAMES or k in sess.variables:
             raise c.err((*p, "players", k), f"player name {k!r}: letters, digits and _, not a reserved name "
                                             "or a variable")
-        sess.players[str(k)] = parse_player(c, str(k), val, (*p, "players", k), s)
+        sess.players[str(k)] = parse_player(c, str(k), val, (*p, "players", k), s, named)
     blocks = c.listed(d, "blocks", p, required=True)
     if not blocks:
         raise c.err((*p, "blocks"), "no blocks: list at least one")
@@ -397,8 +397,12 @@ def _check(c: Checker, s: SessionStudy) -> None:
             known = {}  # another block may come first: only this block's earlier items are known
         order = b.sequence or [it.id for it in b.items]
         moved: dict[str, X.T] = {}
+        if b.sequence is None:  # simultaneous: players move first, on what was known before the round
+            for name in b.players:
+                _player_text(c, sess.players[name], {**base, **known}, all_items)
         for name in order:
             if name in b.players:
+                _player_text(c, sess.players[name], {**base, **known, **moved}, all_items)
                 moved[name] = players[name]
                 continue
             it = all_items[name]
@@ -426,6 +430,13 @@ def _check(c: Checker, s: SessionStudy) -> None:
                 raise c.err((*b.where, "update", n), f"{n} holds {base[n]}, but the expression gives {t}")
         _text(c, b.feedback, after, (*b.where, "feedback"), all_items)
         _flow(c, b)
+
+
+def _player_text(c, p: Player, env, all_items) -> None:
+    """A model player's persona and question: filled from what is known when it moves."""
+    if p.kind == "model":
+        _text(c, p.persona, env, (*p.where, "persona"), all_items)
+        _text(c, p.text, env, (*p.where, "text"), all_items)
 
 
 def _typed(c, e: X.Expr, env, where, all_items, b, want: str | None = None) -> X.T:

@@ -35,6 +35,7 @@ def analyze_session(study: SessionStudy, responses: pd.DataFrame, items: pd.Data
         out["paths"] = path_table(paths)
     if study.people is not None and (len(dec) or len(rounds)):
         out["beside_people"], out["beside_people_tests"] = beside_people(study, dec, rounds)
+        out["model_and_people"] = side_by_side(out["beside_people"], study.human_name)
     return out
 
 
@@ -199,6 +200,27 @@ def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
                           "conf.high": float(ci.high), "n_model": len(model), "n_people": len(human),
                           "unit": "subject / person"})
     return pd.DataFrame(rows), pd.DataFrame(tests)
+
+
+def side_by_side(bp: pd.DataFrame, human: str) -> pd.DataFrame:
+    """The cells both sides have, one row each: the model's mean over subjects and the people's mean
+    over persons, with their t intervals and counts (the report's "model and people" table)."""
+    if not len(bp):
+        return bp
+    cells = [c for c in bp.columns if c not in ("source", "estimate", "std.error", "conf.low", "conf.high", "n", "unit")]
+    key = pd.Series([tuple(map(str, r)) for r in bp[cells].itertuples(index=False)], index=bp.index)
+    model, people = bp[bp["source"] == "model"], bp[bp["source"] == human]
+    both = set(key[model.index]) & set(key[people.index])
+    rows = []
+    for i, rec in model.iterrows():
+        if key[i] not in both:
+            continue
+        ppl = people[key[people.index] == key[i]].iloc[0]
+        rows.append({**{c: rec[c] for c in cells}, "model": rec["estimate"], "model.conf.low": rec["conf.low"],
+                     "model.conf.high": rec["conf.high"], "n_subjects": rec["n"], "people": ppl["estimate"],
+                     "people.conf.low": ppl["conf.low"], "people.conf.high": ppl["conf.high"],
+                     "n_persons": ppl["n"]})
+    return pd.DataFrame(rows)
 
 
 def plot_session(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list:

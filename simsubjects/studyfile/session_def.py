@@ -46,7 +46,7 @@ def session_def(study: SessionStudy, out=None) -> StudyDef:
         analyze=lambda responses, items: analyze_session(study, responses, items),
         plot=plot_session,
         summary=lambda tables: {k: v for k, v in tables.items() if k in ("rounds_by_round", "paths", "subject_tests",
-                                                                            "beside_people_tests")},
+                                                                            "model_and_people", "beside_people_tests")},
         methods=("exact", "sampled"),
     )
 
@@ -67,10 +67,12 @@ def describe_session(study: SessionStudy) -> str:
                      f"order {b.order}; players {', '.join(b.players) or 'none'} ({moves})"
                      + ("; payoffs: matrix" if b.matrix else "; payoffs: rules" if b.rules else ""))
     for name, p in sess.players.items():
-        lines.append(f"player {name}: {p.kind}" + (f" (responds to {p.responds_to})" if p.responds_to else ""))
+        lines.append(f"player {name}: {p.kind}" + (f" (responds to {p.responds_to})" if p.responds_to else "")
+                     + (f" ({p.model}; options {', '.join(p.labels)})" if p.kind == "model" else ""))
     if sess.variables:
         lines.append("variables: " + ", ".join(f"{k} = {v!r}" for k, v in sess.variables.items()))
-    steps = sum(b.rounds * len(b.items) for b in sess.blocks)
+    steps = sum(b.rounds * (len(b.items) + sum(sess.players[n].kind == "model" for n in b.players))
+                for b in sess.blocks)
     lines.append(f"decisions per path: at most {steps}")
     if study.people is not None:
         lines.append(f"people: {len(study.people)} person-level values of {study.people['respondent'].nunique()} "

@@ -31,6 +31,7 @@ from . import expr as X
 from .design import shown_options
 from ..collect.models.base import ChoiceRequest, ChoiceResult
 from ..collect.runner import cache_key, cached_map, progress
+from .players import SAME
 
 LEAF_TOLERANCE = 1e-9
 
@@ -56,6 +57,8 @@ class Decision:
     question: str
     shown: list  # shown_options(...)
     rendered: str  # the question as shown (template filled)
+    player: str = ""  # a model player's decision: its name ('' for the subject's)
+    messages: tuple = ()  # chat turns ((role, content), ...): a chat model's request (prompt then '')
 
     @property
     def completions(self) -> tuple[str, ...]:
@@ -93,11 +96,21 @@ class State:
     pending: tuple | None = None  # (continuation probability or None, more rounds) at a round's end
     done: bool = False
     validity: list = field(default_factory=list)  # this round's decisions' Z
+    # model players: each one's own memory and chain of requests (replaced, never changed in place,
+    # so the branches of an enumerated tree that share them stay apart)
+    ptext: dict = field(default_factory=dict)
+    pasked: dict = field(default_factory=dict)
+    # chat turns (a chat template): the path's turns so far, where the text not yet in a turn starts
+    # (intro, feedback), and each model player's own turns; tuples and dicts replaced, never changed
+    turns: tuple = ()
+    mark: int = 0
+    pturns: dict = field(default_factory=dict)
 
 
 class SessionRun:
-    def __init__(self, study, model, method: str, n: int, paths: int | None):
+    def __init__(self, study, model, method: str, n: int, paths: int | None, chat: bool = False):
         self.study, self.sess, self.model = study, study.session, model
+        self.chat = chat  # memory as chat turns (the model's chat template), else as text
         self.method, self.n = method, n
         self.paths = 1 if self.sess.enumerate else int(paths or self.sess.paths)
         self.rows: list[dict] = []
@@ -171,6 +184,8 @@ class SessionRun:
                     return chance
                 continue
             name = st.order[st.pos]
+            if name in b.players and sess.players[name].kind == "model":
+                return self.player_decision(st, b, name)
             if name in b.players:
                 self.play(st, b, name)
                 st.pos += 1
@@ -215,15 +230,70 @@ class SessionRun:
         fill = {"question": question, "options": options, "item": it.id, "persona": str(st.person.get("persona", "")),
                 **{k: _fmt(v) for k, v in self.env(st).items()}}
         rendered = Template(self.study.template).safe_substitute(fill)
+        if self.chat:
+            user = (st.text[st.mark:] if self.sess.memory == "transcript" else "") + rendered
+            messages = self.system_turn(self.header(st, b)) + self.memory_turns(st.turns) + (
+                ("user", user + self.fill(self.study.answer_prefix, st)),)
+            return Decision(st, it, "", question, shown, rendered, messages=messages)
         memory = {"transcript": st.text, "answers": st.lines, "none": ""}[self.sess.memory]
         prompt = self.header(st, b) + memory + rendered + self.fill(self.study.answer_prefix, st)
         return Decision(st, it, prompt, question, shown, rendered)
 
+    def system_turn(self, head: str) -> tuple:
+        return (("system", head.strip()),) if head.strip() else ()
+
+    def memory_turns(self, turns: tuple) -> tuple:
+        return turns if self.sess.memory != "none" else ()
+
+    def turn_pair(self, d: Decision, label: str, completion: str, before: str = "") -> tuple:
+        """The chat turns a decision leaves in memory: transcript, the question as shown (after the
+        text since the last turn: intro, feedback) and the answer; answers, the question and label."""
+        if self.sess.memory == "answers":
+            return (("user", d.question), ("assistant", label))
+        return (("user", before + d.rendered + self.fill(self.study.answer_prefix, d.state)),
+                ("assistant", completion.strip()))
+
+    def player_decision(self, st: State, b, name: str) -> Decision:
+        """A model player's move: its persona, its own memory (per session.memory) and its question."""
+        p = self.sess.players[name]
+        shown = shown_options(p.response, tuple(range(sum(not o.refusal for o in p.response.options))))
+        question = self.fill(p.text, st)
+        fill = {"question": question, "options": p.response.option_separator.join(x[3] for x in shown),
+                "item": name, "persona": "", **{k: _fmt(v) for k, v in self.env(st).items()}}
+        rendered = Template(self.study.template).safe_substitute(fill)
+        head = self.fill(p.persona, st) + "\n\n" if p.persona else ""
+        if self.chat:
+            messages = self.system_turn(head) + self.memory_turns(st.pturns.get(name, ())) + (
+                ("user", rendered + self.fill(self.study.answer_prefix, st)),)
+            return Decision(st, None, "", question, shown, rendered, player=name, messages=messages)
+        memory = st.ptext.get(name, "") if self.sess.memory != "none" else ""
+        prompt = head + memory + rendered + self.fill(self.study.answer_prefix, st)
+        return Decision(st, None, prompt, question, shown, rendered, player=name)
+
+    def player_answer(self, d: Decision, label: str, completion: str) -> None:
+        st, name = d.state, d.player
+        st.moves[name] = label
+        st.move_hist.setdefault(name, []).append(label)
+        if self.sess.memory == "transcript":
+            seen = d.rendered + self.fill(self.study.answer_prefix, st) + completion + "\n\n"
+        else:
+            seen = Template(self.sess.history).safe_substitute(question=d.question, answer=label)
+        st.ptext = {**st.ptext, name: st.ptext.get(name, "") + seen}
+        if self.chat:
+            st.pturns = {**st.pturns, name: st.pturns.get(name, ()) + self.turn_pair(d, label, completion)}
+        st.hist += (label,)
+        st.pos += 1
+
     def answer(self, d: Decision, label: str, completion: str) -> None:
+        if d.player:
+            return self.player_answer(d, label, completion)
         st, it = d.state, d.item
         st.answers[it.id] = label
         st.answer_hist.setdefault(it.id, []).append(label)
+        if self.chat:
+            st.turns = st.turns + self.turn_pair(d, label, completion, st.text[st.mark:])
         st.text += d.rendered + self.fill(self.study.answer_prefix, st) + completion + "\n\n"
+        st.mark = len(st.text)
         st.lines += Template(self.sess.history).safe_substitute(question=d.question, answer=label)
         st.hist += (label,)
         st.pos += 1
@@ -301,11 +371,12 @@ class SessionRun:
         labels = [s[0].label for s in d.shown]
         for i, label in enumerate(labels):
             w = res.probs[i] if res.method == "exact" else float(res.counts[i])
-            self.rows.append({"study": self.study.name, "trial": trial, "item": d.item.id, "condition": "decision",
+            self.rows.append({"study": self.study.name, "trial": trial, "item": d.player or d.item.id,
+                              "condition": "decision",
                               "subject": st.subject, "source": "model", "model": self.spec, "method": res.method,
                               "response": label, "weight": w, "validity": res.validity, "round": st.round,
                               "step": st.step, "path": st.path, "parent": st.parent,
-                              "block": self.sess.blocks[st.blocks[st.bi]].id, "player": "subject",
+                              "block": self.sess.blocks[st.blocks[st.bi]].id, "player": d.player or "subject",
                               "drawn": int(drawn is None or drawn == i), "reach": st.reach,
                               "question": d.question, "block_order": " | ".join(self.sess.blocks[i].id
                                                                                  for i in st.blocks),
@@ -335,19 +406,15 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
     method = params.get("method", "exact")
     n = int(params.get("n") or 50)
     chunk = int(params.get("batch_size") or 64)
-    run = SessionRun(study, model, method, n, params.get("paths"))
-    fp = model.fingerprint()
-    from ..collect.models.incremental import PathScorer, supports
+    chat = bool(params.get("chat_template") or study.chat_template)
+    run = SessionRun(study, model, method, n, params.get("paths"), chat)
+    chain_of: dict[int, list] = {}  # id(request) -> the earlier requests of its path (or player)
+    askers = {SAME: _asker(model, method, chain_of)}  # model spec -> (fingerprint, ask)
+    for p in run.sess.players.values():  # another model spec: loaded once, asked through the same cache
+        if p.kind == "model" and p.model not in askers:
+            from ..collect.models import load_model
 
-    chain_of: dict[int, list] = {}  # id(request) -> the earlier requests of its path
-    if method == "exact" and supports(model):  # a local model: each path's keys/values are reused
-        scorer = PathScorer(model)
-
-        def ask(rs):
-            return scorer.choose(rs, [chain_of[id(r)] for r in rs])
-    else:  # a server (chat turns are text here), or sampled answers: the decisions of a step in one batch
-        def ask(rs):
-            return model.choose(rs, method=method)
+            askers[p.model] = _asker(load_model(p.model, chat_template=chat), method, chain_of)
     states = run.initial()
     failures, queries, asked = [], 0, 0
     with progress(len(states), f"{study.name} paths ({model.info.spec})", show_progress) as bar:
@@ -362,17 +429,19 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
             bar.update(0 if run.sess.enumerate else len(finished))
             if not pending:
                 break
-            reqs = [ChoiceRequest(d.prompt, d.completions, n) for d in pending]
+            reqs = [ChoiceRequest(d.prompt, d.completions, n, d.messages) for d in pending]
             chain_of.clear()
             for d, rq in zip(pending, reqs):
-                chain_of[id(rq)] = d.state.asked
-            keys = [cache_key(fp, r, method) for r in reqs]
-            results, fails = cached_map(cache, reqs, keys, ask, lambda v: ChoiceResult(**v), chunk)
+                chain_of[id(rq)] = d.state.pasked.get(d.player, []) if d.player else d.state.asked
+            results, fails = _ask_by_model(run, askers, cache, pending, reqs, method, chunk)
             asked += len(reqs)
             grown = []
             for i, (d, res, rq) in enumerate(zip(pending, results, reqs)):
                 st = d.state
-                st.asked = st.asked + [rq]  # a new list: branches of an enumerated tree share the old one
+                if d.player:  # new lists and dicts: branches of an enumerated tree share the old ones
+                    st.pasked = {**st.pasked, d.player: st.pasked.get(d.player, []) + [rq]}
+                else:
+                    st.asked = st.asked + [rq]
                 if res is None or not np.isfinite(res.probs).all():
                     failures.append({"trial": run.node(st), "reason": fails.get(i, "no valid answer")})
                     continue
@@ -395,8 +464,8 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
             for d, st, j in grown:  # st: the path (or, enumerating, the branch) that answered option j
                 st.parent = run.node(st) if not run.sess.enumerate else run.node(d.state)
                 st.step += 1
-                run.answer(Decision(st, d.item, d.prompt, d.question, d.shown, d.rendered), d.shown[j][0].label,
-                           d.shown[j][2])
+                run.answer(Decision(st, d.item, d.prompt, d.question, d.shown, d.rendered, d.player, d.messages),
+                           d.shown[j][0].label, d.shown[j][2])
                 states.append(st)
     rows = _finish(run)
     total = sum(1 for r in rows if r["condition"] == "decision")
@@ -405,6 +474,37 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
              "mean_validity": float(np.mean([r["validity"] for r in rows if r["condition"] == "decision"]))
              if total else None, "seconds": round(time.perf_counter() - t0, 3)}
     return pd.DataFrame(rows), stats, None
+
+
+def _asker(model, method: str, chain_of: dict):
+    """(fingerprint, ask) of one model: a local model reuses each path's keys/values along its chain."""
+    from ..collect.models.incremental import PathScorer, supports
+
+    if method == "exact" and supports(model):
+        scorer = PathScorer(model)
+        return model.fingerprint(), lambda rs: scorer.choose(rs, [chain_of[id(r)] for r in rs])
+    # a server (chat turns are text here), or sampled answers: the decisions of a step in one batch
+    return model.fingerprint(), lambda rs: model.choose(rs, method=method)
+
+
+def _ask_by_model(run, askers, cache, pending, reqs, method, chunk):
+    """A step's requests, each to its model (the subject's, or a model player's own), through the
+    run's cache; results in the order of `pending`, so the seeded draws do not depend on the grouping."""
+    groups: dict[str, list[int]] = {}
+    for i, d in enumerate(pending):
+        spec = run.sess.players[d.player].model if d.player else SAME
+        groups.setdefault(spec, []).append(i)
+    results: list = [None] * len(reqs)
+    fails: dict = {}
+    for spec, idx in groups.items():
+        fp, ask = askers[spec]
+        sub = [reqs[i] for i in idx]
+        got, bad = cached_map(cache, sub, [cache_key(fp, r, method) for r in sub], ask,
+                              lambda v: ChoiceResult(**v), chunk)
+        for k, i in enumerate(idx):
+            results[i] = got[k]
+        fails.update({idx[k]: why for k, why in bad.items()})
+    return results, fails
 
 
 def _branch(st: State, j: int) -> State:

@@ -17,9 +17,15 @@ class ChoiceRequest:
     prompt: str
     completions: tuple[str, ...]
     n: int = 50
+    # chat turns before the completion: ((role, content), ...), the last a user turn; set, `prompt`
+    # is empty and a chat model's template renders them (a session's memory as chat turns)
+    messages: tuple = ()
 
     def key(self) -> dict:
-        return {"op": "choose", "prompt": self.prompt, "completions": list(self.completions), "n": self.n}
+        k = {"op": "choose", "prompt": self.prompt, "completions": list(self.completions), "n": self.n}
+        if self.messages:  # absent otherwise: the keys of earlier runs stay what they were
+            k["messages"] = [list(m) for m in self.messages]
+        return k
 
 
 @dataclass

@@ -189,6 +189,14 @@ class HFModel:
             [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
         )
 
+    def request_text(self, r) -> str:
+        """The text a request is scored after: its chat turns through the model's chat template
+        (a session with chat turns), else its prompt (wrapped as one user turn with --chat-template)."""
+        if getattr(r, "messages", ()):
+            return self.tokenizer.apply_chat_template([{"role": a, "content": b} for a, b in r.messages],
+                                                      tokenize=False, add_generation_prompt=True) + r.prompt
+        return self.format_prompt(r.prompt)
+
     def choose(self, requests: Sequence[ChoiceRequest], method: str = "exact") -> list[ChoiceResult]:
         self._count_requests(requests)
         if method == "sampled":
@@ -216,7 +224,7 @@ class HFModel:
         """
         plans = []
         for r in requests:
-            s = self.format_prompt(r.prompt)
+            s = self.request_text(r)
             ids_s = self._encode(s)
             ids_c = [self._encode(s + c) for c in r.completions]
             j = min([len(ids_s)] + [_lcp(ids_s, x) for x in ids_c])
@@ -302,7 +310,7 @@ class HFModel:
     def _count_requests(self, requests) -> None:
         """Usage as an API would bill it: each request's prompt tokens (the manifest's usage)."""
         self.stats["requests"] += len(requests)
-        self.stats["prompt_tokens"] += sum(len(self._encode(self.format_prompt(r.prompt))) for r in requests)
+        self.stats["prompt_tokens"] += sum(len(self._encode(self.request_text(r))) for r in requests)
 
     def usage(self) -> dict:
         keys = ("requests", "prompt_tokens", "completion_tokens", "forwards", "generations")

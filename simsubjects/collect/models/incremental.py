@@ -63,7 +63,7 @@ class PathScorer:
         return out
 
     def _plan(self, r: ChoiceRequest) -> tuple:
-        k = (r.prompt, r.completions)
+        k = (r.prompt, r.completions, getattr(r, "messages", ()))  # chat turns: the prompt is empty
         if k not in self.plans:
             self.plans[k] = self.model.plan([r])[0]
         return self.plans[k]
@@ -75,7 +75,7 @@ class PathScorer:
             self.plans.clear()
         out, prev = [], ""
         for c in chain:
-            k = (prev, c.prompt, c.completions)
+            k = (prev, c.prompt, c.completions, getattr(c, "messages", ()))
             if k not in self.keys:
                 self.keys[k] = hashlib.sha256((prev + repr(self._plan(c)[0])).encode()).hexdigest()
             prev = self.keys[k]

@@ -258,6 +258,8 @@ class OpenAIModel:
         try:
             if k == 0:
                 raise Failure("no completions to choose from")
+            if req.messages:  # chat turns (a session with a chat template): the chat endpoint
+                return await self._choose_turns(req, counter)
             scorer = {"echo": scored_logprobs, "prompt_logprobs": scored_logprobs, "top": top_logprobs}.get(mode)
             if scorer is not None:
                 try:
@@ -273,8 +275,34 @@ class OpenAIModel:
         except (AttributeError, TypeError, IndexError, KeyError, ValueError) as exc:
             return _failed_choice(k, method, f"unexpected response: {redact(repr(exc))[:300]}", counter[0])
 
+    async def _choose_turns(self, req: ChoiceRequest, counter: list) -> ChoiceResult:
+        """Chat turns as messages; the first token of the assistant's answer from the chat endpoint's
+        top log-probabilities (exact when each completion, its leading space dropped as the start of
+        a turn has none, is one token among them). No sampled fallback for turns yet: the decision
+        fails with the reason instead."""
+        from .openai_scoring import EOS_REDRAWS, _chat_top
+
+        messages = [{"role": role, "content": text} for role, text in req.messages]
+        top, seed = {}, _stable_seed(*(t for _, t in req.messages))
+        for i in range(EOS_REDRAWS + 1):  # no log-probabilities when EOS is drawn: redraw, seeded
+            counter[0] += 1
+            params = {"temperature": 0.0} if i == 0 else {**sampling_params(self._mode, 1.0), "seed": seed + i}
+            r = await self._transport.call("chat", messages=messages, max_tokens=1, logprobs=True,
+                                           top_logprobs=max(self._mode.top_k, 20), **params)
+            top = _chat_top(r)
+            if top:
+                break
+        lps = [top.get(c, top.get(c.lstrip())) for c in req.completions]
+        if any(v is None for v in lps):
+            raise Failure(f"{sum(v is None for v in lps)} option(s) not a token among the chat endpoint's top "
+                          "log-probabilities: chat turns are exact only for one-token options")
+        return _choice.exact_choice(lps, n_queries=counter[0])
+
     async def _choose_sampled_only(self, req: ChoiceRequest) -> ChoiceResult:
         counter = [0]
+        if req.messages:
+            return _failed_choice(len(req.completions), "sampled", "chat turns are scored exactly only "
+                                  "(--method exact)", 0)
         try:
             return await self._choose_sampled(req, counter)
         except Failure as exc:

@@ -18,8 +18,9 @@ The `flops model` column is what a step must compute, whatever the implementatio
 goes through the weights (2 x the non-embedding parameters; one LM-head position per step) and
 attends to every earlier token (4 x context x heads x head size per layer: QK^T and PV). At 135M
 parameters the second term is not small: a round-20 token attends to ~900 earlier ones, which adds
-~30% to its weight flops (~7% at round 2). So exact attention alone makes a step of this transcript
-~20% dearer at round 20 than at round 2; the column shows that bound beside the measured cost.
+~30% to its weight flops (~5% at round 2). So exact attention alone makes a step of this transcript
+~25% more flops at round 20 than at round 2 (the column, beside the measured cost): the 10% target
+holds only where attention is a small share of a token's flops (larger models, shorter transcripts).
 
     python bench/sessions.py                 # 4 subjects, 20 rounds
     python bench/sessions.py --subjects 2 --rounds 10

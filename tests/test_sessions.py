@@ -434,7 +434,7 @@ def test_replicate_runs_a_session_file(smollm2, tmp_path):
 
 # ------------------------------------------------------------------------------ the incremental scorer
 
-def test_path_scorer_buffers_branches_and_tails(smollm2):
+def test_path_scorer_buffers_branches_and_tails(smollm2, monkeypatch):
     """The incremental scorer writes each step's keys/values into the path's buffers in place (no copy of
     the transcript's cache per step). Unit: one request. Checked: multi-token completions (their tails use
     the room after the context), a branch from an earlier step (an entry whose buffer a later step already
@@ -470,3 +470,12 @@ def test_path_scorer_buffers_branches_and_tails(smollm2):
         assert np.allclose(got.probs, ref.probs, atol=1e-5, rtol=0), (got.probs, ref.probs)
     assert list(again3.probs) == list(a3.probs) == list(f3.probs)
     assert list(f2b.probs) == list(b2.probs)
+    # its attention (SDPA's lower-right causal mask, key/value heads shared) is bit for bit transformers' sdpa
+    import contextlib
+
+    from simsubjects.collect.models import incremental
+
+    monkeypatch.setattr(incremental, "_attention", lambda model: contextlib.nullcontext())
+    plain = PathScorer(smollm2)
+    assert list(plain.choose([r3], [[r1, r2]])[0].probs) == list(a3.probs)
+    assert smollm2.model.config._attn_implementation == "sdpa"

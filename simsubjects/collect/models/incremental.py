@@ -21,8 +21,12 @@ import hashlib
 from collections import OrderedDict
 from typing import Sequence
 
+import contextlib
+
 import torch
-from transformers import DynamicCache
+import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
+from transformers import AttentionInterface, DynamicCache
 
 from ..choice import exact_choice
 from .base import ChoiceRequest, ChoiceResult
@@ -140,7 +144,7 @@ class _Buffers:
 
     A DynamicCache built from a path's tensors concatenates each forward's new keys/values onto them:
     every step copied the whole transcript's cache (30 layers x keys and values), and every multi-token
-    completion copied it again. Here a step writes only its new positions (generation's _BufferedLayer);
+    completion copied it again (the attention's own copy is _path_attention's). Here a step writes only its new positions (generation's _BufferedLayer);
     the buffer grows by doubling, so the copies left are O(log length) per path. `used` is how far the
     buffer holds a path's tokens: an entry whose view ends there may be extended in place; an earlier
     entry (a branch of an enumerated tree, a chain rebuilt after eviction) gets a copy of its prefix.
@@ -187,12 +191,50 @@ class _Buffers:
         cache.layers = [_BufferedLayer(k, v, start) for k, v in self.layers]
         dev = model.device
         kw = {} if all_logits else {"logits_to_keep": 1}
-        out = model(input_ids=torch.tensor([ids], device=dev),
-                    position_ids=torch.arange(start, start + len(ids), device=dev)[None],
-                    use_cache=True, **kw, **{_cache_kw(model): cache})
+        with _attention(model):
+            out = model(input_ids=torch.tensor([ids], device=dev),
+                        position_ids=torch.arange(start, start + len(ids), device=dev)[None],
+                        use_cache=True, **kw, **{_cache_kw(model): cache})
         if not scratch:
             self.used = start + len(ids)
         return out.logits[0].float() if all_logits else out.logits[0, -1].float().cpu()
+
+
+ATTENTION = "simsubjects_path"
+
+
+def _path_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """SDPA for one path's step: its n new queries are the last n of the L keys (one sequence, no padding).
+
+    transformers' sdpa path hands SDPA an explicit mask, and with a mask it repeats each key/value head
+    for its query heads (repeat_kv): a copy of the whole cache per layer and step, which grows with the
+    transcript. Here the causal mask is SDPA's own lower-right one and the heads are shared
+    (enable_gqa): no copy. The numbers are bit for bit those of the sdpa path (tests/test_sessions.py).
+    """
+    n, length = query.shape[2], key.shape[2]
+    mask = causal_lower_right(n, length) if n > 1 else None
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling, enable_gqa=True)
+    return out.transpose(1, 2).contiguous(), None
+
+
+AttentionInterface.register(ATTENTION, _path_attention)
+
+
+@contextlib.contextmanager
+def _attention(model):
+    """Use _path_attention for this forward where the model's attention is plain sdpa (no sliding window or
+    soft-capping, which it does not apply); other models keep their own."""
+    cfg = model.config
+    plain = getattr(cfg, "_attn_implementation", None) == "sdpa" and not getattr(cfg, "sliding_window", None) \
+        and not getattr(cfg, "attn_logit_softcapping", None)
+    if not plain:
+        yield
+        return
+    cfg._attn_implementation = ATTENTION
+    try:
+        yield
+    finally:
+        cfg._attn_implementation = "sdpa"
 
 
 class _View:

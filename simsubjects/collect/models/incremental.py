@@ -223,7 +223,8 @@ AttentionInterface.register(ATTENTION, _path_attention)
 @contextlib.contextmanager
 def _attention(model):
     """Use _path_attention for this forward where the model's attention is plain sdpa (no sliding window or
-    soft-capping, which it does not apply); other models keep their own."""
+    soft-capping, which it does not apply); other models keep their own. It sets the model's config for the
+    duration of one forward: a model serves one thread (runs are processes: preload forks, Ray actors)."""
     cfg = model.config
     plain = getattr(cfg, "_attn_implementation", None) == "sdpa" and not getattr(cfg, "sliding_window", None) \
         and not getattr(cfg, "attn_logit_softcapping", None)

@@ -462,6 +462,8 @@ def test_path_scorer_buffers_branches_and_tails(smollm2, monkeypatch):
     b2 = sc.choose([r2b], [[r1]])[0]  # a branch from step 1: step 3 has extended that buffer in place
     assert [e[2].buf for e in sc.entries.values()][:3] == [buf] * 3  # steps 1-3 share one buffer (in place)
     again3 = sc.choose([r3], [[r1, r2]])[0]
+    held = {id(e[2].buf): e[2].buf for e in sc.entries.values()}
+    assert sc.used == sum(b.nbytes() for b in held.values())  # the memory budget counts a shared buffer once
     fresh = PathScorer(smollm2)
     f3 = fresh.choose([r3], [[r1, r2]])[0]
     f2b = fresh.choose([r2b], [[r1]])[0]

@@ -111,7 +111,8 @@ class PathScorer:
     def _put(self, key: str, entry) -> None:
         # entries along one path share its buffers: a buffer is counted once, while any entry holds it
         view = entry[2]
-        while self.entries and self.used + view.buf.nbytes() > self.budget:
+        size = view.buf.nbytes() if view.buf.refs == 0 else 0  # a shared buffer is counted already
+        while self.entries and self.used + size > self.budget:
             _, old = self.entries.popitem(last=False)
             old[2].buf.refs -= 1
             if old[2].buf.refs == 0:
@@ -226,8 +227,10 @@ def _attention(model):
     soft-capping, which it does not apply); other models keep their own. It sets the model's config for the
     duration of one forward: a model serves one thread (runs are processes: preload forks, Ray actors)."""
     cfg = model.config
+    # CPU only: on CUDA, SDPA's lower-right mask goes to flash/efficient kernels whose key/value-head
+    # sharing was not tried here (no GPU); the plain sdpa path stays there
     plain = getattr(cfg, "_attn_implementation", None) == "sdpa" and not getattr(cfg, "sliding_window", None) \
-        and not getattr(cfg, "attn_logit_softcapping", None)
+        and not getattr(cfg, "attn_logit_softcapping", None) and model.device.type == "cpu"
     if not plain:
         yield
         return

@@ -14,6 +14,14 @@ it; nothing is read from a request cache. Targets (issue 23):
 the incremental cost per step stays within 10% from round 2 to round 20 (round 1 also encodes the
 instructions once), and at round 20 it is at least 5x cheaper than re-encoding.
 
+The `flops model` column is what a step must compute, whatever the implementation: each new token
+goes through the weights (2 x the non-embedding parameters; one LM-head position per step) and
+attends to every earlier token (4 x context x heads x head size per layer: QK^T and PV). At 135M
+parameters the second term is not small: a round-20 token attends to ~900 earlier ones, which adds
+~30% to its weight flops (~5% at round 2). So exact attention alone makes a step of this transcript
+~25% more flops at round 20 than at round 2 (the column, beside the measured cost): the 10% target
+holds only where attention is a small share of a token's flops (larger models, shorter transcripts).
+
     python bench/sessions.py                 # 4 subjects, 20 rounds
     python bench/sessions.py --subjects 2 --rounds 10
 """
@@ -83,6 +91,16 @@ def reencode(model, asked: list[list], rounds: list[int]) -> list[dict]:
     return rows
 
 
+def step_flops(model, start: int, new: int) -> float:
+    """Flops of one incremental step: `new` tokens after `start` tokens of context (see the docstring)."""
+    cfg = model.model.config
+    embed = model.model.get_input_embeddings().weight.numel()
+    weights = sum(p.numel() for p in model.model.parameters()) - embed
+    width = cfg.num_attention_heads * (getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
+    attend = sum(start + i + 1 for i in range(new))  # keys each new token attends to
+    return 2.0 * weights * new + 2.0 * embed + 4.0 * width * cfg.num_hidden_layers * attend
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--subjects", type=int, default=4)
@@ -109,6 +127,10 @@ def main(argv=None) -> None:
                           "re-encode cpu s": wide.get("re-encode", pd.Series(index=wide.index, dtype=float)).to_numpy(),
                           "re-encode wall s": wall.get("re-encode", pd.Series(index=wide.index, dtype=float)).to_numpy()})
     table["re-encode / incremental (cpu)"] = table["re-encode cpu s"] / table["incremental cpu s"]
+    # the tokens a step feeds: its prompt's tokens after the previous prompt's (a path's transcript grows)
+    flops = [step_flops(model, tokens[r - 2] if r > 1 else 0, tokens[r - 1] - (tokens[r - 2] if r > 1 else 0))
+             for r in wide.index]
+    table["flops model (vs round 2)"] = [f / flops[1] if len(flops) > 1 else 1.0 for f in flops]
     print(f"`python bench/sessions.py --subjects {args.subjects} --rounds {args.rounds}` "
           f"({time.perf_counter() - t0:.0f} s; load average {os.getloadavg()[0]:.1f})\n")
     print("Per subject and step: the step's scoring call (CPU time of this process and wall time) / its requests; "
@@ -120,12 +142,14 @@ def main(argv=None) -> None:
     # is left out: it also encodes the instructions
     early, late = inc.loc[second:second + 2].mean(), inc.loc[last - 2:last].mean()
     flat = late / early
+    fl = table.set_index("round")["flops model (vs round 2)"]
+    bound = fl.loc[last - 2:last].mean() / fl.loc[second:second + 2].mean()
     ratio = wide.loc[last, "re-encode"] / inc.loc[last]
     report_target(f"session step cost (incremental, CPU) flat from round {second} to {last} (within 10%; "
                   f"mean of rounds {second}-{second + 2} vs {last - 2}-{last})",
                   f"{early:.3f} s -> {late:.3f} s per subject ({(flat - 1) * 100:+.0f}%)",
-                  abs(flat - 1) <= 0.10, "the machine was shared (see the load average): CPU time of a step still "
-                                         "moves with cache and memory contention")
+                  abs(flat - 1) <= 0.10, f"exact attention over the longer transcript: the flops model alone gives "
+                                         f"{(bound - 1) * 100:+.0f}% at 135M (docstring); the machine was shared")
     report_target(f"session step at round {last}: incremental >= 5x cheaper than re-encoding (CPU)",
                   f"{ratio:.2f}x", ratio >= 5)
 

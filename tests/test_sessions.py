@@ -430,3 +430,54 @@ def test_replicate_runs_a_session_file(smollm2, tmp_path):
     assert [e["study"] for e in man["studies"]] == ["bad-session"]
     assert not man["studies"][0].get("error")
     assert (tmp_path / "rep" / "bad-session" / "responses.parquet").exists()
+
+
+# ------------------------------------------------------------------------------ the incremental scorer
+
+def test_path_scorer_buffers_branches_and_tails(smollm2, monkeypatch):
+    """The incremental scorer writes each step's keys/values into the path's buffers in place (no copy of
+    the transcript's cache per step). Unit: one request. Checked: multi-token completions (their tails use
+    the room after the context), a branch from an earlier step (an entry whose buffer a later step already
+    extended: it must get a copy, not overwrite the later step's positions), a cached entry asked again,
+    and a fresh scorer rebuilding the same chain: every distribution equals the packed scorer's to 1e-5
+    (float sums in another order) and the incremental ones equal each other bit for bit."""
+    from simsubjects.collect.models.base import ChoiceRequest
+    from simsubjects.collect.models.incremental import PathScorer
+
+    opts = (" cooperate with them", " defect against them", " walk away")
+    rules = ("You are playing a game with another person for several rounds. In each round you both choose what to "
+             "do at the same time. If you both cooperate, you each get 48 points. If you cooperate and the other "
+             "defects, you get 12 and the other gets 50. If you defect and the other cooperates, you get 50 and the "
+             "other gets 12. If you both defect, you each get 25 points. Walking away ends the game for both. ")
+    # long enough that the first step's buffer has room for steps 2 and 3: they extend it in place
+    p1 = rules * 2 + "Round 1. What do you do?\nI"
+    p2 = p1 + " cooperate with them.\nThey cooperated too. Round 2. What do you do?\nI"
+    p2b = p1 + " walk away.\nThey were left alone. Round 2. What do you do now?\nI"
+    p3 = p2 + " defect against them.\nThey cooperated. Round 3. What do you do?\nI"
+    r1, r2, r2b, r3 = (ChoiceRequest(p, opts) for p in (p1, p2, p2b, p3))
+    sc = PathScorer(smollm2)
+    a1 = sc.choose([r1], [[]])[0]
+    buf = next(iter(sc.entries.values()))[2].buf
+    a2, a3 = sc.choose([r2], [[r1]])[0], sc.choose([r3], [[r1, r2]])[0]
+    b2 = sc.choose([r2b], [[r1]])[0]  # a branch from step 1: step 3 has extended that buffer in place
+    assert [e[2].buf for e in sc.entries.values()][:3] == [buf] * 3  # steps 1-3 share one buffer (in place)
+    again3 = sc.choose([r3], [[r1, r2]])[0]
+    held = {id(e[2].buf): e[2].buf for e in sc.entries.values()}
+    assert sc.used == sum(b.nbytes() for b in held.values())  # the memory budget counts a shared buffer once
+    fresh = PathScorer(smollm2)
+    f3 = fresh.choose([r3], [[r1, r2]])[0]
+    f2b = fresh.choose([r2b], [[r1]])[0]
+    packed = smollm2.choose([r1, r2, r2b, r3])
+    for got, ref in zip((a1, a2, b2, a3), packed):
+        assert np.allclose(got.probs, ref.probs, atol=1e-5, rtol=0), (got.probs, ref.probs)
+    assert list(again3.probs) == list(a3.probs) == list(f3.probs)
+    assert list(f2b.probs) == list(b2.probs)
+    # its attention (SDPA's lower-right causal mask, key/value heads shared) is bit for bit transformers' sdpa
+    import contextlib
+
+    from simsubjects.collect.models import incremental
+
+    monkeypatch.setattr(incremental, "_attention", lambda model: contextlib.nullcontext())
+    plain = PathScorer(smollm2)
+    assert list(plain.choose([r3], [[r1, r2]])[0].probs) == list(a3.probs)
+    assert smollm2.model.config._attn_implementation == "sdpa"

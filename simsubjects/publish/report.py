@@ -192,7 +192,7 @@ th,td{border:1px solid #d5d9de;padding:3px 7px;text-align:left;white-space:nowra
 td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f0f2f5;text-align:center}
 tbody tr:nth-child(even){background:#fafbfc}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;font-size:13px;margin:6px 0}
-dl.facts dt{color:#555}dl.facts dd{margin:0;font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
+dl.facts dt{color:#555}dl.facts dd{margin:0;font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all;white-space:pre-line}
 .refs{background:#fbfaf4;border:1px solid #e8e2c8;padding:4px 14px 8px;margin:10px 0}
 figure{margin:10px 0;display:inline-block;max-width:100%;vertical-align:top}
 figure img{max-width:100%;max-height:560px;border:1px solid #ddd}figcaption{font-size:12px;color:#666}
@@ -272,7 +272,9 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
         shown = [known[k].citation if k in known else top.get("paper_titles", {}).get(k, k)
                  for k in top.get("papers", [])]  # a study file: its citation and title as replicate wrote them
         command = top.get("command", "")
-        heading = "Replication: " + "; ".join(shown)
+        # several papers: a short heading, with each citation on its own line below it (a first screen
+        # that shows the results, not a paragraph of references)
+        heading = "Replication: " + (shown[0] if len(shown) == 1 else f"{len(shown)} papers and studies")
         created = top.get("created", "")
     else:
         study_names = [r.manifest.get("study") for r in runs]
@@ -287,6 +289,7 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
         "model revision": model.get("revision", "?"),
         "run finished": created,
         "report written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **({"papers": "\n".join(shown)} if top and len(shown) > 1 else {}),
         "command": command,
         "scale": fmt(top.get("scale")) + " (1 = the paper's full design)" if top else "–",
         "seed": (top or first).get("seed", "–"),

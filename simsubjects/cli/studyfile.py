@@ -51,7 +51,7 @@ def file_command(path: str) -> click.Command:
 def _collect_file(path: str, kw: dict) -> None:
     from simsubjects.cli.options import _model_kwargs, _report_collection, echo_table
     from ..collect.pipeline import run_study
-    from simsubjects.studyfile.adapter import KEY, file_parameters, study_def
+    from simsubjects.studyfile.adapter import KEY, file_parameters, order_parameters, study_def
     from simsubjects.studyfile.design import build_trials
     from simsubjects.studyfile.spec import load_study
 
@@ -90,7 +90,7 @@ def _collect_file(path: str, kw: dict) -> None:
     if method not in sdef.methods:
         raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
     params = {KEY: file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
-              "judge_model": kw["judge_model"]}
+              "judge_model": kw["judge_model"], **order_parameters(study, None if kw["dry_run"] else kw["out"])}
     from .options import _parse_model, _tokenizer
 
     kw["model"] = _parse_model(kw["model"])  # the command's edge: parsed once, where run_study parsed it before

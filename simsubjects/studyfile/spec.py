@@ -143,6 +143,9 @@ class Study:
     condition: str = ""  # template of the condition label (default: factor=level,...)
     order_mode: str = "as_listed"
     max_orderings: int = 24
+    # set for a run folder made before one option-order module (studyfile/adapter.order_parameters):
+    # its orders and order columns are re-made as they were recorded then
+    orders_before: bool = False
     human: pd.DataFrame | None = None
     human_name: str = "human"
     analyses: list[dict] = field(default_factory=list)

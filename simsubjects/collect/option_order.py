@@ -29,7 +29,6 @@ a new request (studyfile/adapter.order_parameters decides which folder is one).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import math
@@ -98,11 +97,7 @@ def before_one_module(k: int, file_mode: str, max_orderings: int, seed, key: tup
     """The orders a study file's run drew before this module served study files (commit 31822bf): numpy
     generators seeded by sha256 of the parts. Only to resume such a run folder as it was recorded; new
     runs draw with `orderings`. `key`: (subject, item, condition, repetition)."""
-    def rng(*parts):
-        digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-        import numpy as np
-
-        return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    from .seeds import rng_from_text as rng
 
     ident = tuple(range(k))
     if file_mode == "as_listed" or k < 2:

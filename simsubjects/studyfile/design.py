@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 from string import Template
 
 import numpy as np
 import pandas as pd
 
 from simsubjects.collect import option_order
+from simsubjects.collect.seeds import rng_from_text
 from .spec import Item, Response, Study, conditions  # noqa: F401 - conditions lives in spec (its checks use it)
 
 
-def _rng(*parts) -> np.random.Generator:
-    """A generator seeded by the parts (seed, subject, item, ...): the same trial always gets the same draw."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+_rng = rng_from_text  # seeded by the parts (seed, subject, item, ...): the same trial always gets the same draw
 
 
 def orderings(study: Study, r: Response, *key) -> list[tuple[int, ...]]:

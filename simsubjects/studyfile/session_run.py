@@ -18,7 +18,6 @@ Rows (docs/studies.md, "Paths and rows"), told apart by `condition` as Milgram's
 from __future__ import annotations
 
 import copy
-import hashlib
 import time
 from dataclasses import dataclass, field
 from string import Template
@@ -31,13 +30,12 @@ from . import expr as X
 from .design import shown_options
 from ..collect.models.base import ChoiceRequest, ChoiceResult
 from ..collect.runner import cache_key, cached_map, progress
+from ..collect.seeds import rng_from_text
 
 LEAF_TOLERANCE = 1e-9
 
 
-def _rng(*parts) -> np.random.Generator:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+_rng = rng_from_text  # (seed, subject, path, block, round): docs/studies.md
 
 
 def _fmt(v) -> str:

@@ -346,7 +346,8 @@ def replicate(papers, **kw):
     man = run_replicate(list(papers), kw["model"], kw["out"], scale=kw["scale"], seed=kw["seed"], method=kw["method"],
                         n=kw["n"], only=only, overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                         show_progress=not kw["quiet"], batch_size=kw["batch_size"], allow_code=kw["allow_code"],
-                        cli_options={"papers": list(papers), **kw, "model": kw["model"].text}, log=lambda m: click.echo(m, err=True))
+                        cli_options={"papers": list(papers), **kw, "model": kw["model"].text},
+                        log=lambda m: click.echo(m, err=True))
     rows = [{"study": e["study"], "status": e.get("status"), "trials": e.get("counts", {}).get("trials"),
              "validity": e.get("counts", {}).get("mean_validity"),
              "seconds": sum(e.get("timings", {}).values()) if e.get("timings") else None}

@@ -37,7 +37,7 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
               "session_scorer": SCORER}
     from .options import _parse_model
 
-    _, manifest = run_study(session_def(study, out=kw["out"]), _parse_model(kw["model"]), kw["out"], params=params, method=method,
-                            n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
+    _, manifest = run_study(session_def(study, out=kw["out"]), _parse_model(kw["model"]), kw["out"], params=params,
+                            method=method, n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                             show_progress=not kw["quiet"], batch_size=kw["batch_size"])
     _report_collection(kw["out"], manifest)

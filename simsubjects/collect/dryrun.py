@@ -107,7 +107,8 @@ def dry_model(spec: ModelSpec, *, chat_template: bool = False, tokenizer: ModelS
     local = spec.backend != "openai"
     source = spec if local else (tokenizer or EMBEDDED_TOKENIZER)
     if source.backend == "openai":
-        raise UserError(f"--tokenizer {source.text}: give a local model (smollm2 or hf:/path) whose tokenizer counts tokens")
+        raise UserError(f"--tokenizer {source.text}: give a local model (smollm2 or hf:/path) whose tokenizer "
+                        "counts tokens")
     path = smollm2_path() if source.backend == "embedded" else source.name
     counter = HFModel.tokenizer_only(path, spec=source.text, chat_template=chat_template)
     info = counter.info if local else ModelInfo(spec=redact(spec.text), backend="openai", name=spec.name,

@@ -96,3 +96,15 @@ def test_one_label_table():
     """The run store's labels of the order columns are option_order's, word for word."""
     got = labels()
     assert {k: got[k] for k in option_order.COLUMN_LABELS} == option_order.COLUMN_LABELS
+
+
+def test_the_order_columns_are_reserved_in_a_study_file(tmp_path):
+    """A persona column named like an order column would overwrite it: refused, naming the column."""
+    from simsubjects.errors import UserError
+
+    folder = tmp_path / "study"
+    shutil.copytree(OLD / "studyfile_randomized" / "study", folder)
+    people = pd.read_csv(folder / "personas.csv")
+    people.assign(order=1).to_csv(folder / "personas.csv", index=False)
+    with pytest.raises(UserError, match="order"):
+        load_study(folder / "study.yaml")

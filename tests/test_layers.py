@@ -160,3 +160,53 @@ def test_only_publish_renders_html():
 def test_at_most_six_loose_modules():
     loose = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(loose) <= 6, loose
+
+
+# The model spec is parsed once, at the command's edge (cli/); below it a ModelSpec value is passed.
+# The parser's own module defines it, and the Python API's entry points (a user script names the
+# model as text) parse through `model_spec` in exactly these functions.
+SPEC_PARSERS = {"parse_spec", "model_spec"}
+SPEC_EDGES = {("simsubjects.collect.models.spec", "model_spec"), ("simsubjects.collect.models", "load_model"),
+              ("simsubjects.collect.pipeline", "run_study"), ("simsubjects.collect.ray_engine", "__init__"),
+              # a session file names another player's model: parsed once where the file is read, the
+              # study file's edge as --model is the command's (studyfile/players.py)
+              ("simsubjects.studyfile.players", "_model")}
+
+
+def spec_parses(name: str, path: Path) -> list[tuple[str, int]]:
+    """(enclosing function, line) of every call of the spec parser in the file."""
+    found = []
+
+    def walk(node, fn):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                walk(child, child.name)
+                continue
+            if isinstance(child, ast.Call):
+                f = child.func
+                called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if called in SPEC_PARSERS:
+                    found.append((fn, child.lineno))
+            walk(child, fn)
+
+    walk(ast.parse(path.read_text(encoding="utf-8")), "<module>")
+    return found
+
+
+def test_spec_parser_finder():
+    """The finder itself, on a file that calls the parser inside a method and at module level."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "m.py"
+        f.write_text("class A:\n    def go(self, s):\n        return models.parse_spec(s)\n\nx = model_spec('smollm2')\n")
+        assert sorted(spec_parses("m", f)) == [("<module>", 5), ("go", 3)]
+
+
+def test_only_the_cli_parses_a_model_spec():
+    for m, f in sorted(modules().items()):
+        if m.startswith("simsubjects.cli"):
+            continue
+        for fn, line in spec_parses(m, f):
+            assert (m, fn) in SPEC_EDGES, f"{f}:{line}: {m}.{fn} parses a model spec string; parse it in cli/ " \
+                                          "and pass the ModelSpec down (collect/models/spec.py)"

@@ -17,6 +17,10 @@ OLD = Path(__file__).parent / "data" / "old_runs"
 RUNS = {
     "opinion_survey_cyclic": ["collect", "opinion-survey", "--first", "2", "--order", "cyclic"],
     "studyfile_averaged": ["collect", "{run}/study/study.yaml"],
+    # made by commit 31822bf, the last before one option-order module (seeded random orders, per subject)
+    "opinion_survey_random": ["collect", "opinion-survey", "--first", "2", "--order", "random",
+                              "--personas", "bundled", "--sample", "1"],
+    "studyfile_randomized": ["collect", "{run}/study/study.yaml"],
 }
 
 

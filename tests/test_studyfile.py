@@ -121,24 +121,27 @@ def test_option_orders_recorded(tmp_path, mode, n):
     s = _study(tmp_path, BASE.replace("study: t", "study: t\noption_order: " + mode + "\ndesign: {subjects: 4}"))
     trials, _ = build_trials(s)
     assert len(trials) == 4 * n
+    assert "option_order" not in trials and "ordering" not in trials  # one vocabulary (collect/option_order.py)
+    assert trials.groupby("subject")["order"].apply(list).map(lambda o: o == list(range(n))).all()
+    assert trials["n_ordered"].eq(3).all()
     for rec in trials.to_dict("records"):
-        assert rec["option_order"] == " | ".join(rec["labels"])
+        assert json.loads(rec["order_shown"]) == list(rec["labels"])
         assert rec["options"] == (" A", " B", " C")
         for letter, label in zip("ABC", rec["labels"]):
             assert f"{letter}. {label}" in rec["prompt"]
     if mode == "reversed":
         assert trials["labels"].iat[0] == ("Green", "Blue", "Red")
     if mode == "averaged":
-        assert trials.groupby("subject")["option_order"].nunique().eq(6).all()
+        assert trials.groupby("subject")["order_shown"].nunique().eq(6).all()
     if mode == "randomized":
-        assert trials["option_order"].nunique() > 1
+        assert trials["order_shown"].nunique() > 1
 
 
 def test_averaged_orderings_sampled_when_k_factorial_is_large(tmp_path):
     s = _study(tmp_path, BASE.replace("[Red, Blue, Green]", "[A1, A2, A3, A4, A5, A6]").replace(
         "study: t", "study: t\noption_order: {mode: averaged, max_orderings: 10}"))
     trials, _ = build_trials(s)
-    assert len(trials) == 10 and trials["option_order"].nunique() == 10
+    assert len(trials) == 10 and trials["order_shown"].nunique() == 10
 
 
 def test_refusal_stays_last_and_words_style_completions(tmp_path):
@@ -370,7 +373,7 @@ def test_example_runs_on_the_embedded_model(smollm2, tmp_path, example, capsys):
         assert set(a.tables) >= {"distribution", "representativeness", "representativeness_by_party", "agreement"}
         assert set(a.tables["representativeness_by_party"]["party"]) == {"Democratic", "Republican"}
         # the order shown is recorded and differs between subjects
-        assert model["option_order"].nunique() > 4
+        assert model["order_shown"].nunique() > 4
         assert "order_effects" in a.tables and model["shown_position"].between(1, 6).all()
         share = a.tables["distribution"].groupby(["source", "item"])["share"].sum()
         assert np.allclose(share, 1.0)

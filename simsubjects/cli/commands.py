@@ -17,7 +17,7 @@ from simsubjects.cli.ppi import ppi_options, register as register_ppi
 from simsubjects.cli.preload_cmd import preload_group
 from simsubjects.cli.options import (  # noqa: F401 - the options collect STUDY, collect STUDY.yaml and replicate share
     BATCH_SIZE_OPTION, DEVICE_OPTION, MAX_N, SEED, TIMEOUT_OPTION, _check_model, _dry_run_report, _model_kwargs,
-    _pandas, _report_collection, backend_options, echo_table, model_options, run_options)
+    _pandas, _report_collection, _tokenizer, backend_options, echo_table, model_options, run_options)
 from simsubjects.errors import UserError
 from simsubjects.collect.untrusted import term
 
@@ -211,7 +211,7 @@ def _collect_command(study, name: str | None = None):
             check_prices(kw["price_in"], kw["price_out"])
             rows, model = dry_run_study(study, kw["model"], {**params, "chat_template": kw["chat_template"]},
                                         method=kw["method"], n=kw["n"], batch_size=kw["batch_size"],
-                                        chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
+                                        chat_template=kw["chat_template"], tokenizer=_tokenizer(kw))
             _dry_run_report(rows, model, kw["model"], kw)
             return report_fit(rows, kw)
         if kw["validate"]:
@@ -341,12 +341,13 @@ def replicate(papers, **kw):
         check_prices(kw["price_in"], kw["price_out"])
         rows, model = dry_run_replicate(list(papers), kw["model"], scale=kw["scale"], seed=kw["seed"],
                                         method=kw["method"], n=kw["n"], only=only, batch_size=kw["batch_size"],
-                                        chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
+                                        chat_template=kw["chat_template"], tokenizer=_tokenizer(kw))
         return _dry_run_report(rows, model, kw["model"], kw)
     man = run_replicate(list(papers), kw["model"], kw["out"], scale=kw["scale"], seed=kw["seed"], method=kw["method"],
                         n=kw["n"], only=only, overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                         show_progress=not kw["quiet"], batch_size=kw["batch_size"], allow_code=kw["allow_code"],
-                        cli_options={"papers": list(papers), **kw}, log=lambda m: click.echo(m, err=True))
+                        cli_options={"papers": list(papers), **kw, "model": kw["model"].text},
+                        log=lambda m: click.echo(m, err=True))
     rows = [{"study": e["study"], "status": e.get("status"), "trials": e.get("counts", {}).get("trials"),
              "validity": e.get("counts", {}).get("mean_validity"),
              "seconds": sum(e.get("timings", {}).values()) if e.get("timings") else None}

@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..collect.dryrun import DryModel, check_prices, dry_collect, dry_model  # noqa: F401 - commands.py imports check_prices here
-from ..collect.models import parse_spec
+from .options import _parse_model
 from ..errors import UserError
 
 
-def dry_run_replicate(paper_names, spec: str, *, scale: float, seed: int = 0, method: str = "auto",
+def dry_run_replicate(paper_names, spec, *, scale: float, seed: int = 0, method: str = "auto",
                       n: int | None = None, only: list[str] | None = None, batch_size: int = 64,
-                      chat_template: bool = False, tokenizer: str | None = None) -> tuple[list[dict], DryModel]:
+                      chat_template: bool = False, tokenizer=None) -> tuple[list[dict], DryModel]:
     """`replicate --dry-run`: every study's counted collection with replicate()'s sizes and methods."""
     from simsubjects.cli.replicate import plan_all
 
@@ -21,7 +21,8 @@ def dry_run_replicate(paper_names, spec: str, *, scale: float, seed: int = 0, me
         raise UserError(f"--scale {scale:g}: must be in (0, 1]; 1 is the paper's full design")
     if method not in ("auto", "exact", "sampled"):
         raise UserError(f"--method {method}: choose auto, exact or sampled")
-    parse_spec(spec)
+    spec = _parse_model(spec)  # the command's ModelSpec passes through; a script's text is parsed here
+    tokenizer = _parse_model(tokenizer) if tokenizer else None
     only = [o.strip().replace("-", "_") for o in (only or []) if o.strip()]
     rows = [r for r in plan_all(paper_names, scale, only, Path("."), seed)[1] if r[2] is not None]
     model = dry_model(spec, chat_template=chat_template, tokenizer=tokenizer)

@@ -78,7 +78,9 @@ def budget_of(kw: dict):
 
     if kw.get("max_cost") is None:
         return None
-    return Budget(kw["max_cost"], kw.get("price_in") or 0.0, kw.get("price_out") or 0.0, kw.get("tokenizer"))
+    from .options import _tokenizer
+
+    return Budget(kw["max_cost"], kw.get("price_in") or 0.0, kw.get("price_out") or 0.0, _tokenizer(kw))
 
 
 def report_fit(rows, kw: dict) -> None:

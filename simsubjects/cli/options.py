@@ -91,7 +91,7 @@ def _dry_run_report(rows, model, spec: str, kw: dict) -> None:
 
     from simsubjects.redact import redact
 
-    spec = redact(spec)  # a URL's credentials are never shown
+    spec = redact(str(spec))  # a URL's credentials are never shown
     df = price_table(rows, model.local, kw["price_in"], kw["price_out"])
     echo_table(f"dry run of {spec}", df, "{:.6g}")
     click.echo(describe(df, spec, model.local, kw["tokenizer"]))
@@ -135,10 +135,24 @@ def _model_kwargs(kw: dict) -> dict:
 
 
 def _check_model(kw: dict) -> None:
-    """The model spec, --base-url and --timeout, checked before anything is built or loaded."""
+    """The model spec, --base-url and --timeout, checked before anything is built or loaded. The command's
+    edge: kw["model"] is parsed here, once, into a ModelSpec that everything below takes."""
+    kw["model"] = _parse_model(kw["model"])
     from simsubjects.collect.models import check_model_options
 
     check_model_options(kw["model"], kw.get("base_url"), kw.get("timeout"))
+
+
+def _parse_model(spec):
+    """--model (or --judge-model, --tokenizer) text -> a ModelSpec; parsed only in the command layer."""
+    from simsubjects.collect.models import ModelSpec, parse_spec
+
+    return spec if isinstance(spec, ModelSpec) else parse_spec(spec)
+
+
+def _tokenizer(kw: dict):
+    """--tokenizer, parsed (None when not given)."""
+    return _parse_model(kw["tokenizer"]) if kw.get("tokenizer") else None
 
 
 def echo_table(title: str, df: pd.DataFrame, floatfmt: str = "{:.4g}") -> None:

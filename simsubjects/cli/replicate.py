@@ -72,7 +72,7 @@ def _check_folder(out: Path, papers: list[Paper], overwrite: bool) -> None:
         raise UserError(f"--out {out}: holds a replication of {', '.join(had)}; choose another folder or pass --overwrite")
 
 
-def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0, method: str = "auto",
+def replicate(paper_names, model, out, *, scale: float = 1.0, seed: int = 0, method: str = "auto",
               n: int | None = None, only: list[str] | None = None, overwrite: bool = False,
               model_options: dict | None = None, show_progress: bool = True, batch_size: int = 64,
               cli_options: dict | None = None, log: Callable[[str], None] = print, loaded_model=None,
@@ -83,7 +83,7 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
     loaded model to use instead of loading `model` (tests share one).
     """
     from simsubjects.publish.analysis import analyze_runs
-    from simsubjects.collect.models import load_model, parse_spec
+    from simsubjects.collect.models import load_model, model_spec
     from simsubjects.collect.pipeline import run_study, versions
     from simsubjects.publish.export import export_run
     from simsubjects.publish.report import render_report  # report never imports replicate (both read simsubjects.papers)
@@ -92,8 +92,8 @@ def replicate(paper_names, model: str, out, *, scale: float = 1.0, seed: int = 0
         raise UserError(f"--scale {scale:g}: must be in (0, 1]; 1 is the paper's full design")
     if method not in ("auto", "exact", "sampled"):
         raise UserError(f"--method {method}: choose auto, exact or sampled")
-    parse_spec(model)
-    public = redact(model)  # what files and messages show: no URL credentials, no key
+    model = model_spec(model)  # parsed once here (the command line passes its ModelSpec through)
+    public = redact(model.text)  # what files and messages show: no URL credentials, no key
     only = [o.strip().replace("-", "_") for o in (only or []) if o.strip()]
     out = Path(out)
     papers, rows = plan_all(paper_names, scale, only, out, seed)

@@ -34,7 +34,9 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     # float sums than the packed scorer, so the scorer is part of the run's identity
     params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": kw.get("paths"),
               "session_scorer": SCORER, **({"chat_template": True} if kw["chat_template"] else {})}
-    _, manifest = run_study(session_def(study, out=kw["out"]), kw["model"], kw["out"], params=params, method=method,
-                            n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
+    from .options import _parse_model
+
+    _, manifest = run_study(session_def(study, out=kw["out"]), _parse_model(kw["model"]), kw["out"], params=params,
+                            method=method, n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                             show_progress=not kw["quiet"], batch_size=kw["batch_size"])
     _report_collection(kw["out"], manifest)

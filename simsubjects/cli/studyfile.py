@@ -51,7 +51,7 @@ def file_command(path: str) -> click.Command:
 def _collect_file(path: str, kw: dict) -> None:
     from simsubjects.cli.options import _model_kwargs, _report_collection, echo_table
     from ..collect.pipeline import run_study
-    from simsubjects.studyfile.adapter import KEY, file_parameters, study_def
+    from simsubjects.studyfile.adapter import KEY, file_parameters, order_parameters, study_def
     from simsubjects.studyfile.design import build_trials
     from simsubjects.studyfile.spec import load_study
 
@@ -73,12 +73,13 @@ def _collect_file(path: str, kw: dict) -> None:
     options = _model_kwargs(kw)
     judge_loader = None
     if kw["judge_model"]:
-        from ..collect.models import load_model, parse_spec
+        from ..collect.models import load_model
+        from .options import _parse_model
 
-        parse_spec(kw["judge_model"])
+        judge = _parse_model(kw["judge_model"])  # parsed once, here; the params keep the text
 
         def judge_loader():
-            return load_model(kw["judge_model"], **options)
+            return load_model(judge, **options)
     from simsubjects.studyfile.adapter import check_out
 
     if kw.get("out"):
@@ -89,14 +90,17 @@ def _collect_file(path: str, kw: dict) -> None:
     if method not in sdef.methods:
         raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
     params = {KEY: file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
-              "judge_model": kw["judge_model"]}
+              "judge_model": kw["judge_model"], **order_parameters(study, None if kw["dry_run"] else kw["out"])}
+    from .options import _parse_model, _tokenizer
+
+    kw["model"] = _parse_model(kw["model"])  # the command's edge: parsed once, where run_study parsed it before
     if kw["dry_run"]:  # as for a built-in study: counted by the tokenizer, no weights, nothing written
         from simsubjects.cli.options import _dry_run_report
         from simsubjects.collect.dryrun import check_prices, dry_run_study
 
         check_prices(kw["price_in"], kw["price_out"])
         rows, model = dry_run_study(sdef, kw["model"], params, method=method, n=kw["n"], batch_size=kw["batch_size"],
-                                    chat_template=kw["chat_template"], tokenizer=kw["tokenizer"])
+                                    chat_template=kw["chat_template"], tokenizer=_tokenizer(kw))
         return _dry_run_report(rows, model, kw["model"], kw)
     if kw["validate"]:
         from ..collect.models import load_model

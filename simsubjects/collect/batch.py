@@ -104,10 +104,11 @@ class Plan:
     known: set
 
 
-def plan_requests(study, spec: str, out, *, params: dict, method: str, n: int, batch_size: int,
+def plan_requests(study, spec, out, *, params: dict, method: str, n: int, batch_size: int,
                   base_url: str | None = None) -> Plan:
-    """Run `study`'s collection against the recorder, through the run folder's cache (if any)."""
-    from .models import check_model_options, parse_spec
+    """Run `study`'s collection against the recorder, through the run folder's cache (if any).
+    `spec`: the command line's parsed ModelSpec."""
+    from .models import check_model_options
     from .models.openai_api import openai_fingerprint
     from .models.openai_transport import DEFAULT_BASE_URL, is_openai_host
     from .pipeline import numeric_identity
@@ -117,10 +118,10 @@ def plan_requests(study, spec: str, out, *, params: dict, method: str, n: int, b
     backend = check_model_options(spec, base_url, None)
     if backend != "openai":
         raise UserError(f"--batch-export/--batch-import: for openai: models (a provider's batch endpoint or "
-                        f"`vllm run-batch`); {redact(spec)} runs locally: collect it directly")
+                        f"`vllm run-batch`); {redact(spec.text)} runs locally: collect it directly")
     if method not in study.methods:
         raise UserError(f"--method {method}: {study.name} supports {', '.join(study.methods)}")
-    _, name, urls = parse_spec(spec)
+    name, urls = spec.name, list(spec.urls)
     urls = urls or [u for u in (base_url or "").split(",") if u] or [DEFAULT_BASE_URL]
     trials, _items = study.make(**params)
     if len(trials) == 0:
@@ -132,7 +133,7 @@ def plan_requests(study, spec: str, out, *, params: dict, method: str, n: int, b
     cache_path = Path(out) / CACHE
     run_cache = RunStore(Path(out)).cache() if cache_path.is_file() else None
     cache = OverlayCache(run_cache)
-    rec = Recorder(ModelInfo(spec=redact(spec), backend="openai", name=name, revision=name), fp)
+    rec = Recorder(ModelInfo(spec=redact(spec.text), backend="openai", name=name, revision=name), fp)
     try:
         if study.collect is None:
             collect_choices(rec, trials, cache, study=study.name, method=method, n=n, show_progress=False,

@@ -41,12 +41,12 @@ class Budget:
     cap: float
     price_in: float = 0.0
     price_out: float = 0.0
-    tokenizer: str | None = None
+    tokenizer: object = None  # a parsed ModelSpec (--tokenizer), or None
 
     def price(self, prompt_tokens: float, completion_tokens: float) -> float:
         return (prompt_tokens * (self.price_in or 0.0) + completion_tokens * (self.price_out or 0.0)) / 1e6
 
-    def wrap(self, model, spec: str, chat_template: bool = False, remaining: Callable | None = None):
+    def wrap(self, model, spec, chat_template: bool = False, remaining: Callable | None = None):
         from .dryrun import dry_model
 
         return BudgetedModel(model, self, dry_model(spec, chat_template=chat_template, tokenizer=self.tokenizer),

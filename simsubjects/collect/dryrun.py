@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..errors import UserError
 from ..redact import redact
-from .models import parse_spec, smollm2_path
+from .models import ModelSpec, smollm2_path
 from .models.base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
 
 ADAPTIVE = ("milgram",)  # study names starting so: the number of steps depends on the answers
@@ -95,20 +95,24 @@ class DryModel:
                 **self.stats}
 
 
-def dry_model(spec: str, *, chat_template: bool = False, tokenizer: str | None = None, **_) -> DryModel:
-    """The stand-in for `spec`: its own tokenizer for a local model; for an API model the tokenizer
-    of `tokenizer` (a local spec; default the embedded model's, an approximation)."""
+# the default tokenizer of an API model's dry run, written as parse_spec("smollm2") would give it
+EMBEDDED_TOKENIZER = ModelSpec("smollm2", "embedded", "smollm2")
+
+
+def dry_model(spec: ModelSpec, *, chat_template: bool = False, tokenizer: ModelSpec | None = None, **_) -> DryModel:
+    """The stand-in for `spec` (parsed): its own tokenizer for a local model; for an API model the
+    tokenizer of `tokenizer` (a parsed local spec; default the embedded model's, an approximation)."""
     from simsubjects.collect.models.hf import HFModel
 
-    backend, name, _urls = parse_spec(spec)
-    local = backend != "openai"
-    source = spec if local else (tokenizer or "smollm2")
-    tb, tname, _ = parse_spec(source)
-    if tb == "openai":
-        raise UserError(f"--tokenizer {source}: give a local model (smollm2 or hf:/path) whose tokenizer counts tokens")
-    path = smollm2_path() if tb == "embedded" else tname
-    counter = HFModel.tokenizer_only(path, spec=source, chat_template=chat_template)
-    info = counter.info if local else ModelInfo(spec=redact(spec), backend="openai", name=name, revision=name, details={})
+    local = spec.backend != "openai"
+    source = spec if local else (tokenizer or EMBEDDED_TOKENIZER)
+    if source.backend == "openai":
+        raise UserError(f"--tokenizer {source.text}: give a local model (smollm2 or hf:/path) whose tokenizer "
+                        "counts tokens")
+    path = smollm2_path() if source.backend == "embedded" else source.name
+    counter = HFModel.tokenizer_only(path, spec=source.text, chat_template=chat_template)
+    info = counter.info if local else ModelInfo(spec=redact(spec.text), backend="openai", name=spec.name,
+                                                revision=spec.name, details={})
     return DryModel(counter=counter, info=info, local=local)
 
 
@@ -170,10 +174,10 @@ def describe(df: pd.DataFrame, spec: str, local: bool, tokenizer_spec: str | Non
 
 
 
-def dry_run_study(study, spec: str, params: dict, *, method: str, n: int, batch_size: int,
-                  chat_template: bool = False, tokenizer: str | None = None) -> tuple[list[dict], DryModel]:
-    """`collect STUDY --dry-run`: the same checks as run_study, then the counted collection."""
-    parse_spec(spec)
+def dry_run_study(study, spec: ModelSpec, params: dict, *, method: str, n: int, batch_size: int,
+                  chat_template: bool = False, tokenizer: ModelSpec | None = None) -> tuple[list[dict], DryModel]:
+    """`collect STUDY --dry-run`: the same checks as run_study, then the counted collection (`spec` and
+    `tokenizer` parsed by the command line)."""
     if method not in study.methods:
         raise UserError(f"--method {method}: {study.name} supports {', '.join(study.methods)}")
     if method != "exact" and n < 1:

@@ -18,7 +18,7 @@ from ..datasets.registry import checksum, get
 from ..errors import UserError
 from simsubjects.collect.schema import check_responses
 from ..redact import redact, redact_obj
-from .models import BACKENDS, check_model_options, load_model
+from .models import BACKENDS, ModelSpec, check_model_options, load_model, model_spec
 from .runner import collect_choices
 from .store import RunStore, stable_hash
 
@@ -86,18 +86,19 @@ def _budgeted(model, budget, study, spec, out, trials, params, method, n, batch_
     return wrapped
 
 
-def run_study(study, model_spec: str, out, **kw) -> tuple[pd.DataFrame, dict]:
-    """Collect `study` (a StudyDef) into the run folder `out`; returns (responses, manifest)."""
+def run_study(study, spec: ModelSpec | str, out, **kw) -> tuple[pd.DataFrame, dict]:
+    """Collect `study` (a StudyDef) into the run folder `out`; returns (responses, manifest).
+    `spec`: the command line's parsed ModelSpec, or a script's text (parsed here, the Python API's edge)."""
     with refused_writes(out):  # a full disk or a read-only folder mid-run: one line, the cache kept
-        return _run_study(study, model_spec, out, **kw)
+        return _run_study(study, model_spec(spec), out, **kw)
 
 
-def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exact", n: int = 50,
+def _run_study(study, spec: ModelSpec, out, *, params: dict, method: str = "exact", n: int = 50,
                overwrite: bool = False, model_options: dict | None = None, show_progress: bool = True,
                model=None, batch_size: int = 64, budget=None, engine: dict | None = None) -> tuple[pd.DataFrame, dict]:
     started = time.perf_counter()
     mo = model_options or {}
-    backend = check_model_options(model_spec, mo.get("base_url"), mo.get("timeout"))  # before anything is written
+    backend = check_model_options(spec, mo.get("base_url"), mo.get("timeout"))  # before anything is written
     if method not in study.methods:
         raise UserError(f"--method {method}: {study.name} supports {', '.join(study.methods)}")
     if method != "exact" and n < 1:
@@ -113,16 +114,16 @@ def _run_study(study, model_spec: str, out, *, params: dict, method: str = "exac
     if model is None and engine and engine.get("name") == "ray":  # a pool of actors (collect/ray_engine.py)
         from .ray_engine import RayEngine
 
-        model = RayEngine(model_spec, mo, address=engine.get("address"), actors=engine.get("actors"),
+        model = RayEngine(spec, mo, address=engine.get("address"), actors=engine.get("actors"),
                           threads=engine.get("threads", 1), batch_size=batch_size)
-    model = model or load_model(model_spec, **mo)
+    model = model or load_model(spec, **mo)
     # an engine with several workers is handed one batch per worker at once; it cuts them back into
     # --batch-size shards, so each forward pass holds what a local run's would
     chunk = batch_size * int(getattr(model, "parallel", 1))
     identity = {"study": study.name, "model": model.fingerprint(), "parameters": params, **numerics}
     store = RunStore.open(out, identity, overwrite=overwrite)
     if budget is not None:  # --max-cost: every batch priced before it is sent (collect/budget.py)
-        model = _budgeted(model, budget, study, model_spec, out, trials, params, method, n, batch_size)
+        model = _budgeted(model, budget, study, spec, out, trials, params, method, n, batch_size)
     nothing_cached = True
     usage_before = model.usage() if hasattr(model, "usage") else None
     try:

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 class ModelActor:
     """One model in one Ray worker process (wrapped by ray.remote in RayEngine)."""
 
-    def __init__(self, spec: str, options: dict, threads: int):
+    def __init__(self, spec, options: dict, threads: int):
         import torch
 
         torch.set_num_threads(max(1, int(threads)))
@@ -67,16 +67,13 @@ def _ray():
     return ray
 
 
-def check_engine(engine: str, spec: str, actors: int | None, threads: int, address: str | None) -> None:
-    """Before anything loads: a local model, Ray importable, sane counts."""
-    from .models import BACKENDS, parse_spec
-
+def check_engine(engine: str, spec, actors: int | None, threads: int, address: str | None) -> None:
+    """Before anything loads: a local model (`spec`, a parsed ModelSpec), Ray importable, sane counts."""
     if engine == "local":
         if address is not None or actors is not None:
             raise UserError("--ray-address and --ray-actors apply to --engine ray")
         return
-    backend, _, _ = parse_spec(spec)
-    if BACKENDS[backend].server:
+    if spec.server:
         raise UserError(f"--engine ray runs local models (smollm2, hf:...); an API model's concurrency is its "
                         f"server's: give several URLs in --model instead")
     if actors is not None and actors < 1:
@@ -89,8 +86,11 @@ def check_engine(engine: str, spec: str, actors: int | None, threads: int, addre
 class RayEngine:
     """A pool of ModelActors behind the LanguageModel interface."""
 
-    def __init__(self, spec: str, options: dict, *, address: str | None = None, actors: int | None = None,
+    def __init__(self, spec, options: dict, *, address: str | None = None, actors: int | None = None,
                  threads: int = 1, batch_size: int = 64):
+        from .models import model_spec
+
+        spec = model_spec(spec)  # the command line's ModelSpec, or a script's text (the Python API's edge)
         ray = _ray()
         self.ray = ray
         self.batch_size = int(batch_size)

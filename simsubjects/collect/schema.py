@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .option_order import COLUMN_LABELS as OPTION_ORDER_LABELS
+
 CORE_COLUMNS: dict[str, str] = {
     "study": "Registered study name (ultimatum, garden_path, wisdom, milgram, survey_bias, moca, ...)",
     "trial": "Identifier of one observation; all response rows of an observation share it",
@@ -31,7 +33,8 @@ COLLECTION_COLUMNS: dict[str, str] = {
     "run": "Run folder of the row, when several runs are analyzed together",
     # columns every study file (simsubjects/studyfile, YAML) may write
     "response_type": "choice, estimate or free_text", "question": "Item text as shown (vignette filled in)",
-    "option_order": "Options in the order shown to this subject", "ordering": "Index of the option ordering",
+    # the option order shown (built-ins and study files alike): collect/option_order.py's one table
+    **OPTION_ORDER_LABELS,
     "repetition": "Repetition of the trial", "judge": "Model that classified the free-text answer",
 }
 

@@ -17,6 +17,8 @@ from .runcopy import COPY, copy_files
 from .spec import Study, load_study
 
 KEY = "studyfile"  # the parameter a study file's run records (read back by origin.py)
+# the parameter that says a study file's orders were drawn by simsubjects.collect.option_order
+ORDERS = "option_orders"
 
 
 
@@ -28,6 +30,26 @@ def file_parameters(study: Study) -> dict:
     return {"file": f"{COPY}/{study.file.name}", "sha256": study.sha256,
             "tables": {rel: hashlib.sha256(study.raw[rel]).hexdigest()
                        for rel, p in study.files.items() if p != study.file}}
+
+
+def order_parameters(study: Study, out) -> dict:
+    """The run's record of who drew its option orders. A folder holding a study-file run made before
+    one option-order module (its identity lacks ORDERS) is resumed as it was drawn: `study` is marked
+    so that design.py re-makes its orders and order columns as recorded, and the identity stays the
+    folder's. Every other run records ORDERS."""
+    from ..collect.store import RunStore
+
+    try:
+        old = RunStore(Path(out)).read_manifest(missing_ok=True) if out is not None else None
+    except UserError:  # not a run's manifest: RunStore.check_out says so, in its words
+        old = None
+    ident = old.get("identity") if isinstance(old, dict) else None
+    mine = ident.get("parameters") if isinstance(ident, dict) else None
+    recorded = mine.get(KEY) if isinstance(mine, dict) else None
+    if isinstance(recorded, dict) and ORDERS not in mine and recorded.get("sha256") == study.sha256:
+        study.orders_before = True
+        return {}
+    return {ORDERS: "simsubjects.collect.option_order"}
 
 
 def check_out(study: Study, out) -> None:
@@ -106,5 +128,6 @@ def replicate_row(path: str, out, seed: int | None = None):
     check_out(study, Path(out) / study.name)
     paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title, note="a study file")
     plan = Plan(paper, lambda scale: {}, f"the study file's own design ({path}; --scale does not change it)")
-    params = {KEY: file_parameters(study), "seed": study.seed, "judge_model": None}
+    params = {KEY: file_parameters(study), "seed": study.seed, "judge_model": None,
+              **order_parameters(study, Path(out) / study.name)}
     return paper, plan, study_def(study, out=Path(out) / study.name), params

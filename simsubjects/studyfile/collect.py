@@ -9,7 +9,6 @@ the same model or of `--judge-model`.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 
@@ -17,6 +16,7 @@ import pandas as pd
 
 from ..collect.models.base import ChoiceRequest, CompletionRequest
 from ..collect.runner import collect_choices, complete_many, progress
+from ..collect.seeds import seed_from_text
 from .spec import Response, Study
 
 NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
@@ -52,7 +52,7 @@ def parse_estimate(text: str, r: Response) -> float | None:
 
 def _seed(study: Study, trial: str) -> int:
     """One seed per trial: repetitions and subjects draw independently, re-runs draw the same."""
-    return int.from_bytes(hashlib.sha256(f"{study.seed}\x1f{trial}".encode()).digest()[:4], "little")
+    return seed_from_text(study.seed, trial, nbytes=4)
 
 
 def generation_requests(study: Study, trials: pd.DataFrame) -> list[CompletionRequest]:

@@ -2,42 +2,29 @@
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import math
 from string import Template
 
 import numpy as np
 import pandas as pd
 
-from simsubjects.collect.option_order import shown_text
+from simsubjects.collect import option_order
+from simsubjects.collect.seeds import rng_from_text
 from .spec import Item, Response, Study, conditions  # noqa: F401 - conditions lives in spec (its checks use it)
 
 
-def _rng(*parts) -> np.random.Generator:
-    """A generator seeded by the parts (seed, subject, item, ...): the same trial always gets the same draw."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+_rng = rng_from_text  # seeded by the parts (seed, subject, item, ...): the same trial always gets the same draw
 
 
 def orderings(study: Study, r: Response, *key) -> list[tuple[int, ...]]:
-    """Orders in which the non-refusal options are shown (refusals always stay last, as listed)."""
+    """Orders in which the non-refusal options are shown (refusals always stay last, as listed), drawn by
+    simsubjects.collect.option_order. `key`: (subject, item, condition, repetition)."""
     k = sum(not o.refusal for o in r.options)
-    ident = tuple(range(k))
-    mode = study.order_mode
-    if mode == "as_listed" or k < 2:
-        return [ident]
-    if mode == "reversed":
-        return [ident[::-1]]
-    if mode == "randomized":
-        return [tuple(int(i) for i in _rng(study.seed, "order", *key).permutation(k))]
-    if math.factorial(k) <= study.max_orderings:
-        return list(itertools.permutations(ident))
-    # k! too large: a seeded sample of distinct orderings, the same for every subject of the item
-    rng, seen = _rng(study.seed, "orderings", key[1] if len(key) > 1 else ""), {}
-    while len(seen) < study.max_orderings:
-        seen.setdefault(tuple(int(i) for i in rng.permutation(k)), None)
-    return list(seen)
+    if study.orders_before:  # a run folder made before one option-order module, resumed as it was drawn
+        return option_order.before_one_module(k, study.order_mode, study.max_orderings, study.seed, key)
+    mode = option_order.FILE_MODES[study.order_mode]
+    if mode == "all":  # a sample of k! orderings is the item's, the same for every subject
+        return option_order.orderings(k, mode, (study.seed, key[1]), max_orderings=study.max_orderings)
+    return option_order.orderings(k, mode, (study.seed, *key))
 
 
 def shown_options(r: Response, order: tuple[int, ...]):
@@ -163,13 +150,22 @@ def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, con
             "prompt": prompt,
             "options": tuple(s[2] for s in shown), "labels": tuple(s[0].label for s in shown),
             "response_type": r.kind, "question": question,
-            "option_order": " | ".join(s[0].label for s in shown), "ordering": j + 1, "repetition": rep + 1,
-            # JSON, as simsubjects.collect.option_order records it: `analyze` then adds the order-effects tables
-            "order_shown": shown_text([s[0].label for s in shown]) if shown else "",
+            **_order_columns(study, shown, j, rep),
             **{f: lv for f, lv in cond.items()}, **it.attributes,
             **{k: v for k, v in srec.items()}, **extra,
         })
     return out
+
+
+def _order_columns(study: Study, shown, j: int, rep: int) -> dict:
+    """The order shown, in simsubjects.collect.option_order's vocabulary (`analyze` then adds the
+    order-effects tables); a folder made before it keeps the columns it recorded then."""
+    labels = [s[0].label for s in shown]
+    text = option_order.shown_text(labels) if shown else ""
+    if study.orders_before:
+        return {"option_order": " | ".join(labels), "ordering": j + 1, "repetition": rep + 1, "order_shown": text}
+    n_ordered = sum(not s[0].refusal for s in shown)
+    return {"order": j, "repetition": rep + 1, "order_shown": text, "n_ordered": n_ordered}
 
 
 def _text(v) -> str:

@@ -39,6 +39,7 @@ class Player:
     recorded: dict = field(default_factory=dict)  # (match value, round) -> move
     match: str = ""
     model: str = ""  # model players: "same" or a model spec
+    spec: object = None  # model players other than "same": the ModelSpec parsed once, at load
     persona: str = ""  # model players: the text before its question (its role)
     text: str = ""  # model players: its question (placeholders: the state when it moves)
     response: object = None  # model players: a k-choice Response
@@ -167,14 +168,14 @@ def _model(c, name: str, v, path, named) -> Player:
     from .spec import parse_response
 
     d = c.mapping(v, path, MODEL, required=("model", "text", "response"))
-    spec = c.text(d, "model", path, required=True)
+    spec, parsed = c.text(d, "model", path, required=True), None
     if spec != SAME:
         try:
-            parse_spec(spec)
+            parsed = parse_spec(spec)
         except UserError as e:
             raise c.err((*path, "model"), f"{e} (or model: same, the subject's model)") from None
     resp = parse_response(c, d["response"], (*path, "response"), named)
     if resp.kind != "choice":
         raise c.err((*path, "response"), "a model player's move is a k-choice question (choice, yesno, likert)")
-    return Player(name, "model", path, model=spec, persona=c.text(d, "persona", path, ""),
+    return Player(name, "model", path, model=spec, spec=parsed, persona=c.text(d, "persona", path, ""),
                   text=c.text(d, "text", path, required=True), response=resp)

@@ -18,7 +18,6 @@ Rows (docs/studies.md, "Paths and rows"), told apart by `condition` as Milgram's
 from __future__ import annotations
 
 import copy
-import hashlib
 import time
 from dataclasses import dataclass, field
 from string import Template
@@ -32,13 +31,12 @@ from .design import shown_options
 from ..collect.models.base import ChoiceRequest, ChoiceResult
 from ..collect.runner import cache_key, cached_map, progress
 from .players import SAME
+from ..collect.seeds import rng_from_text
 
 LEAF_TOLERANCE = 1e-9
 
 
-def _rng(*parts) -> np.random.Generator:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+_rng = rng_from_text  # (seed, subject, path, block, round): docs/studies.md
 
 
 def _fmt(v) -> str:
@@ -414,7 +412,7 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
         if p.kind == "model" and p.model not in askers:
             from ..collect.models import load_model
 
-            askers[p.model] = _asker(load_model(p.model, chat_template=chat), method, chain_of)
+            askers[p.model] = _asker(load_model(p.spec, chat_template=chat), method, chain_of)
     states = run.initial()
     failures, queries, asked = [], 0, 0
     with progress(len(states), f"{study.name} paths ({model.info.spec})", show_progress) as bar:

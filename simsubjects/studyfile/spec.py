@@ -25,7 +25,7 @@ SLUG = re.compile(r"^[a-z][a-z0-9_-]*$")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # placeholders, factor and attribute names
 FUNCTION_REF = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
 RESERVED = {*CORE_COLUMNS, "prompt", "options", "labels", "persona", "question", "option_order", "ordering",
-            "order_shown", "shown_position", "n_shown",
+            "order", "order_shown", "n_ordered", "shown_position", "n_shown",  # collect/option_order.py's columns
             "repetition", "response_type", "estimate", "completion", "score", "n_samples", "n_queries"}
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "items", "response", "response_types",
@@ -143,6 +143,9 @@ class Study:
     condition: str = ""  # template of the condition label (default: factor=level,...)
     order_mode: str = "as_listed"
     max_orderings: int = 24
+    # set for a run folder made before one option-order module (studyfile/adapter.order_parameters):
+    # its orders and order columns are re-made as they were recorded then
+    orders_before: bool = False
     human: pd.DataFrame | None = None
     human_name: str = "human"
     analyses: list[dict] = field(default_factory=list)

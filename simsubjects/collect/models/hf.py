@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -13,6 +12,7 @@ import numpy as np
 from ...errors import UserError
 from .base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
 from . import weight_cache
+from ..seeds import seed_from_text
 from .packing import Packed, fill, lcp as _lcp, pack
 
 
@@ -22,7 +22,7 @@ file_sha256 = weight_cache.file_sha256
 
 
 def _seed_of(obj) -> int:
-    return int.from_bytes(hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).digest()[:4], "little")
+    return seed_from_text(json.dumps(obj, sort_keys=True), nbytes=4)
 
 
 # Work counters (benchmarks) and usage (manifests): forward passes, real and padded tokens, LM-head

@@ -1,5 +1,10 @@
 """The model spec (`--model`): parsed and checked here, before any model loads.
 
+The command line parses a spec string once, at the command's edge (simsubjects/cli/), into a
+`ModelSpec`; everything below it (collection, the Ray engine, batch files, dry runs, budgets) takes
+that value and never parses text again (tests/test_layers.py enforces it). `load_model` and
+`run_study` also take the string, for user scripts: the Python API is an edge of its own.
+
 Split from the package's __init__ so that the backends (hf.py, openai_api.py), which the package
 imports to register them, can use these checks without importing their own package back.
 """
@@ -7,6 +12,7 @@ imports to register them, can use these checks without importing their own packa
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -30,25 +36,53 @@ def smollm2_path() -> Path:
     return path
 
 
-def parse_spec(spec: str) -> tuple[str, str, list[str]]:
-    """'openai:m@url1,url2' -> ('openai', 'm', [url1, url2]); 'hf:/p' -> ('hf', '/p', []).
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed `--model`: the backend that serves it, the model's name or path, its server URLs.
 
-    Every check that needs no model runs here (before anything is written or loaded)."""
+    `text` is the spec as written (stripped). It may hold URL credentials: pass it through
+    simsubjects.redact before it is shown or written, as for the string."""
+
+    text: str
+    backend: str
+    name: str
+    urls: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def server(self) -> bool:
+        """Served by a server (takes --base-url and --timeout), not loaded in this process."""
+        return BACKENDS[self.backend].server
+
+
+def parse_spec(spec: str) -> ModelSpec:
+    """'openai:m@url1,url2' -> ModelSpec(backend='openai', name='m', urls=(url1, url2)); 'hf:/p' -> ('hf', '/p').
+
+    Every check that needs no model runs here (before anything is written or loaded). Called by the
+    command line only (and by `model_spec` for the Python API's entry points)."""
     if not isinstance(spec, str) or not spec.strip():
         raise UserError("--model is empty; use smollm2, hf:/path/to/model, openai:MODEL or openai:MODEL@URL")
     spec = spec.strip()
     embedded = by_embedded_name(spec)
     if embedded is not None:
-        return embedded.name, spec, []
+        return ModelSpec(spec, embedded.name, spec)
     prefix, sep, rest = spec.partition(":")
     if sep and prefix in BACKENDS:
         name, urls = BACKENDS[prefix].parse(rest, spec)
-        return prefix, name, urls
+        return ModelSpec(spec, prefix, name, tuple(urls))
     if Path(spec).exists():
-        return "hf", _check_local(spec, spec), []
+        return ModelSpec(spec, "hf", _check_local(spec, spec))
     raise UserError(
         f"unknown model {redact(spec)!r}; use smollm2, hf:/path/to/model, openai:MODEL or openai:MODEL@http://host:port/v1"
     )
+
+
+def model_spec(spec: "ModelSpec | str") -> ModelSpec:
+    """The Python API's edge (`load_model`, `run_study`, `RayEngine`): a user script may name the model
+    as text, parsed here once; a ModelSpec from the command line passes through untouched."""
+    return spec if isinstance(spec, ModelSpec) else parse_spec(spec)
 
 
 def check_url(url: str, what: str) -> str:
@@ -82,15 +116,15 @@ def _check_local(path: str, spec: str) -> str:
     return path
 
 
-def check_model_options(spec: str, base_url: str | None = None, timeout: float | None = None) -> str:
-    """The backend a spec names, after checking the options given with it (no model loads)."""
-    backend, _, _ = parse_spec(spec)
-    if not BACKENDS[backend].server:
+def check_model_options(spec: ModelSpec, base_url: str | None = None, timeout: float | None = None) -> str:
+    """The backend a parsed spec names, after checking the options given with it (no model loads)."""
+    backend = spec.backend
+    if not spec.server:
         if base_url:
-            raise UserError(f"--base-url applies to openai: models; {spec!r} runs locally (write openai:MODEL@URL "
+            raise UserError(f"--base-url applies to openai: models; {spec.text!r} runs locally (write openai:MODEL@URL "
                             "or drop --base-url)")
         if timeout is not None:
-            raise UserError(f"--timeout applies to openai: models; {spec!r} runs locally")
+            raise UserError(f"--timeout applies to openai: models; {spec.text!r} runs locally")
     if base_url is not None and not base_url.strip(","):
         raise UserError("--base-url is empty; give a URL such as http://127.0.0.1:8000/v1")
     for u in (base_url or "").split(","):

@@ -72,9 +72,9 @@ STUDY = StudyDef(
          "24 novel sentences, judged by simulated participants (Aher et al. 2023, §5, App. C).",
     build=lambda names=5, set="both", seed=0: build_trials(names=names, set_=set, seed=seed),
     options=[
-        Option(("--names",), {"default": 5, "show_default": True, "type": int,
+        Option(("--names",), {"show_default": True, "type": int,
                               "help": "Names per sentence (of the 1,000-name pool); each judges both versions."}),
-        Option(("--set",), {"default": "both", "show_default": True, "type": click.Choice(SETS),
+        Option(("--set",), {"show_default": True, "type": click.Choice(SETS),
                             "help": "Sentences of Christianson et al. (2001), the authors' novel ones, or both."}),
     ],
     datasets=["garden_path", "names", "prompts_aher2023"],

@@ -461,11 +461,11 @@ def with_humans(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
     return pd.concat([responses, load_milgram1963(study)], ignore_index=True)
 
 
-def _options(default_subjects: int = 4) -> list[Option]:
+def _options() -> list[Option]:
     return [
-        Option(("--subjects",), {"default": default_subjects, "show_default": True, "type": int,
+        Option(("--subjects",), {"show_default": True, "type": int,
                                  "help": "Subjects (of the 100: top-10 surnames per group x Mr./Ms.)."}),
-        Option(("--max-stages",), {"default": 30, "show_default": True, "type": int,
+        Option(("--max-stages",), {"show_default": True, "type": int,
                                    "help": "Stop after this many of the 30 stages (quick runs; right-censored)."}),
         Option(("--max-tokens",), {"default": MAX_TOKENS, "show_default": True, "type": click.IntRange(1, 32768),
                                    "help": "Tokens per free-text completion (the authors used 40)."}),

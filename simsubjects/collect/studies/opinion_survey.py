@@ -175,38 +175,38 @@ OPINION_SURVEY = StudyDef(
          "table: representativeness overall and by group, steerability, refusals, order effects.",
     build=build,
     options=[
-        Option(("--questions",), {"default": None, "type": click.Path(exists=True, file_okay=False),
+        Option(("--questions",), {"type": click.Path(exists=True, file_okay=False),
                                   "help": "Folder with OpinionQA's info.csv (default: the bundled 20-question survey)."}),
-        Option(("--first",), {"default": 0, "type": int, "show_default": True,
+        Option(("--first",), {"type": int, "show_default": True,
                               "help": "Only the first N questions of info.csv (0: all)."}),
-        Option(("--human",), {"default": None, "type": click.Path(file_okay=False),
+        Option(("--human",), {"type": click.Path(file_okay=False),
                               "help": "Human answers: a folder of <ATTRIBUTE>_data.json count files or an OpinionQA "
                                       "wave folder (default: the --questions folder)."}),
-        Option(("--human-format",), {"type": click.Choice(["auto", "counts", "wave"]), "default": "auto",
+        Option(("--human-format",), {"type": click.Choice(["auto", "counts", "wave"]),
                                      "show_default": True, "help": "Which released format to read."}),
-        Option(("--groups",), {"default": "POLPARTY", "show_default": True,
+        Option(("--groups",), {"show_default": True,
                                "help": "Demographic attribute(s) to compare by, comma-separated (human count files)."}),
-        Option(("--personas",), {"default": "none", "show_default": True,
+        Option(("--personas",), {"show_default": True,
                                  "help": "none, bundled (60 synthetic respondents) or a respondents table "
                                          "(.csv, .sav, .dta: demographic columns, optional weight)."}),
-        Option(("--persona-format",), {"default": "argyle", "show_default": True,
+        Option(("--persona-format",), {"show_default": True,
                                        "help": "argyle (first-person backstory), qa, bio, portray (OpinionQA "
                                                "steering) or a template naming columns as $COLUMN."}),
-        Option(("--persona-attributes",), {"default": "", "help": "Columns the persona text names "
+        Option(("--persona-attributes",), {"help": "Columns the persona text names "
                                            "(default: all for argyle, --steer for qa/bio/portray)."}),
-        Option(("--persona-weight",), {"default": "", "help": "Weight column of the respondents table "
+        Option(("--persona-weight",), {"help": "Weight column of the respondents table "
                                        "(default: a column named WEIGHT if there is one)."}),
-        Option(("--steer",), {"default": "POLPARTY", "show_default": True,
+        Option(("--steer",), {"show_default": True,
                               "help": "Attribute whose group a persona names (steerability; per-group sampling)."}),
-        Option(("--sample",), {"default": "all", "show_default": True,
+        Option(("--sample",), {"show_default": True,
                                "help": "all: one subject per row; N: a weighted resample of N rows per --steer group "
                                        "(N in all with --margins)."}),
-        Option(("--margins",), {"default": None, "type": click.Path(dir_okay=False),
+        Option(("--margins",), {"type": click.Path(dir_okay=False),
                                 "help": "CSV attribute,group,share: rake the respondents to these margins, then draw "
                                         "the panel from the raked weights."}),
         Option(("--no-default-prompt",), {"is_flag": True, "help": "Ask only the personas, not also the prompt "
                                           "without persona (OpinionQA's default)."}),
-        Option(("--order",), {"type": click.Choice(list(option_order.MODES)), "default": "fixed",
+        Option(("--order",), {"type": click.Choice(list(option_order.MODES)),
                               "show_default": True, "help": option_order.HELP}),
     ],
     datasets=["opinion_survey"],

@@ -113,6 +113,7 @@ class StudyDef:
 
     def __post_init__(self):
         self._accepted = _accepted_params(self.build, self.name)
+        self._written = _defaults_from_build(self)
 
     @property
     def heading(self) -> str:
@@ -138,6 +139,24 @@ def _accepted_params(build: Callable, name: str) -> set[str] | None:
     if any(p.kind is p.VAR_KEYWORD for p in ps):
         return None
     return {p.name for p in ps if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _defaults_from_build(study: StudyDef) -> set[str]:
+    """A parameter's default is written once, in build()'s signature: an option that names no default
+    takes build's (so `collect STUDY --help`, the command and a script's `make()` agree). Returns the
+    options that wrote their own default (tests/test_option_order.py: none repeats build's)."""
+    try:
+        sig = inspect.signature(study.build)
+    except (TypeError, ValueError):
+        return {o.param for o in study.options if "default" in o.kwargs}
+    written = set()
+    for o in study.options:
+        p = sig.parameters.get(o.param)
+        if "default" in o.kwargs:
+            written.add(o.param)
+        elif p is not None and p.default is not p.empty:
+            o.kwargs["default"] = p.default
+    return written
 
 
 def check_params(study: StudyDef, params: dict) -> None:

@@ -44,7 +44,6 @@ Conventions taken from the release (github.com/lindiatjuatja/BiasMonkey):
 from __future__ import annotations
 
 import ast
-import hashlib
 import math
 import random
 import re
@@ -56,6 +55,7 @@ import pandas as pd
 import click
 
 from simsubjects.collect import option_order
+from simsubjects.collect.seeds import seed_from_text
 from ...errors import UserError
 from ._papers import TJUATJA2024
 from .registry import Option, Plan, StudyDef, size
@@ -96,7 +96,7 @@ def item_id(bias: str, perturbation: str, key: str, form: str) -> str:
 
 def _stable_seed(*parts) -> int:
     """Seed from the parts' text, so a question's perturbation does not depend on row order."""
-    return int.from_bytes(hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()[:8], "big")
+    return seed_from_text(*parts, byteorder="big")
 
 
 def _rng(seed) -> random.Random:
@@ -798,15 +798,15 @@ SURVEY_BIAS = StudyDef(
     build=lambda bias="all", perturbation="all", questions=None, seed=0, order="fixed": study_items(
         bias, perturbation, questions, seed, order),
     options=[
-        Option(("--bias",), {"default": "all", "show_default": True,
+        Option(("--bias",), {"show_default": True,
                              "help": f"Comma-separated biases ({', '.join(BIASES)}), all or none."}),
-        Option(("--perturbation",), {"default": "all", "show_default": True,
+        Option(("--perturbation",), {"show_default": True,
                                      "help": f"Comma-separated perturbations ({', '.join(PERTURBATIONS)}), all or none."}),
-        Option(("--questions",), {"default": None, "type": click.Path(exists=True, file_okay=False),
+        Option(("--questions",), {"type": click.Path(exists=True, file_okay=False),
                                   "help": "Folder of question files in the released BiasMonkey format (default: bundled set)."}),
         Option(("--as-sample",), {"default": 0, "type": click.IntRange(0, 1_000_000), "show_default": True,
                                   "help": "With --method exact: replace each distribution by a seeded sample of this size (e.g. 50)."}),
-        Option(("--order",), {"type": click.Choice(list(option_order.MODES)), "default": "fixed",
+        Option(("--order",), {"type": click.Choice(list(option_order.MODES)),
                               "show_default": True,
                               "help": option_order.HELP + " The order shown is recorded (order_shown, "
                                       "shown_position); fixed keeps the paper's forms and its response-order results."}),

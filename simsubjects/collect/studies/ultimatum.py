@@ -50,7 +50,7 @@ STUDY = StudyDef(
     name="ultimatum",
     help="Ultimatum Game responders (Aher et al. 2023, §4): accept or reject $0-$10 of $10.",
     build=lambda pairs=200, seed=0: build_trials(pairs=pairs, seed=seed),
-    options=[Option(("--pairs",), {"default": 200, "show_default": True, "type": int,
+    options=[Option(("--pairs",), {"show_default": True, "type": int,
                                    "help": "Name pairs (of the 10,000 balanced pairs) x 11 offers."})],
     datasets=["names", "prompts_aher2023"],
     templates=lambda: [prompt_spec()["template"]],

@@ -142,10 +142,10 @@ STUDY = StudyDef(
     build=lambda participants=5, questions="all", seed=0: build_trials(participants_=participants,
                                                                              questions_=questions, seed=seed),
     options=[
-        Option(("--participants",), {"default": 5, "show_default": True, "type": int,
+        Option(("--participants",), {"show_default": True, "type": int,
                                      "help": "Participants (of the 1,500 Mr./Ms./Mx. names), each answering "
                                              "every question."}),
-        Option(("--questions",), {"default": "all", "show_default": True,
+        Option(("--questions",), {"show_default": True,
                                   "help": "Questions by number: all, 1-5 (Moussaïd et al.), 6-10 (novel), "
                                           "or e.g. 1,8."}),
     ],

@@ -67,6 +67,10 @@ def test_sample_survey_imports_checks_and_dry_runs(qsf, tmp_path, capsys):
     assert main(["collect", str(tmp_path / "bare" / "study.yaml"), "--model", "smollm2", "--dry-run",
                  "--out", str(run)]) == 0
     assert "dry run" in capsys.readouterr().out and not run.exists()
+    # the survey as a session dry-runs too: counted by the tokenizer, nothing written
+    assert main(["collect", str(tmp_path / "bare" / "session.yaml"), "--model", "smollm2", "--dry-run",
+                 "--out", str(run)]) == 0
+    assert "dry run" in capsys.readouterr().out and not run.exists()
 
 
 def _legacy_export(qsf: Path) -> Path | None:

@@ -20,7 +20,7 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
         raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
     if kw.get("paths") is not None and study.session.enumerate:
         raise UserError(f"--paths: {path} enumerates its paths (session.paths: enumerate)")
-    for flag in ("dry_run", "validate", "judge_model"):
+    for flag in ("validate", "judge_model"):
         if kw.get(flag):
             raise UserError(f"--{flag.replace('_', '-')}: not available for a session yet")
     # with a chat template, memory is chat turns (studyfile/session_run.py); the model loads with it
@@ -36,6 +36,16 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
               "session_scorer": SCORER, **({"chat_template": True} if kw["chat_template"] else {})}
     from .options import _parse_model
 
+    if kw["dry_run"]:  # counted by the tokenizer as replicate --dry-run counts a session: nothing written
+        from .options import _dry_run_report, _tokenizer
+        from ..collect.dryrun import check_prices, dry_run_study
+
+        check_prices(kw["price_in"], kw["price_out"])
+        spec = _parse_model(kw["model"])
+        rows, model = dry_run_study(session_def(study), spec, params, method=method, n=kw["n"],
+                                    batch_size=kw["batch_size"], chat_template=kw["chat_template"],
+                                    tokenizer=_tokenizer(kw))
+        return _dry_run_report(rows, model, spec, kw)
     _, manifest = run_study(session_def(study, out=kw["out"]), _parse_model(kw["model"]), kw["out"], params=params,
                             method=method, n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                             show_progress=not kw["quiet"], batch_size=kw["batch_size"])

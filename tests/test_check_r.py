@@ -331,3 +331,33 @@ def test_r_cmd_build_and_check(tmp_path):
     assert "ERROR" not in status.group(1) and "WARNING" not in status.group(1), log[-6000:]
     assert check.returncode == 0, log[-3000:]
 
+
+
+# ---------------------------------------------------------------- conjoint: by= twins (issue 29)
+
+def test_conjoint_by_tables_agree_and_a_wrong_table_fails(check_r):
+    """--check-r of the conjoint compares its by= tables (mm_diff_model_minus_people,
+    anova_model_vs_people, AMCEs/MMs by group, AMCE differences) with R's twins; a Python table that
+    is off by 1e-6 in one cell is reported as differing there and nowhere else. Unit: respondent
+    (clusters); the model rows are the bundled demo run's two respondents, the people HHY's 1,396."""
+    import rdata
+    from simsubjects.analyze.conjoint_study import analyze_immigration
+
+    folder = ROOT / "inst/extdata/replication/conjoint_immigration/export"
+
+    def plain(df):  # the run's own tables hold text, not categoricals
+        return df.assign(**{c: df[c].astype(object) for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)})
+
+    responses, items = plain(rdata.read_rds(folder / "responses.rds")), plain(rdata.read_rds(folder / "items.rds"))
+    tables = analyze_immigration(responses, items)
+    mmd = tables["mm_diff_model_minus_people"].copy()
+    hit = mmd["estimate"].notna().idxmax()
+    mmd.loc[hit, "estimate"] += 1e-6
+    out = check_r("conjoint_immigration", responses, items, {**tables, "mm_diff_model_minus_people": mmd})
+    for what in ("amce by group", "mm by group", "amce_diffs", "mm_diff_model_minus_people", "anova_model_vs_people"):
+        assert out["statistic"].str.startswith(what).sum() >= 3, what
+    bad = out[~out["ok"]]
+    row = mmd.loc[hit]
+    assert list(bad["statistic"]) == [f"mm_diff_model_minus_people | smollm2 | {row['BY']} | "
+                                      f"{row['feature']}={row['level']} estimate"]
+    assert_all_ok(out[out["ok"]], 800)

@@ -279,7 +279,8 @@ def test_read_run_reads_what_export_writes(check_r, tmp_path):
     from simsubjects.publish.export import export_run
 
     store = RunStore.open(tmp_path / "run", {"x": 1})
-    want = ultimatum_responses().assign(condition="", blank=np.nan)  # empty text, all-missing number
+    # empty text ("no condition") and an all-missing number: both read back as NA (issue 29)
+    want = ultimatum_responses().assign(condition="", blank=np.nan)
     items = pd.DataFrame({"item": ["offer-01", "offer-02", "offer-05"], "offer": [1, 2, 5],
                           "options": [("a", "b"), ("a",), ("c",)]})
     store.finish(want, items, {"study": "ultimatum"})
@@ -293,6 +294,8 @@ def test_read_run_reads_what_export_writes(check_r, tmp_path):
         for c in want.columns:
             if pd.api.types.is_numeric_dtype(want[c]):
                 np.testing.assert_allclose(got[c].to_numpy(float), want[c].to_numpy(float), rtol=1e-15)
+            elif c == "condition":
+                assert got[c].isna().all(), (fmt, got[c].head().tolist())
             else:
                 assert got[c].tolist() == want[c].astype(str).tolist(), (fmt, c)
         assert got_items["options"].tolist() == ['["a", "b"]', '["a"]', '["c"]']

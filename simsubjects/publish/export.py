@@ -92,6 +92,21 @@ def stata_name(name: str, taken: set[str]) -> str:
     return new
 
 
+def blank_as_missing(df: pd.DataFrame) -> pd.DataFrame:
+    """Empty text as a missing value in every text column: a model row's "no value" (no persona, no
+    perturbation, an unparsed answer) was "" while the people's rows had NA, so R saw a "" factor level
+    beside NA for the same absence (issue 29: missing is NA everywhere). Stata and SPSS write missing
+    text as "" (their only missing string), and a factor's missing value as a missing code."""
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c]):
+            blank = out[c].map(lambda v: isinstance(v, str) and v == "")
+            if blank.any():
+                out[c] = out[c].astype(object).where(~blank, None)
+    out.attrs = dict(df.attrs)
+    return out
+
+
 def level_order(values: pd.Series, design: list[str] | None = None) -> list[str]:
     """A categorical column's levels: the design's order (baseline first) where the study declares one,
     then any other value, sorted; without a declaration, sorted (issue 29)."""
@@ -227,7 +242,7 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
         # a question comes from) is not "model or human" (issue 29)
         side = {c: lab for c, lab in labels.items() if c not in CORE_COLUMNS or c == "item"}
         for name, df in (("responses", responses), ("items", items), *extra.items()):
-            df = df.copy()
+            df = blank_as_missing(df)
             df.attrs["labels"] = labels if name == "responses" else side
             df.attrs["levels"] = levels
             names = {}

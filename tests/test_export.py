@@ -208,3 +208,44 @@ def test_read_run_gives_na_for_every_absent_value(blank_run):
     """
     r = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:] + r.stdout[-500:]
+
+
+def test_likert_scale_and_factor_levels_in_the_study_file_s_order(tmp_path):
+    """Issue 29: a study file's Likert scale is exported in scale order (Strongly oppose ... Strongly
+    support, not alphabetically) and its factors in declared order, in .rds factors, .dta/.sav value
+    labels and the codebook; the order comes from the run's own copy of the study file."""
+    from pathlib import Path
+
+    from simsubjects.studyfile.adapter import KEY
+    from simsubjects.studyfile.runcopy import COPY, copy_files
+    from simsubjects.studyfile.spec import load_study
+
+    study = load_study(Path(__file__).resolve().parents[1] / "examples/vignette_2x2/study.yaml")
+    scale = ["Strongly oppose", "Oppose", "Somewhat oppose", "Undecided", "Somewhat support", "Support",
+             "Strongly support"]
+    run = tmp_path / "likert"
+    store = RunStore.open(run, {"x": 1})
+    copy_files(study, run)
+    # answers that sort differently alphabetically; "Oppose" never drawn, the levels keep it
+    answers = ["Support", "Strongly oppose", "Undecided", "Somewhat support", "Strongly support", "Somewhat oppose"]
+    df = pd.DataFrame({"study": study.name, "trial": [f"t{i}" for i in range(12)], "item": "support",
+                       "condition": "", "subject": [f"s{i}" for i in range(12)], "source": "model", "model": "m",
+                       "method": "sampled", "response": answers * 2, "weight": 1.0, "validity": 1.0,
+                       "frame": ["loss", "gain"] * 6, "messenger": ["official", "official", "doctor"] * 4})
+    rel = next(iter(study.files))
+    store.finish(df, pd.DataFrame({"item": ["support"]}),
+                 {"study": study.name, "parameters": {KEY: {"file": f"{COPY}/{rel}", "sha256": study.sha256}}})
+    export_run(run, ["rds", "dta", "sav", "csv"])
+    out = run / "export"
+    rds = pyreadr.read_r(str(out / "responses.rds"))[None]
+    assert list(rds["response"].cat.categories) == scale
+    assert list(rds["frame"].cat.categories) == ["gain", "loss"]
+    assert list(rds["messenger"].cat.categories) == ["doctor", "official"]
+    with pd.io.stata.StataReader(out / "responses.dta") as r:
+        labels = r.value_labels()
+    assert [labels["response"][k] for k in sorted(labels["response"])] == scale
+    _, meta = pyreadstat.read_sav(str(out / "responses.sav"), metadataonly=True)
+    sav = meta.variable_value_labels["response"]
+    assert [sav[k] for k in sorted(sav)] == scale
+    book = pd.read_csv(out / "codebook_responses.csv").set_index("column")
+    assert book.loc["response", "values"] == "; ".join(scale)

@@ -205,13 +205,28 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
     return names
 
 
-def design_hooks(study: str | None, responses: pd.DataFrame,
-                 items: pd.DataFrame) -> tuple[dict[str, list[str]], dict[str, pd.DataFrame]]:
+def _declaration(run_dir, manifest: dict):
+    """The StudyDef that made the run: a study file's copy in the folder (read as data; its Likert
+    scales and factor levels give the export's orders), else the built-in study; None when unknown."""
+    from simsubjects.collect.studies.registry import studies
+    from simsubjects.studyfile.origin import origin, study_def
+
+    if run_dir is not None and origin(manifest).is_study_file:
+        try:
+            return study_def(run_dir, manifest)
+        except UserError:  # a missing or damaged copy: the export still writes, in sorted order
+            return None
+    study = manifest.get("study")
+    return studies().get(study) if study else None
+
+
+def design_hooks(study: str | None, responses: pd.DataFrame, items: pd.DataFrame, run_dir=None,
+                 manifest: dict | None = None) -> tuple[dict[str, list[str]], dict[str, pd.DataFrame]]:
     """The study's declared level orders ({column: levels, baseline first}) and extra tables
     ({name: table}, e.g. the conjoint's profiles), from its declaration (StudyDef.levels/export_tables)."""
-    from simsubjects.collect.studies.registry import resolve, studies
+    from simsubjects.collect.studies.registry import resolve
 
-    decl = studies().get(study) if study else None
+    decl = _declaration(run_dir, manifest if manifest is not None else {"study": study})
     levels = resolve(decl.levels)(responses, items) if decl is not None and decl.levels else {}
     extra = resolve(decl.export_tables)(responses, items) if decl is not None and decl.export_tables else {}
     return dict(levels or {}), dict(extra or {})
@@ -228,7 +243,7 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     # the study's declaration labels its design columns; columns a run adds of its own (persona
     # attributes of a respondents table) carry their labels in the manifest
     labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
-    levels, extra = design_hooks(manifest.get("study"), responses, items)
+    levels, extra = design_hooks(manifest.get("study"), responses, items, run_dir, manifest)
     outdir = Path(out) if out else Path(run_dir) / "export"
     if not out and outdir.is_symlink():  # a received run's export/ linking elsewhere: nothing written there
         raise UserError(f"{outdir}: is a link; a run folder's export is written inside it (remove the link or "

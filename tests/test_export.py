@@ -249,3 +249,15 @@ def test_likert_scale_and_factor_levels_in_the_study_file_s_order(tmp_path):
     assert [sav[k] for k in sorted(sav)] == scale
     book = pd.read_csv(out / "codebook_responses.csv").set_index("column")
     assert book.loc["response", "values"] == "; ".join(scale)
+
+
+def test_scale_levels_follow_each_item_s_positions():
+    """An undeclared ordinal scale (a `position` column) orders `response` item by item, refusals last."""
+    from simsubjects.publish.export import scale_levels
+
+    r = pd.DataFrame({"item": ["q1"] * 5 + ["q2"] * 3,
+                      "response": ["Poor", "Excellent", "Good", "Refused", "Only fair", "Yes", "No", "Refused"],
+                      "position": [4, 1, 2, np.nan, 3, 1, 2, np.nan]})
+    assert scale_levels(r) == ["Excellent", "Good", "Only fair", "Poor", "Yes", "No", "Refused"]
+    assert scale_levels(r.drop(columns="position")) == []
+    assert scale_levels(r.assign(position=r["position"].astype(str))) == []

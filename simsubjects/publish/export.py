@@ -220,6 +220,20 @@ def _declaration(run_dir, manifest: dict):
     return studies().get(study) if study else None
 
 
+def scale_levels(responses: pd.DataFrame) -> list[str]:
+    """`response` in scale order where the table records each option's ordinal `position` (OpinionQA's
+    option_ordinal, a study file's scale points): each item's options by position in turn, items in
+    first-seen order, options without a position (refusals) after them; [] without a numeric position."""
+    if not {"response", "position", "item"} <= set(responses.columns) or \
+            not pd.api.types.is_numeric_dtype(responses["position"]):
+        return []
+    rows = responses[["item", "response", "position"]].dropna(subset=["response"]).drop_duplicates(["item", "response"])
+    rows = rows.assign(first=pd.factorize(rows["item"])[0])
+    ordered = rows.dropna(subset=["position"]).sort_values(["first", "position"], kind="stable")
+    out = list(dict.fromkeys(ordered["response"].astype(str)))
+    return out + [v for v in dict.fromkeys(rows["response"].astype(str)) if v not in out]
+
+
 def design_hooks(study: str | None, responses: pd.DataFrame, items: pd.DataFrame, run_dir=None,
                  manifest: dict | None = None) -> tuple[dict[str, list[str]], dict[str, pd.DataFrame]]:
     """The study's declared level orders ({column: levels, baseline first}) and extra tables
@@ -227,9 +241,11 @@ def design_hooks(study: str | None, responses: pd.DataFrame, items: pd.DataFrame
     from simsubjects.collect.studies.registry import resolve
 
     decl = _declaration(run_dir, manifest if manifest is not None else {"study": study})
-    levels = resolve(decl.levels)(responses, items) if decl is not None and decl.levels else {}
+    levels = dict(resolve(decl.levels)(responses, items) or {}) if decl is not None and decl.levels else {}
     extra = resolve(decl.export_tables)(responses, items) if decl is not None and decl.export_tables else {}
-    return dict(levels or {}), dict(extra or {})
+    if "response" not in levels and scale_levels(responses):  # an ordinal scale the study does not declare
+        levels["response"] = scale_levels(responses)
+    return levels, dict(extra or {})
 
 
 def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None = None) -> list[Path]:

@@ -75,8 +75,8 @@ def _decode(variables: list[str]) -> list[str]:
 
 def _verdict(label: str, diff: str, tol: float, diff_p: str | None = None) -> list[str]:
     """After a merge of the Python table (master) with Stata's results (using): one line with the largest
-    difference; a failure when a row has no twin, a value is missing on one side only, or a difference is
-    over its tolerance."""
+    difference; a failure when a row has no twin or a difference is over its tolerance (`diff_p`: the
+    p-value and df differences, tolerance 1e-6)."""
     lines = ["count if _merge != 3", "local unmatched = r(N)", f"generate double diff = {diff}"]
     if diff_p:
         lines += [f"generate double diff_p = {diff_p}", "quietly summarize diff_p", "local worst_p = r(max)",

@@ -13,7 +13,8 @@
   out <- data.frame(y = as.numeric(d[[outcome]]))
   for (i in seq_along(features)) {
     x <- d[[features[i]]]
-    lv <- if (is.factor(x)) levels(x) else sort(unique(as.character(x)))
+    # radix: codepoint order whatever the locale, as Python's sorted() (the same baseline both sides)
+    lv <- if (is.factor(x)) levels(x) else sort(unique(as.character(x)), method = "radix")
     out[[paste0("F", i)]] <- droplevels(factor(as.character(x), levels = lv))
   }
   out$.id <- if (is.null(id)) seq_len(nrow(d)) else d[[id]]
@@ -67,6 +68,9 @@
 #' @param se_type "cregg" (survey::svyglm's linearization), "stata" (CR1) or "CR2".
 #' @param conf.level confidence level of the normal interval.
 #' @param alpha deprecated: \code{conf.level = 1 - alpha}.
+#' @param by a grouping column, or NULL: the estimates within each group (rows with a missing group
+#'   dropped; a factor's level order, else sorted), stacked with the group in a first column \code{BY},
+#'   as cregg's \code{cj(..., by = ~group)} and the Python functions' \code{by=}.
 #' @return a data frame of class \code{simsubjects_amce} (\code{\link{simsubjects_result}}; cregg's
 #'   frame through \code{\link{as_cregg}}): feature, level, estimate, std.error, statistic (z), p.value,
 #'   conf.low, conf.high, n; baseline rows have estimate 0 and NA errors.
@@ -78,10 +82,17 @@
 #' d$y <- rbinom(240, 1, 0.4 + 0.1 * (d$g == "Male") + 0.2 * (d$e == "College"))
 #' conjoint_amce(d, y ~ g + e, id = ~id)
 #' conjoint_amce(d, "y", c("g", "e"), id = "id", se_type = "CR2")
+#' d$half <- ifelse(d$id <= 30, "first", "second")
+#' conjoint_amce(d, y ~ g + e, id = ~id, by = "half")
 #' @export
 conjoint_amce <- function(data, outcome, features = NULL, id = NULL, weights = NULL, constraints = NULL,
-                          se_type = c("cregg", "stata", "CR2"), conf.level = 0.95, alpha = NULL) {
+                          se_type = c("cregg", "stata", "CR2"), conf.level = 0.95, alpha = NULL, by = NULL) {
   se_type <- match.arg(se_type)
+  if (!is.null(by)) {
+    return(.stack_by(conjoint_amce, data, by, outcome = outcome, features = features, id = id,
+                     weights = weights, constraints = constraints, se_type = se_type,
+                     conf.level = if (is.null(alpha)) conf.level else 1 - alpha))
+  }
   if (inherits(outcome, "formula")) {
     f <- .parse_formula(outcome)
     outcome <- f$outcome
@@ -134,6 +145,40 @@ conjoint_amce <- function(data, outcome, features = NULL, id = NULL, weights = N
                conf.level = conf.level, n = fit$n, n_clusters = length(unique(d$.id))))
 }
 
+#' The groups of a `by` column: a factor's levels in order, else the sorted values (codepoint order, as
+#' Python's sorted()), each present at least once; a missing group is no group
+#' @noRd
+.by_groups <- function(data, by) {
+  if (!is.character(by) || length(by) != 1) stop("by: expected one column name", call. = FALSE)
+  if (!by %in% names(data)) stop(sprintf("by: no column %s in data", by), call. = FALSE)
+  g <- data[[by]]
+  lv <- if (is.factor(g)) levels(g) else sort(unique(as.character(g[!is.na(g)])), method = "radix")
+  lv[lv %in% as.character(g[!is.na(g)])]
+}
+
+#' `fn` within each group of `by`, stacked under a first column BY (the Python `_stack_by`)
+#' @noRd
+.stack_by <- function(fn, data, by, ...) {
+  data <- .plain(data)
+  groups <- .by_groups(data, by)
+  if (!length(groups)) stop(sprintf("by: column %s has no values", by), call. = FALSE)
+  g <- as.character(data[[by]])
+  parts <- lapply(groups, function(k) {
+    r <- fn(data[!is.na(g) & g == k, , drop = FALSE], ...)
+    info <- .info(r)
+    cls <- class(r)[1]
+    r <- tidy.simsubjects_result(r)
+    list(d = cbind(BY = k, r, stringsAsFactors = FALSE), info = info, cls = cls)
+  })
+  out <- do.call(rbind, lapply(parts, `[[`, "d"))
+  rownames(out) <- NULL
+  info <- parts[[1]]$info
+  info$by <- by
+  info$n <- sum(vapply(parts, function(p) as.numeric(p$info$n), 0))
+  info$n_clusters <- sum(vapply(parts, function(p) as.numeric(p$info$n_clusters), 0))
+  .result(out, parts[[1]]$cls, info)
+}
+
 #' Marginal means of a conjoint experiment
 #'
 #' The (weighted) mean outcome at every level of every feature, from
@@ -148,10 +193,17 @@ conjoint_amce <- function(data, outcome, features = NULL, id = NULL, weights = N
 #' d <- data.frame(id = rep(1:60, each = 4), g = sample(c("Female", "Male"), 240, TRUE))
 #' d$y <- rbinom(240, 1, ifelse(d$g == "Male", 0.55, 0.45))
 #' conjoint_mm(d, y ~ g, id = ~id, h0 = 0.5)
+#' d$half <- ifelse(d$id <= 30, "first", "second")
+#' conjoint_mm(d, y ~ g, id = ~id, h0 = 0.5, by = "half")
 #' @export
 conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NULL,
-                        se_type = c("cregg", "stata", "CR2"), conf.level = 0.95, h0 = 0, alpha = NULL) {
+                        se_type = c("cregg", "stata", "CR2"), conf.level = 0.95, h0 = 0, alpha = NULL,
+                        by = NULL) {
   se_type <- match.arg(se_type)
+  if (!is.null(by)) {
+    return(.stack_by(conjoint_mm, data, by, outcome = outcome, features = features, id = id, weights = weights,
+                     se_type = se_type, conf.level = if (is.null(alpha)) conf.level else 1 - alpha, h0 = h0))
+  }
   if (inherits(outcome, "formula")) {
     f <- .parse_formula(outcome)
     outcome <- f$outcome
@@ -191,13 +243,15 @@ conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NUL
 #' respondent (\code{id} within its group), as \code{survey::regTermTest(svyglm(y ~ (features) * by,
 #' svydesign(ids = ~id)), method = "Wald")}: F on (rank, clusters - coefficients) df. A respondent answers
 #' several tasks, so cj_anova's F over-rejects true nulls; the replication's \code{anova_model_vs_people}
-#' is this test. The R twins of \samp{simsubjects.analyze.methods.conjoint.mm_diffs}, \samp{cj_anova}
-#' and \samp{cj_wald}.
+#' is this test. \code{conjoint_amce_diffs()}: each group's AMCEs minus the first group's, the
+#' feature x group interactions of one regression \code{y ~ (features) * by} with respondent-clustered
+#' errors, as \code{cregg::amce_diffs} (unrestricted designs). The R twins of
+#' \samp{simsubjects.analyze.methods.conjoint.mm_diffs}, \samp{amce_diffs}, \samp{cj_anova} and \samp{cj_wald}.
 #'
 #' @inheritParams conjoint_amce
 #' @param by the grouping column (a factor keeps its level order; the first level is the reference).
 #' @param h0 the value the z statistic tests.
-#' @return \code{conjoint_mm_diffs()}: a data frame: BY (\code{"<group> - <first group>"}), feature,
+#' @return \code{conjoint_mm_diffs()}, \code{conjoint_amce_diffs()}: a data frame: BY (\code{"<group> - <first group>"}), feature,
 #'   level, estimate, std.error, statistic, p.value, conf.low, conf.high, n. \code{conjoint_anova()}:
 #'   one row: by, statistic (F), df, df.residual, p.value, n. \code{conjoint_wald()}: one row: by, test,
 #'   statistic (F), df, df.residual, p.value, n, n_clusters, unit (\code{"respondent (cluster)"}).
@@ -207,6 +261,7 @@ conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NUL
 #'                 grp = factor(rep(c("people", "model"), each = 160), c("people", "model")))
 #' d$y <- rbinom(320, 1, ifelse(d$g == "Male" & d$grp == "model", 0.7, 0.5))
 #' conjoint_mm_diffs(d, y ~ g, by = "grp", id = ~id)
+#' conjoint_amce_diffs(d, y ~ g, by = "grp", id = ~id)
 #' conjoint_anova(d, y ~ g, by = "grp")
 #' conjoint_wald(d, y ~ g, by = "grp", id = "id")
 #' @rdname conjoint_diffs
@@ -214,9 +269,8 @@ conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NUL
 conjoint_mm_diffs <- function(data, outcome, features = NULL, by, id = NULL, weights = NULL,
                               se_type = c("cregg", "stata", "CR2"), conf.level = 0.95, h0 = 0) {
   data <- .plain(data)
-  if (!by %in% names(data)) stop(sprintf("by: no column %s in data", by), call. = FALSE)
+  groups <- .by_groups(data, by)
   g <- data[[by]]
-  groups <- if (is.factor(g)) levels(droplevels(g)) else unique(as.character(g[!is.na(g)]))
   if (length(groups) < 2) stop(sprintf("by: column %s needs at least two groups", by), call. = FALSE)
   mms <- lapply(groups, function(k) {
     tidy.simsubjects_result(conjoint_mm(data[as.character(g) %in% k, , drop = FALSE], outcome, features, id = id,
@@ -226,8 +280,11 @@ conjoint_mm_diffs <- function(data, outcome, features = NULL, by, id = NULL, wei
   base <- mms[[1]]
   out <- lapply(seq_along(groups)[-1], function(i) {
     cur <- mms[[i]]
-    m <- merge(cur, base, by = c("feature", "level"), sort = FALSE, suffixes = c("", ".0"))
-    m <- m[match(paste(cur$feature, cur$level), paste(m$feature, m$level)), ]
+    # every level of either group: one seen in only one group has an NA difference (as the Python twin,
+    # whose frames align on the union of levels)
+    m <- merge(cur, base, by = c("feature", "level"), sort = FALSE, suffixes = c("", ".0"), all = TRUE)
+    key <- unique(c(paste(base$feature, base$level, sep = "\r"), paste(cur$feature, cur$level, sep = "\r")))
+    m <- m[match(key, paste(m$feature, m$level, sep = "\r")), ]
     est <- m$estimate - m$estimate.0
     se <- sqrt(m$std.error^2 + m$std.error.0^2)
     z <- (est - h0) / se
@@ -236,6 +293,54 @@ conjoint_mm_diffs <- function(data, outcome, features = NULL, by, id = NULL, wei
                conf.high = est + q * se, n = m$n + m$n.0, stringsAsFactors = FALSE)
   })
   out <- do.call(rbind, out)
+  rownames(out) <- NULL
+  out
+}
+
+#' @rdname conjoint_diffs
+#' @export
+conjoint_amce_diffs <- function(data, outcome, features = NULL, by, id = NULL, weights = NULL,
+                                se_type = c("cregg", "stata", "CR2"), conf.level = 0.95) {
+  se_type <- match.arg(se_type)
+  if (inherits(outcome, "formula")) {
+    f <- .parse_formula(outcome)
+    if (length(f$constraints)) {
+      stop("formula: conjoint_amce_diffs() takes unrestricted designs (features joined by +), as cregg's amce_diffs",
+           call. = FALSE)
+    }
+    outcome <- f$outcome
+    features <- f$features
+  }
+  id <- .column_arg(id, "id")
+  weights <- .column_arg(weights, "weights")
+  data <- .plain(data)
+  groups <- .by_groups(data, by)
+  data <- data[!is.na(data[[by]]), , drop = FALSE]
+  data[[by]] <- factor(as.character(data[[by]]), levels = groups)
+  d <- .cj_prepare(data, outcome, c(features, by), id, weights)
+  k <- length(features) + 1
+  d$.by <- droplevels(d[[paste0("F", k)]])
+  groups <- levels(d$.by)
+  if (length(groups) < 2) stop(sprintf("by: column %s needs at least two groups", by), call. = FALSE)
+  fn <- stats::setNames(paste0("F", seq_along(features)), features)
+  active <- unname(fn[vapply(fn, function(x) nlevels(d[[x]]) > 1, TRUE)])
+  # cregg's amce_diffs: y ~ (features) * by; each feature level x group interaction is that group's
+  # AMCE minus the first group's, errors clustered by respondent in one fit
+  fit <- .cj_fit(d, stats::as.formula(paste("y ~ (", paste(active, collapse = " + "), ") * .by")), se_type)
+  alpha <- 1 - conf.level
+  rows <- list()
+  for (gk in groups[-1]) {
+    for (f in features) {
+      for (l in levels(d[[fn[f]]])[-1]) {
+        term <- paste0(fn[f], l, ":.by", gk)
+        est <- if (term %in% names(fit$coef)) unname(fit$coef[term]) else NA_real_
+        v <- if (!is.na(est)) fit$vcov[term, term] else NA_real_
+        rows[[length(rows) + 1]] <- cbind(BY = paste(gk, "-", groups[1]), .cj_row(f, l, est, v, fit$n, alpha),
+                                          stringsAsFactors = FALSE)
+      }
+    }
+  }
+  out <- do.call(rbind, rows)
   rownames(out) <- NULL
   out
 }

@@ -1,7 +1,7 @@
 # Readers of what `simsubjects export` writes, and the one reshaping step every analysis needs.
 
-# pandas writes missing values and empty text both as empty fields; empty text is meaningful
-# (condition "" = no condition), so text columns keep "" while numeric blanks become NA. A column
+# pandas writes missing values and empty text both as empty fields; the export writes every absent
+# value as missing (issue 29), so a blank field is NA in text and numeric columns alike. A column
 # that is blank throughout is text unless the export's codebook says it is numeric.
 .read_csv <- function(path, codebook = NULL) {
   raw <- utils::read.csv(path, colClasses = "character", na.strings = character(0),
@@ -15,11 +15,30 @@
     x <- raw[[c]]
     y <- utils::type.convert(x, as.is = TRUE, na.strings = character(0))
     if (is.logical(y) && all(x == "")) {
-      return(if (c %in% numeric_cols) rep(NA_real_, length(x)) else x)
+      return(if (c %in% numeric_cols) rep(NA_real_, length(x)) else rep(NA_character_, length(x)))
     }
     y
   })
-  raw
+  .blank_na(raw)
+}
+
+# Missing is NA everywhere (issue 29): empty text, in a character column or as a factor level (an older
+# export's "" level for a model row's "no value", Stata's and SPSS's missing string), becomes NA, so
+# the model's and the people's absent values read alike.
+.blank_na <- function(data) {
+  for (c in names(data)) {
+    x <- data[[c]]
+    if (is.factor(x) && "" %in% levels(x)) {
+      lab <- attr(x, "label", exact = TRUE)
+      x[!is.na(x) & x == ""] <- NA
+      x <- factor(x, levels = setdiff(levels(x), ""))
+      if (!is.null(lab)) attr(x, "label") <- lab
+      data[[c]] <- x
+    } else if (is.character(x) && any(!is.na(x) & x == "")) {
+      data[[c]][!is.na(x) & x == ""] <- NA
+    }
+  }
+  data
 }
 
 .read_table <- function(dirs, name, format = "auto") {
@@ -27,7 +46,7 @@
   for (d in dirs) {
     book <- file.path(d, paste0("codebook_", name, ".csv"))
     rds <- file.path(d, paste0(name, ".rds"))
-    if (file.exists(rds)) return(.attach_labels(readRDS(rds), book))
+    if (file.exists(rds)) return(.attach_labels(.blank_na(readRDS(rds)), book))
     csv <- file.path(d, paste0(name, ".csv"))
     if (file.exists(csv)) return(.attach_labels(.read_csv(csv, book), book))
   }
@@ -44,7 +63,7 @@
   for (d in dirs) {
     path <- file.path(d, paste0(name, ".", format))
     if (!file.exists(path)) next
-    data <- .plain(if (format == "dta") haven::read_dta(path) else haven::read_sav(path))
+    data <- .blank_na(.plain(if (format == "dta") haven::read_dta(path) else haven::read_sav(path)))
     book <- file.path(d, paste0("codebook_", name, ".csv"))
     if (file.exists(book)) {
       b <- utils::read.csv(book, colClasses = "character", na.strings = character(0), encoding = "UTF-8")
@@ -87,8 +106,9 @@
 #' @details
 #' Looks for \file{DIR/export/responses.rds}, then \file{DIR/export/responses.csv}, then the same names
 #' in \file{DIR} itself; likewise for \file{items}. Text columns with few distinct values are factors
-#' in the \file{.rds} files. In the \file{.csv} files empty text stays \code{""} (an empty
-#' \code{condition} means the study has none); blank numeric fields are \code{NA}.
+#' in the \file{.rds} files. Missing is \code{NA} everywhere: an absent value (no persona, no
+#' condition, an unparsed answer) is \code{NA} in model and human rows alike, in every format (an
+#' empty text field or factor level of an older export is read as \code{NA} too).
 #' Variable labels (the codebook's \code{label} column: the study's design columns, persona
 #' attributes) are attached to the columns as \code{attr(x, "label")}.
 #' An error says to run \samp{simsubjects export DIR --to rds} when no responses file is found: R does

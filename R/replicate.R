@@ -134,7 +134,7 @@ replicate_wisdom <- function(folder) {
 #' @export
 replicate_milgram <- function(folder) {
   r <- .chr(read_run(folder)$responses)
-  b <- r[r$condition == "breakoff", ]
+  b <- r[r$condition %in% "breakoff", ]
   b <- data.frame(model = b$model, level = as.numeric(b$breakoff_level),
                   censored = as.logical(b$censored) %in% TRUE)
   s <- milgram_survival(b, max_level = 30, by = "model")

@@ -18,7 +18,10 @@
 #'     or \code{"sav"} through haven), \code{\link{prob_of}} (per-trial probability of one response).
 #'   \item Effects: \code{\link{amce}} (story-clustered AMCE through estimatr; with a formula, the
 #'     conjoint AMCEs), \code{\link{conjoint_amce}}, \code{\link{conjoint_mm}} (cregg's conventions,
-#'     formula interface), \code{\link{as_cregg}} (cregg's frame).
+#'     formula interface, \code{by =} for estimates within groups), \code{\link{as_cregg}} (cregg's frame).
+#'   \item Group differences: \code{\link{conjoint_mm_diffs}}, \code{\link{conjoint_amce_diffs}},
+#'     \code{\link{conjoint_anova}}, \code{\link{conjoint_wald}} (cregg's \code{mm_diffs},
+#'     \code{amce_diffs}, \code{cj_anova}, and its clustered Wald twin).
 #'   \item Result classes: \code{simsubjects_amce}, \code{simsubjects_mm}, with \code{print},
 #'     \code{plot}, \code{tidy}, \code{glance} (\code{\link{simsubjects_result}}).
 #'   \item Tests: \code{\link{welch_test}}, \code{\link{one_sample_test}} (t.test),

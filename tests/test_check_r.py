@@ -279,7 +279,8 @@ def test_read_run_reads_what_export_writes(check_r, tmp_path):
     from simsubjects.publish.export import export_run
 
     store = RunStore.open(tmp_path / "run", {"x": 1})
-    want = ultimatum_responses().assign(condition="", blank=np.nan)  # empty text, all-missing number
+    # empty text ("no condition") and an all-missing number: both read back as NA (issue 29)
+    want = ultimatum_responses().assign(condition="", blank=np.nan)
     items = pd.DataFrame({"item": ["offer-01", "offer-02", "offer-05"], "offer": [1, 2, 5],
                           "options": [("a", "b"), ("a",), ("c",)]})
     store.finish(want, items, {"study": "ultimatum"})
@@ -293,6 +294,8 @@ def test_read_run_reads_what_export_writes(check_r, tmp_path):
         for c in want.columns:
             if pd.api.types.is_numeric_dtype(want[c]):
                 np.testing.assert_allclose(got[c].to_numpy(float), want[c].to_numpy(float), rtol=1e-15)
+            elif c == "condition":
+                assert got[c].isna().all(), (fmt, got[c].head().tolist())
             else:
                 assert got[c].tolist() == want[c].astype(str).tolist(), (fmt, c)
         assert got_items["options"].tolist() == ['["a", "b"]', '["a"]', '["c"]']
@@ -331,3 +334,33 @@ def test_r_cmd_build_and_check(tmp_path):
     assert "ERROR" not in status.group(1) and "WARNING" not in status.group(1), log[-6000:]
     assert check.returncode == 0, log[-3000:]
 
+
+
+# ---------------------------------------------------------------- conjoint: by= twins (issue 29)
+
+def test_conjoint_by_tables_agree_and_a_wrong_table_fails(check_r):
+    """--check-r of the conjoint compares its by= tables (mm_diff_model_minus_people,
+    anova_model_vs_people, AMCEs/MMs by group, AMCE differences) with R's twins; a Python table that
+    is off by 1e-6 in one cell is reported as differing there and nowhere else. Unit: respondent
+    (clusters); the model rows are the bundled demo run's two respondents, the people HHY's 1,396."""
+    import rdata
+    from simsubjects.analyze.conjoint_study import analyze_immigration
+
+    folder = ROOT / "inst/extdata/replication/conjoint_immigration/export"
+
+    def plain(df):  # the run's own tables hold text, not categoricals
+        return df.assign(**{c: df[c].astype(object) for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)})
+
+    responses, items = plain(rdata.read_rds(folder / "responses.rds")), plain(rdata.read_rds(folder / "items.rds"))
+    tables = analyze_immigration(responses, items)
+    mmd = tables["mm_diff_model_minus_people"].copy()
+    hit = mmd["estimate"].notna().idxmax()
+    mmd.loc[hit, "estimate"] += 1e-6
+    out = check_r("conjoint_immigration", responses, items, {**tables, "mm_diff_model_minus_people": mmd})
+    for what in ("amce by group", "mm by group", "amce_diffs", "mm_diff_model_minus_people", "anova_model_vs_people"):
+        assert out["statistic"].str.startswith(what).sum() >= 3, what
+    bad = out[~out["ok"]]
+    row = mmd.loc[hit]
+    assert list(bad["statistic"]) == [f"mm_diff_model_minus_people | smollm2 | {row['BY']} | "
+                                      f"{row['feature']}={row['level']} estimate"]
+    assert_all_ok(out[out["ok"]], 800)

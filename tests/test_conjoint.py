@@ -202,6 +202,46 @@ def test_cj_anova_matches_r_anova(R, imm):
     assert ours["p.value"] == pytest.approx(ref["p"], abs=1e-10)
 
 
+@pytest.mark.r
+def test_r_by_twins_match_python(R, imm):
+    """by= in R (issue 29): conjoint_amce/conjoint_mm(by=), conjoint_amce_diffs, conjoint_mm_diffs and
+    conjoint_anova against the Python tables, every row and column to 1e-8 (respondent-clustered)."""
+    ro = R.ro
+    d = imm.dropna(subset=["ethno"])
+    f = ["Gender", "Education", "Job", "LanguageSkills"]
+    rd = _to_r(R, d[["CaseID", "ChosenImmigrant", "ethno", *f]], [*f, "ethno"])
+    fs = ro.StrVector(f)
+    pairs = [
+        (cj.amce(d, "ChosenImmigrant", f, id="CaseID", by="ethno"),
+         R.env.find("conjoint_amce")(rd, "ChosenImmigrant", fs, id="CaseID", by="ethno")),
+        (cj.mm(d, "ChosenImmigrant", f, id="CaseID", h0=0.5, by="ethno"),
+         R.env.find("conjoint_mm")(rd, "ChosenImmigrant", fs, id="CaseID", h0=0.5, by="ethno")),
+        (cj.amce_diffs(d, "ChosenImmigrant", f, "ethno", id="CaseID"),
+         R.env.find("conjoint_amce_diffs")(rd, "ChosenImmigrant", fs, by="ethno", id="CaseID")),
+        (cj.amce_diffs(d, "ChosenImmigrant", f, "ethno", id="CaseID", se_type="CR2"),
+         R.env.find("conjoint_amce_diffs")(rd, "ChosenImmigrant", fs, by="ethno", id="CaseID", se_type="CR2")),
+        (cj.mm_diffs(d, "ChosenImmigrant", f, "ethno", id="CaseID"),
+         R.env.find("conjoint_mm_diffs")(rd, "ChosenImmigrant", fs, by="ethno", id="CaseID")),
+    ]
+    for ours, theirs in pairs:
+        theirs = R.to_py(theirs)
+        assert list(theirs.columns[:3]) == ["BY", "feature", "level"]
+        m = ours.merge(theirs, on=["BY", "feature", "level"], suffixes=("", "_r"))
+        assert len(m) == len(ours) == len(theirs) > 0
+        assert set(ours["BY"]) == set(theirs["BY"])
+        for c in ("estimate", "std.error", "statistic", "p.value", "conf.low", "conf.high"):
+            assert np.allclose(m[c], m[f"{c}_r"], atol=1e-8, rtol=0, equal_nan=True), c
+    # the unordered by column: Python's sorted groups are R's (radix) groups, so the BY labels match
+    d2 = d.assign(half=np.where(d["CaseID"].astype(int) % 2 == 0, "even", "Odd"))
+    rd2 = _to_r(R, d2[["CaseID", "ChosenImmigrant", "half", "Gender"]], ["Gender"])
+    theirs = R.to_py(R.env.find("conjoint_mm_diffs")(rd2, "ChosenImmigrant", ro.StrVector(["Gender"]),
+                                                     by="half", id="CaseID"))
+    assert set(theirs["BY"]) == set(cj.mm_diffs(d2, "ChosenImmigrant", ["Gender"], "half", id="CaseID")["BY"])
+    an = R.to_py(R.env.find("conjoint_anova")(rd, "ChosenImmigrant", fs, by="ethno")).iloc[0]
+    ours = cj.cj_anova(d, "ChosenImmigrant", f, "ethno").iloc[0]
+    assert an["statistic"] == pytest.approx(ours["statistic"], abs=1e-8) and an["df"] == ours["df"]
+
+
 # ------------------------------------------------------------------ design engine
 
 def _spec(**over):

@@ -138,3 +138,126 @@ def test_an_item_table_s_own_columns_do_not_get_the_responses_labels(tmp_path):
     assert book.loc["source", "label"] == ""
     resp = pd.read_csv(tmp_path / "run" / "export" / "codebook_responses.csv").set_index("column")
     assert resp.loc["source", "label"] == "model or human"
+
+
+@pytest.fixture
+def blank_run(tmp_path):
+    """Model rows with "" for "no persona" (as the runs write them) beside rows with a missing persona
+    (as the people's rows come) and rows with a persona."""
+    store = RunStore.open(tmp_path / "blank", {"x": 1})
+    df = fixture_responses()
+    df["persona"] = [("", None, "Alice")[i % 3] for i in range(len(df))]
+    df["note"] = [("", None, "x" * 300)[i % 3] for i in range(len(df))]  # long text: stays text, not a factor
+    items = pd.DataFrame({"item": ["offer-01", "offer-02", "offer-05"], "offer": [1, 2, 5]})
+    store.finish(df, items, {"study": "ultimatum"})
+    return tmp_path / "blank"
+
+
+def test_missing_is_missing_in_every_export(blank_run):
+    """Issue 29: a model row's "no value" ("") and a missing value are the same missing value in
+    .rds (NA, no "" factor level), .dta/.sav (missing code; Stata's empty string for text), .parquet,
+    .csv and the codebook's count."""
+    run = blank_run
+    export_run(run, ["csv", "parquet", "rds", "dta", "sav"])
+    _, want, _ = load_run(run)
+    absent = int((want["persona"].isna() | (want["persona"] == "")).sum())
+    assert 0 < absent < len(want) and (want["persona"] == "").any()
+    out = run / "export"
+    rds = pyreadr.read_r(str(out / "responses.rds"))[None]
+    assert isinstance(rds["persona"].dtype, pd.CategoricalDtype)
+    assert list(rds["persona"].cat.categories) == ["Alice"]
+    assert int(rds["persona"].isna().sum()) == absent
+    assert int(rds["note"].isna().sum()) == absent
+    assert int(pd.read_parquet(out / "responses.parquet")["persona"].isna().sum()) == absent
+    with pd.io.stata.StataReader(out / "responses.dta") as r:
+        assert list(r.value_labels()[stata_name("persona", set())].values()) == ["Alice"]
+    assert int(pd.read_stata(out / "responses.dta")["persona"].isna().sum()) == absent
+    sav, meta = pyreadstat.read_sav(str(out / "responses.sav"))
+    assert int(sav["persona"].isna().sum()) == absent
+    assert list(meta.variable_value_labels["persona"].values()) == ["Alice"]
+    book = pd.read_csv(out / "codebook_responses.csv").set_index("column")
+    assert book.loc["persona", "missing"] == absent and book.loc["persona", "distinct"] == 1
+
+
+@pytest.mark.r
+def test_read_run_gives_na_for_every_absent_value(blank_run):
+    """read_run() from .rds, .csv, .dta and .sav: persona is NA (no "" level) in each absent row."""
+    import shutil
+    import subprocess
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript is not installed")
+    run = blank_run
+    export_run(run, ["csv", "rds", "dta", "sav"])
+    _, want, _ = load_run(run)
+    absent = int((want["persona"].isna() | (want["persona"] == "")).sum())
+    csv_only = run.parent / "csv_only"
+    shutil.copytree(run, csv_only)
+    for f in (csv_only / "export").glob("*.rds"):
+        f.unlink()
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    script = f"""
+    for (f in list.files("{root / 'R'}", full.names = TRUE)) source(f)
+    for (how in list(list("{run}", "auto"), list("{csv_only}", "auto"), list("{run}", "dta"), list("{run}", "sav"))) {{
+      r <- read_run(how[[1]], format = how[[2]])$responses
+      p <- r$persona
+      stopifnot(sum(is.na(p)) == {absent}, !any(as.character(p) %in% ""), sum(is.na(r$note)) == {absent})
+      if (is.factor(p)) stopifnot(identical(levels(p), "Alice"))
+    }}
+    cat("ok\\n")
+    """
+    r = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:] + r.stdout[-500:]
+
+
+def test_likert_scale_and_factor_levels_in_the_study_file_s_order(tmp_path):
+    """Issue 29: a study file's Likert scale is exported in scale order (Strongly oppose ... Strongly
+    support, not alphabetically) and its factors in declared order, in .rds factors, .dta/.sav value
+    labels and the codebook; the order comes from the run's own copy of the study file."""
+    from pathlib import Path
+
+    from simsubjects.studyfile.adapter import KEY
+    from simsubjects.studyfile.runcopy import COPY, copy_files
+    from simsubjects.studyfile.spec import load_study
+
+    study = load_study(Path(__file__).resolve().parents[1] / "examples/vignette_2x2/study.yaml")
+    scale = ["Strongly oppose", "Oppose", "Somewhat oppose", "Undecided", "Somewhat support", "Support",
+             "Strongly support"]
+    run = tmp_path / "likert"
+    store = RunStore.open(run, {"x": 1})
+    copy_files(study, run)
+    # answers that sort differently alphabetically; "Oppose" never drawn, the levels keep it
+    answers = ["Support", "Strongly oppose", "Undecided", "Somewhat support", "Strongly support", "Somewhat oppose"]
+    df = pd.DataFrame({"study": study.name, "trial": [f"t{i}" for i in range(12)], "item": "support",
+                       "condition": "", "subject": [f"s{i}" for i in range(12)], "source": "model", "model": "m",
+                       "method": "sampled", "response": answers * 2, "weight": 1.0, "validity": 1.0,
+                       "frame": ["loss", "gain"] * 6, "messenger": ["official", "official", "doctor"] * 4})
+    rel = next(iter(study.files))
+    store.finish(df, pd.DataFrame({"item": ["support"]}),
+                 {"study": study.name, "parameters": {KEY: {"file": f"{COPY}/{rel}", "sha256": study.sha256}}})
+    export_run(run, ["rds", "dta", "sav", "csv"])
+    out = run / "export"
+    rds = pyreadr.read_r(str(out / "responses.rds"))[None]
+    assert list(rds["response"].cat.categories) == scale
+    assert list(rds["frame"].cat.categories) == ["gain", "loss"]
+    assert list(rds["messenger"].cat.categories) == ["doctor", "official"]
+    with pd.io.stata.StataReader(out / "responses.dta") as r:
+        labels = r.value_labels()
+    assert [labels["response"][k] for k in sorted(labels["response"])] == scale
+    _, meta = pyreadstat.read_sav(str(out / "responses.sav"), metadataonly=True)
+    sav = meta.variable_value_labels["response"]
+    assert [sav[k] for k in sorted(sav)] == scale
+    book = pd.read_csv(out / "codebook_responses.csv").set_index("column")
+    assert book.loc["response", "values"] == "; ".join(scale)
+
+
+def test_scale_levels_follow_each_item_s_positions():
+    """An undeclared ordinal scale (a `position` column) orders `response` item by item, refusals last."""
+    from simsubjects.publish.export import scale_levels
+
+    r = pd.DataFrame({"item": ["q1"] * 5 + ["q2"] * 3,
+                      "response": ["Poor", "Excellent", "Good", "Refused", "Only fair", "Yes", "No", "Refused"],
+                      "position": [4, 1, 2, np.nan, 3, 1, 2, np.nan]})
+    assert scale_levels(r) == ["Excellent", "Good", "Only fair", "Poor", "Yes", "No", "Refused"]
+    assert scale_levels(r.drop(columns="position")) == []
+    assert scale_levels(r.assign(position=r["position"].astype(str))) == []

@@ -395,6 +395,15 @@ def test_personas_are_columns_of_the_table_and_exports(small_run):
     assert meta.column_names_to_labels["AGE"] == "Persona attribute AGE (from respondents.csv)"
     rds = pyreadr.read_r(str(small_run / "export" / "responses.rds"))[None]
     assert "Democrat" in rds["POLPARTY"].cat.categories
+    # issue 29: the answers are a factor in each question's scale order (option_ordinal), refusals last,
+    # not alphabetical (OpinionQA's "Refused" after every scale point, "Smaller government" before "Bigger")
+    levels = list(rds["response"].cat.categories)
+    for _, q in model.dropna(subset=["position"]).groupby("item"):
+        scale = q.drop_duplicates("response").sort_values("position")["response"].tolist()
+        assert [levels.index(v) for v in scale] == sorted(levels.index(v) for v in scale), scale
+    positioned = set(model.dropna(subset=["position"])["response"])
+    refusals = set(model["response"].dropna()) - positioned
+    assert refusals and min(levels.index(v) for v in refusals) > max(levels.index(v) for v in positioned)
 
 
 @pytest.mark.r

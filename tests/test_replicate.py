@@ -347,38 +347,20 @@ quit(status = if (length(ok) && all(ok)) 0 else 1)
 
 
 def test_analysis_do_read_check(replication):
-    """No Stata here: analysis.do is checked by reading it. Every file it reads is in the folder, every
-    variable it uses is in the .dta, each CSV is renamed column by column, blocks and quotes balance, and
-    every line starts with a Stata command (issue 29)."""
-    import re
+    """No Stata here: analysis.do is checked by reading it (tests/test_stata_do.py's checker): every file
+    it reads is in the folder, every variable it uses is in the .dta, each CSV is renamed column by column,
+    blocks and quotes balance, and every line starts with a Stata command (issue 29)."""
+    from tests.test_stata_do import check_do
 
     out, _ = replication
+    named = check_do(out)
+    assert {"source", "model", "response", "pairing", "weight", "trial", "offer"} <= \
+        named["ultimatum/export/responses.dta"]
+    assert "garden_path/export/responses.dta" in named and "conjoint_immigration/export/profiles.dta" in named
     do = (out / "analysis.do").read_text()
-    reads = re.findall(r'(?:^use|import delimited using) `"([^"]+)"\'', do, flags=re.M)
-    assert "ultimatum/export/responses.dta" in reads and "ultimatum/analysis/pairing_tests.csv" in reads
-    for path in reads:
-        assert path.startswith("stata_results/") or (out / path).is_file(), path
-    dta = pd.read_stata(out / "ultimatum" / "export" / "responses.dta", convert_categoricals=False)
-    assert {"source", "model", "response", "pairing", "weight", "trial", "offer"} <= set(dta.columns)
-    for block in do.split("import delimited using ")[1:]:
-        csv = block.split('"', 1)[1].split('"', 1)[0]
-        header = list(pd.read_csv(out / csv, nrows=0).columns)
-        positions = re.findall(r"^(?:rename|drop) v(\d+)\b", block, flags=re.M)
-        assert [int(p) for p in positions] == list(range(1, len(header) + 1)), csv
-        named = dict(re.findall(r"^rename v(\d+) (\w+)", block, flags=re.M))
-        assert header[int(next(k for k, v in named.items() if v == "model")) - 1] == "model"
-        se = next((k for k, v in named.items() if v == "py_std_error"), None)
-        assert se is None or header[int(se) - 1] == "std.error"
-    assert do.count("{") == do.count("}") and do.count('`"') == do.count('"\'')
-    known = {"version", "clear", "set", "capture", "local", "use", "foreach", "if", "decode", "drop", "rename",
-             "keep", "bysort", "generate", "save", "tempname", "postfile", "levelsof", "quietly", "post",
-             "postclose", "import", "destring", "merge", "count", "display", "exit", "}", "*"}
-    for line in do.splitlines():
-        word = line.strip().split(" ")[0] if line.strip() else ""
-        assert not word or word in known, line
     assert "exit 9" in do and "ttest p_accept" in do and ", by(pairing) unequal" in do
     readme = (out / "README.md").read_text()
-    assert "analysis.do" in readme and "no Stata version here" in readme
+    assert "analysis.do" in readme and "No Stata version here" in readme
 
 
 def test_dry_run_figures_match_the_manifests(replication, smollm2):

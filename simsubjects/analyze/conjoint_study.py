@@ -207,4 +207,56 @@ def check_conjoint(r, responses, items, tables, tol, tol_p) -> list[dict]:
                 for col in ("estimate", "std.error", "statistic") if solid else ("estimate", "std.error"):
                     rows.append(compare(f"{what} | {src} | {row['feature']}={row['level']} {col}",
                                         row[col], row[f"{col}_r"], tol))
+    return rows + _check_by(r, prof, tables, tol, tol_p)
+
+
+def _check_by(r, prof: pd.DataFrame, tables, tol, tol_p) -> list[dict]:
+    """--check-r of the by= tables, each model against the people (group people/model): the run's
+    mm_diff_model_minus_people and anova_model_vs_people, and AMCEs/MMs by group and AMCE differences,
+    from R's conjoint_mm_diffs, conjoint_wald, conjoint_amce/conjoint_mm(by =) and conjoint_amce_diffs."""
+    from .check_r import compare
+
+    ro = r.ro
+    fn = {k: r.env.find(k) for k in ("conjoint_amce", "conjoint_mm", "conjoint_amce_diffs", "conjoint_mm_diffs",
+                                     "conjoint_wald")}
+    factorize = ro.r("function(d, f, lv) { d[[f]] <- factor(d[[f]], levels = lv); d }")
+    feats, cons = ro.StrVector(_formula_order()), ro.StrVector([f"{a}:{b}" for a, b in constraints()])
+    choice = prof[prof["outcome_kind"] == "choice"]
+    rows = []
+    for m in [s for s in choice["source"].unique() if s != HUMAN]:
+        pair = choice[choice["source"].isin([HUMAN, m])].assign(
+            group=lambda d: pd.Categorical(np.where(d["source"] == HUMAN, "people", "model"), ["people", "model"]))
+        rd = r.to_r(pair[["id", "chosen", *features()]].assign(
+            group=pair["group"].astype(str), **{f: pair[f].astype(str) for f in features()}))
+        for a in _design().attributes:
+            rd = factorize(rd, a.name, ro.StrVector(list(a.levels)))
+        rd = factorize(rd, "group", ro.StrVector(["people", "model"]))
+        py_mmd = tables.get("mm_diff_model_minus_people")
+        py_mmd = (py_mmd[py_mmd["model"] == m].drop(columns="model") if py_mmd is not None
+                  else cj.mm_diffs(pair, "chosen", _formula_order(), "group", id="id"))
+        pairs = [
+            ("amce by group", cj.amce(pair, "chosen", _formula_order(), id="id", constraints=constraints(),
+                                      by="group"),
+             fn["conjoint_amce"](rd, "chosen", feats, id="id", constraints=cons, by="group")),
+            ("mm by group", cj.mm(pair, "chosen", _formula_order(), id="id", h0=0.5, by="group"),
+             fn["conjoint_mm"](rd, "chosen", feats, id="id", h0=0.5, by="group")),
+            ("amce_diffs", cj.amce_diffs(pair, "chosen", _formula_order(), "group", id="id"),
+             fn["conjoint_amce_diffs"](rd, "chosen", feats, by="group", id="id")),
+            ("mm_diff_model_minus_people", py_mmd, fn["conjoint_mm_diffs"](rd, "chosen", feats, by="group", id="id")),
+        ]
+        for what, py, rr in pairs:
+            rr = r.to_py(rr)
+            both = py.merge(rr, on=["BY", "feature", "level"], suffixes=("", "_r"))
+            if len(both) != len(py) or len(rr) != len(py):
+                rows.append(compare(f"{what} | {m} rows", len(py), len(both), 0))
+            for _, row in both.iterrows():
+                for col in ("estimate", "std.error"):
+                    rows.append(compare(f"{what} | {m} | {row['BY']} | {row['feature']}={row['level']} {col}",
+                                        row[col], row[f"{col}_r"], tol))
+        py_w = tables.get("anova_model_vs_people")
+        py_w = (py_w[py_w["model"] == m].iloc[0] if py_w is not None
+                else cj.cj_wald(pair, "chosen", _formula_order(), "group", id="id", constraints=constraints()).iloc[0])
+        rw = r.to_py(fn["conjoint_wald"](rd, "chosen", feats, by="group", id="id", constraints=cons)).iloc[0]
+        for col, t in (("statistic", tol), ("df", 0), ("df.residual", 0), ("p.value", tol_p)):
+            rows.append(compare(f"anova_model_vs_people | {m} {col}", py_w[col], rw[col], t))
     return rows

@@ -256,7 +256,8 @@ def readme(manifest: dict) -> str:
         "| `analysis.R` | the R twins (t-tests, AMCE, response-bias deltas, obedience survival) from `*/export/`, "
         "each table compared with its Python twin in `*/analysis/` |",
         "| `r-package/simsubjects/` | the R package's source (`R CMD INSTALL r-package/simsubjects`) |",
-        "| `analysis.do` | the Stata side where Stata's commands express it (the Ultimatum Game), checked against `*/analysis/` |",
+        "| `analysis.do` | the Stata side where Stata's commands express it (Ultimatum Game, Garden Path paired t-tests, "
+        "conjoint marginal means), checked against `*/analysis/` |",
     ]
     for e in manifest["studies"]:
         status = e.get("status")
@@ -294,10 +295,15 @@ def _readme_r(manifest: dict) -> list[str]:
         "`r_results/session.txt`.",
         "",
         "Stata users: the exports are `*/export/*.dta` with value labels in the design's order (baseline first). "
-        "`do analysis.do` computes the Ultimatum Game's acceptance by offer and the pairing Welch test with "
-        "Stata's own commands and compares them with the Python tables the same way. The other statistics "
-        "(CR2 cluster-robust AMCEs with Satterthwaite df, cregg's constrained conjoint AMCEs, Kaplan-Meier "
-        "tables, Wasserstein representativeness, survey-bias deltas) have no Stata version here: use "
+        "`do analysis.do` computes with Stata's own commands the Ultimatum Game's acceptance by offer and the "
+        "pairing Welch test (`ttest, unequal`), the Garden Path per-sentence means and paired t-tests (`collapse`, "
+        "`ttest gp == control`) and the conjoint's marginal means with respondent-clustered errors "
+        "(`svy: regress`), and compares each with the Python table the same way (exit 9 on a difference).",
+        "",
+        "No Stata version here, because Stata has no built-in command for them: MoCa's AMCEs (CR2 errors with "
+        "Satterthwaite df), the conjoint's AMCEs (cregg's averaging over restricted pairs) and its clustered Wald "
+        "test, the exact Wilcoxon signed-rank p-values, the Milgram Kaplan-Meier tables, the Wisdom of Crowds "
+        "type-7 quartiles, the survey-bias deltas and the opinion survey's Wasserstein representativeness: use "
         "analysis.R. analysis.do was read-checked, not run (no Stata where it was written).",
     ]
 

@@ -92,6 +92,21 @@ def stata_name(name: str, taken: set[str]) -> str:
     return new
 
 
+def blank_as_missing(df: pd.DataFrame) -> pd.DataFrame:
+    """Empty text as a missing value in every text column: a model row's "no value" (no persona, no
+    perturbation, an unparsed answer) was "" while the people's rows had NA, so R saw a "" factor level
+    beside NA for the same absence (issue 29: missing is NA everywhere). Stata and SPSS write missing
+    text as "" (their only missing string), and a factor's missing value as a missing code."""
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == object or pd.api.types.is_string_dtype(out[c]):
+            blank = out[c].map(lambda v: isinstance(v, str) and v == "")
+            if blank.any():
+                out[c] = out[c].astype(object).where(~blank, None)
+    out.attrs = dict(df.attrs)
+    return out
+
+
 def level_order(values: pd.Series, design: list[str] | None = None) -> list[str]:
     """A categorical column's levels: the design's order (baseline first) where the study declares one,
     then any other value, sorted; without a declaration, sorted (issue 29)."""
@@ -190,16 +205,47 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
     return names
 
 
-def design_hooks(study: str | None, responses: pd.DataFrame,
-                 items: pd.DataFrame) -> tuple[dict[str, list[str]], dict[str, pd.DataFrame]]:
+def _declaration(run_dir, manifest: dict):
+    """The StudyDef that made the run: a study file's copy in the folder (read as data; its Likert
+    scales and factor levels give the export's orders), else the built-in study; None when unknown."""
+    from simsubjects.collect.studies.registry import studies
+    from simsubjects.studyfile.origin import origin, study_def
+
+    if run_dir is not None and origin(manifest).is_study_file:
+        try:
+            return study_def(run_dir, manifest)
+        except UserError:  # a missing or damaged copy: the export still writes, in sorted order
+            return None
+    study = manifest.get("study")
+    return studies().get(study) if study else None
+
+
+def scale_levels(responses: pd.DataFrame) -> list[str]:
+    """`response` in scale order where the table records each option's ordinal `position` (OpinionQA's
+    option_ordinal, a study file's scale points): each item's options by position in turn, items in
+    first-seen order, options without a position (refusals) after them; [] without a numeric position."""
+    if not {"response", "position", "item"} <= set(responses.columns) or \
+            not pd.api.types.is_numeric_dtype(responses["position"]):
+        return []
+    rows = responses[["item", "response", "position"]].dropna(subset=["response"]).drop_duplicates(["item", "response"])
+    rows = rows.assign(first=pd.factorize(rows["item"])[0])
+    ordered = rows.dropna(subset=["position"]).sort_values(["first", "position"], kind="stable")
+    out = list(dict.fromkeys(ordered["response"].astype(str)))
+    return out + [v for v in dict.fromkeys(rows["response"].astype(str)) if v not in out]
+
+
+def design_hooks(study: str | None, responses: pd.DataFrame, items: pd.DataFrame, run_dir=None,
+                 manifest: dict | None = None) -> tuple[dict[str, list[str]], dict[str, pd.DataFrame]]:
     """The study's declared level orders ({column: levels, baseline first}) and extra tables
     ({name: table}, e.g. the conjoint's profiles), from its declaration (StudyDef.levels/export_tables)."""
-    from simsubjects.collect.studies.registry import resolve, studies
+    from simsubjects.collect.studies.registry import resolve
 
-    decl = studies().get(study) if study else None
-    levels = resolve(decl.levels)(responses, items) if decl is not None and decl.levels else {}
+    decl = _declaration(run_dir, manifest if manifest is not None else {"study": study})
+    levels = dict(resolve(decl.levels)(responses, items) or {}) if decl is not None and decl.levels else {}
     extra = resolve(decl.export_tables)(responses, items) if decl is not None and decl.export_tables else {}
-    return dict(levels or {}), dict(extra or {})
+    if "response" not in levels and scale_levels(responses):  # an ordinal scale the study does not declare
+        levels["response"] = scale_levels(responses)
+    return levels, dict(extra or {})
 
 
 def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None = None) -> list[Path]:
@@ -213,7 +259,7 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
     # the study's declaration labels its design columns; columns a run adds of its own (persona
     # attributes of a respondents table) carry their labels in the manifest
     labels = {**study_labels(manifest.get("study")), **(manifest.get("column_labels") or {})}
-    levels, extra = design_hooks(manifest.get("study"), responses, items)
+    levels, extra = design_hooks(manifest.get("study"), responses, items, run_dir, manifest)
     outdir = Path(out) if out else Path(run_dir) / "export"
     if not out and outdir.is_symlink():  # a received run's export/ linking elsewhere: nothing written there
         raise UserError(f"{outdir}: is a link; a run folder's export is written inside it (remove the link or "
@@ -227,7 +273,7 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
         # a question comes from) is not "model or human" (issue 29)
         side = {c: lab for c, lab in labels.items() if c not in CORE_COLUMNS or c == "item"}
         for name, df in (("responses", responses), ("items", items), *extra.items()):
-            df = df.copy()
+            df = blank_as_missing(df)
             df.attrs["labels"] = labels if name == "responses" else side
             df.attrs["levels"] = levels
             names = {}

@@ -65,6 +65,31 @@ def check_out(study: Study, out) -> None:
                             "into its folder, so choose a folder outside the study's (e.g. runs/NAME)")
 
 
+def _scale(r) -> list[str]:
+    """A response's option labels in scale order: ordinal options by position (declared order breaks
+    ties), unordered ones as declared, refusals ("Don't know") last; a judged answer's judge scale."""
+    if r is None:
+        return []
+    r = r.judge or r
+    ordered = sorted((o for o in r.options if not o.refusal),
+                     key=lambda o: (o.position is None, o.position if o.position is not None else 0))
+    return [o.label for o in ordered] + [o.label for o in r.options if o.refusal]
+
+
+def study_levels(study: Study) -> dict[str, list[str]]:
+    """The export's level orders (issue 29): `response` in the scale's order (a Likert scale from its
+    first to its last point, not alphabetically), each item's scales in turn; every factor in its
+    declared level order (the first level is the baseline of R's treatment coding, as in the AMCEs)."""
+    levels: list[str] = []
+    for it in study.items:
+        for r in (it.response, *it.responses.values()):
+            levels += [lab for lab in _scale(r) if lab not in levels]
+    out = {f.name: [str(v) for v in f.levels] for f in study.factors}
+    if levels:
+        out["response"] = levels
+    return out
+
+
 def study_def(study: Study, out=None, judge=None) -> StudyDef:
     """`study` as a StudyDef; `out` (run folder) receives the copies when the collection finishes."""
     from .analyses import analyze_study
@@ -96,6 +121,7 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
         analyze=lambda responses, items: analyze_study(study, responses, items),
         summary=_summary,
         methods=methods,
+        levels=lambda responses, items: study_levels(study),
     )
 
 

@@ -3,7 +3,7 @@ responses <- data.frame(study = "ultimatum", trial = rep(c("t1", "t2"), each = 2
                         response = c("accept", "reject"), weight = c(0.6, 0.3, 2, 2),
                         validity = c(0.9, 0.9, 1, 1), offer = 5, stringsAsFactors = FALSE)
 
-test_that("reads export/responses.rds first, then csv; empty text stays empty", {
+test_that("reads export/responses.rds first, then csv; empty text is NA (missing is NA everywhere)", {
   run <- file.path(tempfile("run"))
   dir.create(file.path(run, "export"), recursive = TRUE)
   expect_error(read_run(run), "simsubjects export .* --to rds")
@@ -11,7 +11,7 @@ test_that("reads export/responses.rds first, then csv; empty text stays empty", 
   write.csv(data.frame(item = "offer-05", offer = 5), file.path(run, "export", "items.csv"),
             row.names = FALSE)
   r <- read_run(run)
-  expect_equal(r$responses$condition, rep("", 4))
+  expect_equal(r$responses$condition, rep(NA_character_, 4))
   expect_equal(r$responses$weight, responses$weight)
   expect_equal(r$items$offer, 5)
   # a column blank throughout: text, unless the codebook says it is numeric
@@ -22,6 +22,14 @@ test_that("reads export/responses.rds first, then csv; empty text stays empty", 
   rds$response <- factor(rds$response)
   saveRDS(rds, file.path(run, "export", "responses.rds"))
   expect_true(is.factor(read_run(run)$responses$response))
+  # an older export's "" factor level (a model row's "no value") reads as NA, the level dropped
+  rds$persona <- factor(c("", "", "Alice", NA))
+  attr(rds$persona, "label") <- "Persona"
+  saveRDS(rds, file.path(run, "export", "responses.rds"))
+  p <- read_run(run)$responses$persona
+  expect_equal(levels(p), "Alice")
+  expect_equal(sum(is.na(p)), 3)
+  expect_equal(attr(p, "label"), "Persona")
   expect_error(read_run(file.path(run, "nope")), "no such run folder")
 })
 

@@ -46,6 +46,7 @@ def check_out(study: Study, out) -> None:
 def study_def(study: Study, out=None, judge=None) -> StudyDef:
     """`study` as a StudyDef; `out` (run folder) receives the copies when the collection finishes."""
     from .analyses import analyze_study
+    from .check_r import check_study_file
     from .collect import collect_study, validity_sample
     from .design import build_trials
 
@@ -74,6 +75,9 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
         analyze=lambda responses, items: analyze_study(study, responses, items),
         summary=_summary,
         methods=methods,
+        # analyze --check-r: the file's analyses recomputed in R from the responses (R/studyfile.R)
+        check_r=lambda r, responses, items, tables, tol, tol_p: check_study_file(
+            study, r, responses, items, tables, tol, tol_p),
     )
 
 

@@ -171,7 +171,7 @@ sf_amce <- function(responses, options, factors) {
     for (f in factors) s[[f]] <- factor(as.character(s[[f]]), levels = sort(unique(as.character(s[[f]])), method = "radix"))
     use <- factors[vapply(factors, function(f) nlevels(s[[f]]) > 1, logical(1))]
     if (!length(use)) next
-    m <- estimatr::lm_robust(stats::reformulate(use, "score"), data = s, clusters = subject, se_type = "CR2")
+    m <- estimatr::lm_robust(stats::reformulate(use, "score"), data = s, clusters = s$subject, se_type = "CR2")
     for (f in use) for (lev in levels(s[[f]])[-1]) {
       k <- paste0(f, lev)
       rows[[length(rows) + 1]] <- data.frame(source = s$source[1], model = s$model[1], term = paste0(f, "_", lev),

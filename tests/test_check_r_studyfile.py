@@ -116,3 +116,36 @@ def test_session_files_say_they_have_no_r_twins():
     spec = session_def(load_session(ROOT / "examples" / "pd_tft" / "study.yaml"))
     with pytest.raises(UserError, match="no R twins for study 'pd_tft'"):
         check_r(spec, pd.DataFrame(), None, {})
+
+
+def test_survey_weighted_tests_match_r(tmp_path):
+    """People with unequal survey weights: welch and one_sample go design-based (survey::svyttest) and
+    chi_square to Kish's effective n, in Python and in R/studyfile.R alike; every analysis compared."""
+    import numpy as np
+
+    from simsubjects.analyze.check_r import r_session
+    from simsubjects.studyfile.analyses import analyze_study
+    from simsubjects.studyfile.check_r import check_study_file
+    from tests.test_studyfile import _scored
+
+    pytest.importorskip("rpy2", reason="rpy2 not installed (pip install 'rpy2==3.5.17')")
+    rng = np.random.default_rng(7)
+    s, model, items = _scored(tmp_path, rng)
+    labels = [o.label for o in s.items[0].response.options]
+    people = []
+    for i in range(40):
+        frame, cue = ("gain", "loss")[i % 2], ("on", "off")[(i // 2) % 2]
+        people.append({"trial": f"h{i}", "item": "q", "condition": f"frame={frame},cue={cue}", "subject": f"h{i}",
+                       "frame": frame, "cue": cue, "study": "t", "source": "human", "model": "people",
+                       "method": "human", "response": labels[rng.integers(0, 5)], "weight": rng.uniform(0.5, 2.0),
+                       "validity": 1.0, "response_type": "choice"})
+    responses = pd.concat([model, pd.DataFrame(people)], ignore_index=True)
+    tables = analyze_study(s, responses, items)
+    t = tables["tests"]
+    assert set(t.loc[t["source"] == "human", "weights"]) == {"survey"}
+    check = pd.DataFrame(check_study_file(s, r_session(), responses, items, tables, 1e-8, 1e-6))
+    assert check["ok"].all(), check[~check["ok"]]
+    for name in ("welch_1", "one_sample_3", "chi_square_4", "amce"):
+        rows = check[check["statistic"].str.startswith(name) & check["statistic"].str.contains("human")]
+        assert len(rows) or name == "amce", name
+    assert check["statistic"].str.contains("paired_2 \\(paired\\): no R twin").any()

@@ -354,7 +354,31 @@ def representativeness_table(study: Study, responses: pd.DataFrame, by: list[str
     mcols = [b for b in by if b in model.columns]
     m = model.groupby(["model", *mcols, "key", "position", "refusal"], as_index=False, dropna=False)["w"].sum()
     out = representativeness(m.rename(columns={"w": "weight"}), h, by=by or None)
-    return out.rename(columns={"se": "std.error", "ci_low": "conf.low", "ci_high": "conf.high"})
+    out = out.rename(columns={"se": "std.error", "ci_low": "conf.low", "ci_high": "conf.high"})
+    return _resampled(study, d, out, by, mcols)
+
+
+def _resampled(study: Study, d: pd.DataFrame, out: pd.DataFrame, by: list[str], mcols: list[str]) -> pd.DataFrame:
+    """Beside the items' t interval, the interval from resampling the units whose sampling it leaves out:
+    the people's respondents and the model's subjects, each with replacement (seeded by the study's seed),
+    with the bootstrap's estimate of the bias and a note for small groups (issue 25, audit finding 7)."""
+    from simsubjects.analyze.methods.representativeness import resampled_interval, small_sample_note
+
+    d = d[~d["refusal"].fillna(True).astype(bool) & d["position"].notna()]
+    d = d[["source", "model", "subject", "key", "position", "w", *by]].rename(columns={"subject": "unit", "w": "weight"})
+    extra = []
+    for row in out.to_dict("records"):
+        h = d[d["source"] == "human"]
+        m = d[(d["source"] != "human") & (d["model"] == row["model"])]
+        for b in by:
+            h = h[h[b] == row[b]]
+            m = m[m[b] == row[b]] if b in mcols else m
+        r = resampled_interval(m, h, seed=study.seed if isinstance(study.seed, int) else 0)
+        extra.append({"boot.low": r["boot.low"], "boot.high": r["boot.high"], "boot.bias": r["boot.bias"],
+                      "boot_unit": "respondent (people) and subject (model), resampled independently",
+                      "replicates": r["replicates"], "n_respondents": r["n_respondents"], "n_subjects": r["n_subjects"],
+                      "note": small_sample_note(r["n_respondents"], r["boot.bias"])})
+    return pd.concat([out.reset_index(drop=True), pd.DataFrame(extra, index=range(len(out)))], axis=1)
 
 
 def agreement_table(trials: pd.DataFrame, by: list[str]) -> pd.DataFrame:

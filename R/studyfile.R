@@ -211,30 +211,36 @@ sf_representativeness <- function(responses, options, by = character(0)) {
                      pool(h, c("key", by, "position", "refusal")), by = if (length(by)) by else NULL)
 }
 
-# Agreement: Pearson r of item means, model against people (weighted means for people)
+# Agreement: Pearson r of item means, model against people (weighted means for people); with `by`,
+# one row per model x group over the items within the group
 sf_agreement <- function(responses, options, by = character(0)) {
   d <- .sf_trial_scores(responses, options)
   d <- d[!is.na(d$score), , drop = FALSE]
   h <- d[d$source == "human", , drop = FALSE]
-  hg <- .sf_id(h, c("item", by))
+  hg <- .sf_id(h, c(by, "item"))
   hm <- vapply(split(seq_len(nrow(h)), factor(hg, levels = unique(hg))),
                function(i) stats::weighted.mean(h$score[i], h$tw[i]), numeric(1))
   rows <- list()
   m <- d[d$source != "human", , drop = FALSE]
   for (name in sort(unique(as.character(m$model)), method = "radix")) {
     g <- m[m$model == name, , drop = FALSE]
-    id <- .sf_id(g, c("item", by))
-    mm <- tapply(g$score, id, mean)
+    mm <- tapply(g$score, .sf_id(g, c(by, "item")), mean)
     common <- intersect(names(mm), names(hm))
     x <- as.numeric(mm[common])
     y <- as.numeric(hm[common])
     ok <- !is.na(x) & !is.na(y)
-    x <- x[ok]
-    y <- y[ok]
-    r <- if (length(x) >= 3) stats::cor.test(x, y) else list(estimate = NA_real_, p.value = NA_real_)
-    rows[[length(rows) + 1]] <- data.frame(model = name, estimate = unname(r$estimate), p.value = r$p.value,
-                                           n = length(x), mean_abs_difference = mean(abs(x - y)),
-                                           stringsAsFactors = FALSE)
+    cell <- sub("\r[^\r]*$", "", common[ok])  # the group part of the key (all of it but the item)
+    if (!length(by)) cell <- rep("", sum(ok))
+    for (k in sort(unique(cell), method = "radix")) {
+      xi <- x[ok][cell == k]
+      yi <- y[ok][cell == k]
+      r <- if (length(xi) >= 3) stats::cor.test(xi, yi) else list(estimate = NA_real_, p.value = NA_real_)
+      row <- data.frame(model = name, estimate = unname(r$estimate), p.value = r$p.value, n = length(xi),
+                        mean_abs_difference = mean(abs(xi - yi)), stringsAsFactors = FALSE)
+      if (length(by)) row <- cbind(row, stats::setNames(as.data.frame(as.list(strsplit(k, "\r")[[1]]),
+                                                                      stringsAsFactors = FALSE), by))
+      rows[[length(rows) + 1]] <- row
+    }
   }
   do.call(rbind, rows)
 }

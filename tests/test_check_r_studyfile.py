@@ -59,7 +59,10 @@ NOT_COMPARED = {"trials", "tests", "check_r"}
 def test_check_r_passes_on_every_table(runs, example, capsys):
     run = runs[example]
     assert main(["analyze", str(run), "--no-plots", "--check-r"]) == 0
-    assert "R cross-check:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "R cross-check:" in out
+    # the count of written files includes check_r.csv (issue 25, smaller item: the extra tables were not counted)
+    assert f": {len(list((run / 'analysis').glob('*.csv')))} CSV" in out
     check = pd.read_csv(run / "analysis" / "check_r.csv")
     assert check["ok"].all() and len(check) > 30
     # each table's rows are matched one to one: no row only Python (or only R) has
@@ -149,3 +152,46 @@ def test_survey_weighted_tests_match_r(tmp_path):
         rows = check[check["statistic"].str.startswith(name) & check["statistic"].str.contains("human")]
         assert len(rows) or name == "amce", name
     assert check["statistic"].str.contains("paired_2 \\(paired\\): no R twin").any()
+
+
+def test_agreement_by_group_is_a_row_per_group_and_matches_r(tmp_path):
+    """`agreement` with `by: [party]`: one row per model x party over the items (as `representativeness`
+    by party), each r equal to scipy's pearsonr of that party's item means; R's cor.test agrees."""
+    import numpy as np
+    from scipy import stats
+
+    from simsubjects.analyze.check_r import r_session
+    from simsubjects.studyfile.analyses import analyze_study, trial_scores
+    from simsubjects.studyfile.check_r import check_study_file
+    from simsubjects.studyfile.design import build_trials
+    from simsubjects.studyfile.spec import load_study
+
+    pytest.importorskip("rpy2", reason="rpy2 not installed (pip install 'rpy2==3.5.17')")
+    src = tmp_path / "survey"
+    shutil.copytree(ROOT / "examples" / "opinion_survey", src)
+    with open(src / "study.yaml", "a") as f:
+        f.write("  - {type: agreement, by: [party], name: agreement_by_party}\n")
+    s = load_study(src / "study.yaml")
+    trials, items = build_trials(s)
+    rng = np.random.default_rng(5)
+    rows = [{"study": s.name, "trial": rec["trial"], "item": rec["item"], "condition": "", "subject": rec["subject"],
+             "source": "model", "model": "m", "method": "exact", "response": lab, "weight": w, "validity": 1.0,
+             "response_type": "choice", "party": rec["party"]}
+            for rec in trials.to_dict("records") for lab, w in zip(rec["labels"], rng.dirichlet(np.ones(len(rec["labels"]))))]
+    resp = pd.concat([pd.DataFrame(rows), s.human], ignore_index=True)
+    tables = analyze_study(s, resp, items)
+    got = tables["agreement_by_party"].set_index("party")
+    assert set(got.index) == {"Democratic", "Republican"} and (got["unit"] == "item").all()
+    tr = trial_scores(s, resp)
+    for party, row in got.iterrows():
+        t = tr[tr["party"] == party]
+        m = t[t["source"] == "model"].groupby("item")["score"].mean()
+        h = t[(t["source"] == "human") & t["score"].notna()].groupby("item").apply(  # a "Don't know" has no score
+            lambda g: np.average(g["score"], weights=g["tw"]), include_groups=False)
+        both = pd.concat([m, h], axis=1, join="inner").dropna()
+        assert row["estimate"] == pytest.approx(stats.pearsonr(both.iloc[:, 0], both.iloc[:, 1])[0], abs=1e-12)
+        assert row["n"] == len(both) == 4
+    assert len(tables["agreement"]) == 1  # without `by`: one row per model, as before
+    check = pd.DataFrame(check_study_file(s, r_session(), resp, items, tables, 1e-8, 1e-6))
+    assert check["ok"].all(), check[~check["ok"]]
+    assert check["statistic"].str.contains("agreement_by_party \\(agreement\\) \\| m \\| Republican estimate").any()

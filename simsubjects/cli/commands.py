@@ -266,6 +266,7 @@ def analyze(dirs, out, no_plots, check_r, allow_code, **ppi):
             from simsubjects.analyze.check_r import check_r as run_check
 
             checked["table"] = more["check_r"] = run_check(study, responses, items, tables)
+        checked["more"] = more  # written beside the tables: counted with them below
         return more
 
     a = analyze_runs(list(dirs), out, plots=not no_plots, extra=extra_tables, code_from=allow_code)
@@ -273,7 +274,8 @@ def analyze(dirs, out, no_plots, check_r, allow_code, **ppi):
         echo_table(name, df)
     if mixed is not None:  # ppi.csv is in the analysis set
         echo_table("mixed subjects: human-only, model-only and prediction-powered (PPI++), 95% intervals", mixed)
-    click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables)} CSV, {len(a.figures)} PNG")
+    click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables) + len(checked.get('more', {}))} CSV, "
+               f"{len(a.figures)} PNG")
     if check_r:
         table = checked["table"]
         bad = table[~table["ok"]]

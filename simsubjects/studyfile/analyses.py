@@ -382,27 +382,34 @@ def _resampled(study: Study, d: pd.DataFrame, out: pd.DataFrame, by: list[str], 
 
 
 def agreement_table(trials: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Model against people per item (x group): mean scores side by side, and their correlation over items."""
+    """Model against people: item means side by side, their Pearson r over items and mean absolute
+    difference; the unit is the item. With `by` (a human group column that the personas also carry),
+    one row per model x group, each over the items within that group, as `representativeness` gives a
+    row per group (issue 25, smaller item: `by` meant one pooled correlation here)."""
     people = trials[trials["source"] == "human"]
     model = trials[trials["source"] != "human"]
     missing = [b for b in by if b not in people.columns or b not in model.columns or model[b].isna().all()]
     if missing:
         raise UserError(f"analyses: agreement by {missing[0]!r} needs the column in the human rows and in the "
                         "model's (a persona column of that name)")
-    h = people.groupby(["item", *by]).apply(lambda g: np.average(g["score"].dropna(), weights=g.loc[g["score"].notna(), "tw"])
+    people = people.assign(**{b: people[b].astype(str) for b in by})
+    model = model.assign(**{b: model[b].astype(str) for b in by})
+    h = people.groupby([*by, "item"]).apply(lambda g: np.average(g["score"].dropna(), weights=g.loc[g["score"].notna(), "tw"])
                                             if g["score"].notna().any() else np.nan, include_groups=False)
     rows = []
     for name, g in model.groupby("model"):
-        mcols = [b for b in by if b in g.columns]
-        m = g.groupby(["item", *mcols])["score"].mean()
+        m = g.groupby([*by, "item"])["score"].mean()
         joined = pd.concat([m.rename("model_mean"), h.rename("human_mean")], axis=1, join="inner").dropna()
-        if len(joined) >= 3:
-            r, p = stats.pearsonr(joined["model_mean"], joined["human_mean"])
-        else:
-            r, p = math.nan, math.nan
-        rows.append({"model": name, "test": "Pearson r of item means (model vs people)", "estimate": r,
-                     "p.value": p, "n": len(joined),
-                     "mean_abs_difference": float((joined["model_mean"] - joined["human_mean"]).abs().mean())})
+        cells = joined.groupby(level=list(range(len(by))), sort=True) if by else [((), joined)]
+        for key, j in cells:
+            key = key if isinstance(key, tuple) else (key,)
+            if len(j) >= 3:
+                r, p = stats.pearsonr(j["model_mean"], j["human_mean"])
+            else:
+                r, p = math.nan, math.nan
+            rows.append({"model": name, **dict(zip(by, key)), "test": "Pearson r of item means (model vs people)",
+                         "estimate": r, "p.value": p, "n": len(j), "unit": "item",
+                         "mean_abs_difference": float((j["model_mean"] - j["human_mean"]).abs().mean())})
     return pd.DataFrame(rows)
 
 

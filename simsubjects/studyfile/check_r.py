@@ -117,7 +117,7 @@ def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, to
             aby = list(a.get("by", []))
             rr = call("sf_agreement", by=aby) if aby else call("sf_agreement")
             fields = {k: k for k in ("estimate", "p.value", "n", "mean_abs_difference")}
-            out += _rows(label, _merge(tables[name], rr, ["model"]), ["model"], fields, tol, tol_p)
+            out += _rows(label, _merge(tables[name], rr, ["model", *aby]), ["model", *aby], fields, tol, tol_p)
         elif kind in NO_TWIN:
             out.append({"statistic": f"{label}: no R twin (not compared)", "python": math.nan, "r": math.nan,
                         "abs_diff": 0.0, "tolerance": 0.0, "ok": True})

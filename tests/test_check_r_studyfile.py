@@ -195,3 +195,19 @@ def test_agreement_by_group_is_a_row_per_group_and_matches_r(tmp_path):
     check = pd.DataFrame(check_study_file(s, r_session(), resp, items, tables, 1e-8, 1e-6))
     assert check["ok"].all(), check[~check["ok"]]
     assert check["statistic"].str.contains("agreement_by_party \\(agreement\\) \\| m \\| Republican estimate").any()
+
+
+def test_study_files_get_figures_in_the_analysis_and_the_report(runs, tmp_path):
+    """Issue 25, smaller item: study files got no figures. The distribution per item and the tests' estimates
+    with their intervals are drawn, and the report embeds them."""
+    from PIL import Image
+
+    run = runs["vignette_2x2"]
+    out = tmp_path / "a"
+    assert main(["analyze", str(run), "--out", str(out)]) == 0
+    for name in ("distribution.png", "tests.png"):
+        with Image.open(out / name) as im:
+            assert im.size[0] > 300 and im.size[1] > 100
+    assert main(["report", str(runs["opinion_survey"])]) == 0
+    page = (runs["opinion_survey"] / "report.html").read_text()
+    assert "<h3>Figures</h3>" in page and page.count("data:image/png;base64") >= 1

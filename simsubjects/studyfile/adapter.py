@@ -74,6 +74,7 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
         templates=lambda: [study.template],
         analyze=lambda responses, items: analyze_study(study, responses, items),
         summary=_summary,
+        plot="simsubjects.studyfile.figures:plot_study",
         methods=methods,
         # analyze --check-r: the file's analyses recomputed in R from the responses (R/studyfile.R)
         check_r=lambda r, responses, items, tables, tol, tol_p: check_study_file(

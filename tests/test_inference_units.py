@@ -405,3 +405,20 @@ def test_distribution_rows_follow_the_scale(tmp_path):
     d = analyze_study(s, resp, items)["distribution"]
     scale = ["Disagree", "Lean disagree", "Lean agree", "Agree", "Don't know"]
     assert d.loc[d["item"] == "a", "response"].tolist() == scale and d["item"].tolist() == ["a"] * 5 + ["b"] * 5
+
+
+@pytest.mark.parametrize("example", ["opinion_survey", "vignette_2x2", "estimation"])
+def test_study_check_and_dry_run_count_the_same_prompt_tokens(example, tmp_path, capsys):
+    """Issue 25, smaller item: `study check` and `collect --dry-run` counted different prompt tokens under
+    randomized option orders. Both now count the trials the collection would send (the orders drawn)."""
+    import re
+    from pathlib import Path
+
+    from simsubjects.cli import main
+
+    study = str(Path(__file__).resolve().parents[1] / "examples" / example / "study.yaml")
+    assert main(["study", "check", study]) == 0
+    checked = int(re.search(r"prompt tokens per model: ([\d,]+)", capsys.readouterr().out).group(1).replace(",", ""))
+    assert main(["collect", study, "--dry-run", "--out", str(tmp_path / "dry")]) == 0
+    total = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("total ")]
+    assert checked > 0 and total and int(total[0][5]) == checked

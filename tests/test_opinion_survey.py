@@ -186,6 +186,24 @@ def test_weighted_resample_within_groups():
     assert again.data[P.ID].tolist() == s.data[P.ID].tolist()
 
 
+def test_resample_per_group_keeps_the_peoples_group_shares():
+    """Issue 25, audit finding 5: --sample N draws N per party; the pooled persona prompt weighted each party
+    1/3. The drawn rows now carry their party's share of the people's weight, so the personas' weights give
+    the people's party shares (to 1e-12), and a draw without groups keeps equal weights."""
+    r = P.read_respondents(RESPONDENTS)
+    base = r.data[r.weight] if r.weight else pd.Series(1.0, index=r.data.index)
+    people = (base.groupby(r.data["POLPARTY"]).sum() / base.sum()).to_dict()
+    s = P.resample(r, 20, seed=1, by="POLPARTY")
+    assert s.data.groupby("POLPARTY").size().eq(20).all()
+    table = P.personas(s, "argyle", s.attributes)
+    got = (table["persona_weight"].groupby(s.data["POLPARTY"].to_numpy()).sum() / table["persona_weight"].sum())
+    assert got.to_dict() == pytest.approx(people, abs=1e-12)
+    assert max(abs(v - 1 / 3) for v in people.values()) > 0.01  # the fix matters for this table
+    assert table["persona_weight"].mean() == pytest.approx(1.0)
+    flat = P.resample(r, 30, seed=1)
+    assert np.allclose(flat.data[flat.weight], 1.0)
+
+
 def test_raking_reproduces_margins_to_1e9():
     r = P.read_respondents(RESPONDENTS)
     margins = {"POLPARTY": {"Democrat": 0.33, "Republican": 0.29, "Independent": 0.38},

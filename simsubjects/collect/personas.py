@@ -231,6 +231,9 @@ def personas(resp: Respondents, fmt: str = "argyle", attributes=None) -> pd.Data
 
 # ---------------------------------------------------------------- sampling and raking
 
+DRAW_WEIGHT = "draw_weight"  # the weight column of a resample from a table without one
+
+
 def resample(resp: Respondents, n: int, seed: int = 0, by: str | None = None,
              weights: np.ndarray | None = None) -> Respondents:
     """A weighted resample (with replacement) of `n` rows, or `n` rows within each group of `by`.
@@ -245,17 +248,22 @@ def resample(resp: Respondents, n: int, seed: int = 0, by: str | None = None,
     rng = np.random.default_rng(seed)
     strata = [np.arange(len(resp.data))] if by is None else \
         [np.flatnonzero(resp.data[by].to_numpy() == g) for g in dict.fromkeys(resp.data[by])]
-    picks = []
+    picks, shares = [], []
     for idx in strata:
         p = w[idx]
         if p.sum() <= 0:
             continue
         picks.append(idx[rng.choice(len(idx), size=n, replace=True, p=p / p.sum())])
+        shares.append(p.sum() / w.sum())
     rows = resp.data.iloc[np.concatenate(picks)].copy()
     rows[ID] = [f"{pid}#{k + 1}" for k, pid in enumerate(rows[ID])]
-    if resp.weight:
-        rows[resp.weight] = 1.0  # a weighted draw: each drawn subject counts once
-    return Respondents(rows.reset_index(drop=True), resp.attributes, resp.weight, resp.labels, resp.id_column,
+    # A weighted draw: each drawn subject counts once within its group. Drawn n per group, the groups
+    # would count equally in the pooled persona prompt (1/3 each of three parties, where the people are
+    # 0.40/0.27/0.33: issue 25, audit finding 5), so each row carries its group's share of the weight
+    # over n, scaled to a mean of 1: the pooled prompt keeps the people's group shares.
+    weight = resp.weight or DRAW_WEIGHT
+    rows[weight] = np.repeat([s * len(rows) / n for s in shares], n)
+    return Respondents(rows.reset_index(drop=True), resp.attributes, weight, resp.labels, resp.id_column,
                        resp.source)
 
 

@@ -158,7 +158,8 @@ sf_chi_square <- function(responses, options, factor, by = "item") {
   do.call(rbind, rows)
 }
 
-# AMCE: estimatr::lm_robust of the trial score on the factors, CR2 clustered by subject; baselines
+# AMCE: estimatr::lm_robust of the trial score on the factors, CR2 clustered by subject (survey::svyglm
+# with ids = ~subject for people with survey weights); baselines
 # the first level in code-point order (as the Python side's sorted levels)
 sf_amce <- function(responses, options, factors) {
   d <- .sf_trial_scores(responses, options)
@@ -171,7 +172,19 @@ sf_amce <- function(responses, options, factors) {
     for (f in factors) s[[f]] <- factor(as.character(s[[f]]), levels = sort(unique(as.character(s[[f]])), method = "radix"))
     use <- factors[vapply(factors, function(f) nlevels(s[[f]]) > 1, logical(1))]
     if (!length(use)) next
-    m <- estimatr::lm_robust(stats::reformulate(use, "score"), data = s, clusters = s$subject, se_type = "CR2")
+    fo <- stats::reformulate(use, "score")
+    if (.sf_weighted(s$tw)) {  # people with survey weights: svyglm, linearization clustered by subject
+      des <- survey::svydesign(ids = ~subject, weights = ~tw, data = s)
+      fit <- survey::svyglm(fo, design = des)
+      cs <- summary(fit)$coefficients
+      df <- survey::degf(des) + 1 - length(stats::coef(fit))
+      q <- stats::qt(0.975, df)
+      m <- list(coefficients = cs[, 1], std.error = cs[, 2], statistic = cs[, 3], p.value = cs[, 4],
+                df = stats::setNames(rep(df, nrow(cs)), rownames(cs)), conf.low = cs[, 1] - q * cs[, 2],
+                conf.high = cs[, 1] + q * cs[, 2])
+    } else {
+      m <- estimatr::lm_robust(fo, data = s, clusters = s$subject, se_type = "CR2")
+    }
     for (f in use) for (lev in levels(s[[f]])[-1]) {
       k <- paste0(f, lev)
       rows[[length(rows) + 1]] <- data.frame(source = s$source[1], model = s$model[1], term = paste0(f, "_", lev),

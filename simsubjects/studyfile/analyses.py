@@ -148,6 +148,21 @@ def _svy_t(y: np.ndarray, X: np.ndarray, w: np.ndarray, df: int, contrast_sign: 
             "conf.low": est - q * se, "conf.high": est + q * se}
 
 
+def _svy_ols(y: np.ndarray, X: np.ndarray, w: np.ndarray, cluster: np.ndarray) -> pd.DataFrame:
+    """Weighted OLS with survey's linearization clustered by subject (the conjoint module's sandwich, as
+    survey::svyglm on svydesign(ids = ~subject, weights = ~w)); t on svyglm's residual df, G - p."""
+    from simsubjects.analyze.methods.conjoint import _fit
+
+    fit = _fit(X, [None] * X.shape[1], y, w, cluster, "cregg")
+    df = float(len(np.unique(cluster)) - X.shape[1])
+    se = np.sqrt(np.diag(fit.vcov))
+    t = fit.coef / se
+    q = stats.t.ppf(0.975, df)
+    return pd.DataFrame({"estimate": fit.coef, "std.error": se, "statistic": t, "df": df,
+                         "p.value": 2 * stats.t.sf(np.abs(t), df), "conf.low": fit.coef - q * se,
+                         "conf.high": fit.coef + q * se})
+
+
 def _weighted_mean_row(x: np.ndarray, w: np.ndarray) -> dict:
     """One-sample design-based t of the weighted mean of x against 0: survey::svymean's SE and svyttest's
     df, degf(design) - 1 = n - 2 (survey's choice for the one-sample test, one below svymean's)."""
@@ -301,7 +316,8 @@ def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: l
 
 def amce(trials: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
     """AMCE of each factor level against the first level: OLS of the score on the factors' dummies,
-    standard errors clustered by subject (CR2, as estimatr::lm_robust; the package's peer-checked OLS)."""
+    standard errors clustered by subject (CR2, as estimatr::lm_robust; the package's peer-checked OLS);
+    people with survey weights: weighted OLS, linearization clustered by subject (survey::svyglm)."""
     from ..analyze.amce import ols_cluster
 
     rows = []
@@ -313,15 +329,20 @@ def amce(trials: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
         if X.shape[1] == 0:
             continue
         design = np.column_stack([np.ones(len(g)), X.to_numpy()])
-        res = ols_cluster(g["score"].to_numpy(float), design, g["subject"].astype(str).to_numpy())
+        weighted = _weighted(g)
+        if weighted:  # people with survey weights: design-based, as survey::svyglm(ids = ~subject, weights)
+            res = _svy_ols(g["score"].to_numpy(float), design, g["tw"].to_numpy(float), g["subject"].astype(str).to_numpy())
+        else:
+            res = ols_cluster(g["score"].to_numpy(float), design, g["subject"].astype(str).to_numpy())
         base = {f: str(sorted(g[f].astype(str).unique())[0]) for f in factors}
         for j, term in enumerate(X.columns, start=1):
             f, _, level = term.partition("_")
             r = res.iloc[j]
-            rows.append({**key, "test": "AMCE (OLS, CR2 clustered by subject)", "term": term,
+            rows.append({**key, "test": "AMCE (survey-weighted OLS, linearization clustered by subject)" if weighted
+                         else "AMCE (OLS, CR2 clustered by subject)", "term": term,
                          "contrast": f"{f}: {level} - {base[f]}", "estimate": r["estimate"], "std.error": r["std.error"],
                          "statistic": r["statistic"], "df": r["df"], "p.value": r["p.value"], "conf.low": r["conf.low"],
-                         "conf.high": r["conf.high"], "n": len(g)})
+                         "conf.high": r["conf.high"], "n": len(g), "unit": UNIT, "weights": "survey" if weighted else "none"})
     return pd.DataFrame(rows)
 
 

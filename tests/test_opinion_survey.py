@@ -462,3 +462,32 @@ def test_check_r_and_r_twin_by_group(small_run):
                                                                      suffixes=("", "_r"))
     assert len(both) == len(py) == 8
     assert np.allclose(both["estimate"], both["estimate_r"], atol=1e-12)
+
+
+def test_raked_panel_records_kish_n_and_trims_on_request(tmp_path):
+    """Issue 25: Kish's effective n of raked weights, with optional trimming. Kish n against a direct
+    computation, the cap holds after trimming, Kish n grows, untrimmed weights keep their ratios, and the
+    study records both in the trials (then the manifest); --trim without --margins is one line."""
+    margins = {"POLPARTY": {"Democrat": 0.6, "Republican": 0.2, "Independent": 0.2},
+               "SEX": {"Male": 0.3, "Female": 0.7}}
+    r = P.read_respondents(RESPONDENTS)
+    w = P.rake(r, margins)
+    assert P.kish_n(w) == pytest.approx(1 / np.sum((w / w.sum()) ** 2), rel=1e-12) and P.kish_n(w) < len(w)
+    cap = 1.5
+    t = P.trim_weights(w, cap)
+    assert t.sum() == pytest.approx(1.0) and t.max() <= cap / len(t) * (1 + 1e-9)
+    assert P.kish_n(t) > P.kish_n(w)
+    kept = t < cap / len(t) * (1 - 1e-9)
+    ratio = t[kept] / w[kept]
+    assert np.allclose(ratio, ratio[0], rtol=1e-9)  # the excess is spread in proportion to the weights
+    m = tmp_path / "margins.csv"
+    pd.DataFrame([{"attribute": a, "group": g, "share": s} for a, d in margins.items() for g, s in d.items()]).to_csv(
+        m, index=False)
+    trials, _ = study.build(first=1, personas="bundled", margins=str(m), sample="12", seed=4, trim=cap,
+                            no_default_prompt=True)
+    info = trials.attrs["panel"]
+    assert info["kish_n_raked"] == pytest.approx(P.kish_n(w), rel=1e-9)
+    assert info["kish_n_trimmed"] == pytest.approx(P.kish_n(t), rel=1e-9) and info["trim"] == cap
+    assert info["respondents"] == len(w) and info["max_margin_error"] > 0  # trimming moved the margins
+    with pytest.raises(UserError, match="--trim: trims raked weights; pass --margins too"):
+        study.build(first=1, personas="bundled", sample="12", trim=2.0)

@@ -85,6 +85,7 @@ class Respondents:
     labels: dict[str, str] = field(default_factory=dict)
     id_column: str | None = None
     source: str = ""
+    info: dict = field(default_factory=dict)  # a panel's weights: Kish n, trimming, margin error (panel())
 
 
 def _read_table(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -343,9 +344,52 @@ def max_margin_error(data: pd.DataFrame, weights: np.ndarray, margins: dict[str,
     return worst
 
 
-def panel(resp: Respondents, margins: dict[str, dict[str, float]], n: int, seed: int = 0) -> Respondents:
-    """A panel of `n` subjects drawn from the respondents with raked weights (so it matches the margins in expectation)."""
-    return resample(resp, n, seed, weights=rake(resp, margins))
+def kish_n(weights) -> float:
+    """Kish's effective sample size (sum w)^2 / sum w^2: how many equally weighted respondents the weights
+    are worth (Kish 1965). One line, hand-written: ipfn (the raking package) does not report it."""
+    w = np.asarray(weights, float)
+    return float(w.sum() ** 2 / (w ** 2).sum()) if (w ** 2).sum() > 0 else math.nan
+
+
+def trim_weights(weights, cap: float, max_iter: int = 100) -> np.ndarray:
+    """Weights capped at `cap` times their mean, the excess spread over the others in proportion to their
+    weights, repeated until none exceeds the cap (summing to 1). Trimming trades the margins' exactness
+    for a larger Kish n; `panel` reports both."""
+    if not cap >= 1:
+        raise UserError(f"--trim {cap}: must be at least 1 (a cap in multiples of the mean weight)")
+    w = np.asarray(weights, float) / np.sum(weights)
+    limit = cap / len(w)
+    for _ in range(max_iter):
+        over = w > limit * (1 + 1e-12)
+        if not over.any():
+            break
+        excess = (w[over] - limit).sum()
+        w[over] = limit
+        free = ~over & (w < limit)
+        w[free] += excess * w[free] / w[free].sum()
+    return w / w.sum()
+
+
+def panel_weights(resp: Respondents, margins: dict[str, dict[str, float]], trim: float | None = None):
+    """(raking weights, possibly trimmed, summing to 1; a record of their Kish n and margin error)."""
+    w = rake(resp, margins)
+    info = {"respondents": len(w), "kish_n_raked": kish_n(w)}
+    if trim is not None:
+        w = trim_weights(w, trim)
+        info.update(trim=float(trim), kish_n_trimmed=kish_n(w))
+    info["max_margin_error"] = max_margin_error(resp.data, w, margins)
+    return w, info
+
+
+def panel(resp: Respondents, margins: dict[str, dict[str, float]], n: int, seed: int = 0,
+          trim: float | None = None) -> Respondents:
+    """A panel of `n` subjects drawn from the respondents with raked weights (so it matches the margins in
+    expectation), optionally trimmed at `trim` times the mean weight; `info` records Kish's effective n of
+    the weights (the respondents the panel's draws are worth) and the margins' largest error."""
+    w, info = panel_weights(resp, margins, trim)
+    out = resample(resp, n, seed, weights=w)
+    out.info = info
+    return out
 
 
 def column_labels(resp: Respondents) -> dict[str, str]:

@@ -255,7 +255,7 @@ def _tag(*parts) -> str:
 # ---------------------------------------------------------------- ultimatum
 
 def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-    from .ultimatum import PAIRINGS, accept_probs, acceptance_by_offer, offer_correlations, pairing_tests
+    from .ultimatum import PAIRINGS, accept_probs, acceptance_by_offer, offer_correlations, pair_means, pairing_tests
 
     p = accept_probs(responses)
     tables = tables or {}
@@ -286,6 +286,7 @@ def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[d
         sub = rp[rp["model"] == row["model"]]
         if row["offer"] != "all":
             sub = sub[sub["offer"] == float(row["offer"])]
+        sub = pair_means(sub)  # the name pair is the unit (R's P(accept) per trial, averaged per pair)
         tag = _tag("ultimatum", row["model"], f"offer {row['offer']}", row["comparison"])
         if row["test"].startswith("Welch"):
             rr = r("welch_test", sub.loc[sub["pairing"] == "Mr-Ms", "p_accept"],

@@ -2,8 +2,8 @@
 
 Stata users start from the `.dta` exports (value labels in the design's order). The do-file computes,
 from `ultimatum/export/responses.dta`, P(accept) per trial, its mean and standard error per model and
-offer (trials are the unit) and the Welch test "Mr-Ms minus Ms-Mr" over all offers (`ttest ...,
-unequal`), and compares each with the Python table (`ultimatum/analysis/*.csv`), printing the largest
+offer (trials are the unit) and the Welch test "Mr-Ms minus Ms-Mr" over all offers on one value per
+name pair, its mean over the offers (`collapse`, then `ttest ..., unequal`), and compares each with the Python table (`ultimatum/analysis/*.csv`), printing the largest
 difference and stopping (`exit 9`) when one exceeds 1e-8 (p-values and df 1e-6). The other studies'
 statistics (cluster-robust CR2 AMCEs with Satterthwaite df, cregg's constrained AMCE averaging,
 Kaplan-Meier tables, Wasserstein representativeness) are left to R; the README says so.
@@ -51,9 +51,9 @@ def _ultimatum(out: Path, folder: str) -> list[str]:
     lines = [
         "",
         "* ---- Ultimatum Game (Aher et al. 2023): P(accept) per trial, mean by model x offer, Welch test of",
-        "*      the pairing Mr-Ms minus Ms-Mr over all offers; trials are the unit",
+        "*      the pairing Mr-Ms minus Ms-Mr over all offers; the name pair is the unit (its mean over offers)",
         f"use {_s(f'{folder}/export/responses.dta')}, clear",
-        "foreach v of varlist source model response pairing {",
+        "foreach v of varlist source model response pairing pair {",
         "    capture confirm numeric variable `v'",
         "    if !_rc {",
         "        decode `v', generate(`v'_text)",
@@ -66,7 +66,7 @@ def _ultimatum(out: Path, folder: str) -> list[str]:
         'generate double hit = cond(response == "accept", weight / total, 0)',
         "bysort model trial: egen double p_accept = total(hit)",
         "bysort model trial: keep if _n == 1",
-        "keep model trial offer pairing p_accept",
+        "keep model trial offer pairing pair p_accept",
         f"save {_s('stata_results/ultimatum_trials.dta')}, replace",
         "",
         "tempname h",
@@ -93,6 +93,7 @@ def _ultimatum(out: Path, folder: str) -> list[str]:
         f"if `unmatched' > 0 | r(max) > {TOL} | missing(r(max)) local failed = `failed' + 1",
         "",
         f"use {_s('stata_results/ultimatum_trials.dta')}, clear",
+        "collapse (mean) p_accept, by(model pairing pair)",
         "tempname w",
         f"postfile `w' str244 model double(estimate std_error statistic df p_value) using {_s('stata_results/ultimatum_pairing_tests.dta')}, replace",
         "levelsof model, local(models)",

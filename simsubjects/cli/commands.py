@@ -193,11 +193,14 @@ def validate_only(trials: pd.DataFrame, spec: str, kw: dict, n: int = 20) -> Non
 def _collect_command(study, name: str | None = None):
     """`collect <study>`: built from the study's declaration."""
 
+    unset_omitted = {o.param: o.omit_unset for o in study.options}
+
     def run(**kw):
         from simsubjects.collect.pipeline import run_study
 
         _check_model(kw)
         params = {o.param: kw.pop(o.param) for o in study.options}
+        params = {k: v for k, v in params.items() if v is not None or not unset_omitted.get(k)}
         params["seed"] = kw["seed"]
         if params.get("as_sample") and kw["method"] != "exact":  # checked before the model loads
             raise UserError(f"--as-sample {params['as_sample']}: turns exact distributions into samples, so it needs "

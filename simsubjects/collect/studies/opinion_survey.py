@@ -213,7 +213,7 @@ OPINION_SURVEY = StudyDef(
         Option(("--trim",), {"default": None, "type": click.FloatRange(min=1.0),
                              "help": "With --margins: cap the raked weights at this many times their mean (e.g. 5), "
                                      "trading exact margins for a larger Kish effective n; both are recorded in "
-                                     "the manifest (panel)."}),
+                                     "the manifest (panel)."}, omit_unset=True),
         Option(("--no-default-prompt",), {"is_flag": True, "help": "Ask only the personas, not also the prompt "
                                           "without persona (OpinionQA's default)."}),
         Option(("--order",), {"type": click.Choice(list(option_order.MODES)), "default": "fixed",

@@ -359,7 +359,7 @@ def test_analysis_do_read_check(replication):
     for path in reads:
         assert path.startswith("stata_results/") or (out / path).is_file(), path
     dta = pd.read_stata(out / "ultimatum" / "export" / "responses.dta", convert_categoricals=False)
-    assert {"source", "model", "response", "pairing", "weight", "trial", "offer"} <= set(dta.columns)
+    assert {"source", "model", "response", "pairing", "pair", "weight", "trial", "offer"} <= set(dta.columns)
     for block in do.split("import delimited using ")[1:]:
         csv = block.split('"', 1)[1].split('"', 1)[0]
         header = list(pd.read_csv(out / csv, nrows=0).columns)
@@ -372,11 +372,13 @@ def test_analysis_do_read_check(replication):
     assert do.count("{") == do.count("}") and do.count('`"') == do.count('"\'')
     known = {"version", "clear", "set", "capture", "local", "use", "foreach", "if", "decode", "drop", "rename",
              "keep", "bysort", "generate", "save", "tempname", "postfile", "levelsof", "quietly", "post",
-             "postclose", "import", "destring", "merge", "count", "display", "exit", "}", "*"}
+             "postclose", "import", "destring", "merge", "count", "display", "exit", "collapse", "}", "*"}
     for line in do.splitlines():
         word = line.strip().split(" ")[0] if line.strip() else ""
         assert not word or word in known, line
     assert "exit 9" in do and "ttest p_accept" in do and ", by(pairing) unequal" in do
+    # the name pair is the unit of the pooled Welch test (issue 25), as in Python and R
+    assert do.index("collapse (mean) p_accept, by(model pairing pair)") < do.index("ttest p_accept")
     readme = (out / "README.md").read_text()
     assert "analysis.do" in readme and "no Stata version here" in readme
 

@@ -46,7 +46,8 @@ write_results <- function(results, dir = "r_results", show = 40) {
 #'
 #' P(accept) per trial (\code{\link{prob_of}}); per model and offer its mean with a one-sample t-test
 #' (\code{\link{one_sample_test}}); per model, over all offers and per offer, the Welch test of the pairing
-#' "Mr-Ms minus Ms-Mr" (\code{\link{welch_test}}). Aher et al. (2023), section 4.
+#' "Mr-Ms minus Ms-Mr" (\code{\link{welch_test}}) on one value per name pair (its mean over the offers
+#' taken together). Aher et al. (2023), section 4.
 #'
 #' @template folder
 #' @examples
@@ -64,6 +65,8 @@ replicate_ultimatum <- function(folder) {
   }))
   welch <- .rows(lapply(split(p, p$model), function(gm) .rows(lapply(c("all", sort(unique(gm$offer))), function(o) {
     g <- if (o == "all") gm else gm[gm$offer == as.numeric(o), ]
+    # the name pair is the unit: its mean P(accept) over the offers (one offer: its value)
+    g <- stats::aggregate(p_accept ~ pairing + pair, data = g, FUN = mean)
     x <- g$p_accept[g$pairing == "Mr-Ms"]
     y <- g$p_accept[g$pairing == "Ms-Mr"]
     if (length(x) < 2 || length(y) < 2) return(NULL)

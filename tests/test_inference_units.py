@@ -405,3 +405,63 @@ def test_distribution_rows_follow_the_scale(tmp_path):
     d = analyze_study(s, resp, items)["distribution"]
     scale = ["Disagree", "Lean disagree", "Lean agree", "Agree", "Don't know"]
     assert d.loc[d["item"] == "a", "response"].tolist() == scale and d["item"].tolist() == ["a"] * 5 + ["b"] * 5
+
+
+@pytest.mark.parametrize("example", ["opinion_survey", "vignette_2x2", "estimation"])
+def test_study_check_and_dry_run_count_the_same_prompt_tokens(example, tmp_path, capsys):
+    """Issue 25, smaller item: `study check` and `collect --dry-run` counted different prompt tokens under
+    randomized option orders. Both now count the trials the collection would send (the orders drawn)."""
+    import re
+    from pathlib import Path
+
+    from simsubjects.cli import main
+
+    study = str(Path(__file__).resolve().parents[1] / "examples" / example / "study.yaml")
+    assert main(["study", "check", study]) == 0
+    checked = int(re.search(r"prompt tokens per model: ([\d,]+)", capsys.readouterr().out).group(1).replace(",", ""))
+    assert main(["collect", study, "--dry-run", "--out", str(tmp_path / "dry")]) == 0
+    total = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("total ")]
+    assert checked > 0 and total and int(total[0][5]) == checked
+
+
+def test_mm_diffs_with_a_grouping_within_respondent_keeps_the_covariance():
+    """Issue 25, audit: mm_diffs took se = sqrt(se_1^2 + se_0^2), about 10% too small when the grouping
+    varies within respondent (the profile's position). The se now equals survey::svycontrast of the two
+    cell means of one svyglm clustered by respondent; a grouping between respondents keeps cregg's."""
+    pytest.importorskip("rpy2", reason="rpy2 not installed (pip install 'rpy2==3.5.17')")
+    from simsubjects.analyze.check_r import r_session
+    from simsubjects.analyze.methods import conjoint as cj
+
+    rng = np.random.default_rng(12)
+    n_resp, tasks = 80, 5
+    rid = np.repeat(np.arange(n_resp), tasks * 2)
+    taste = rng.normal(0, 1.0, n_resp)[rid]  # a respondent's answers are correlated
+    level = rng.choice(["x", "y", "z"], size=len(rid))
+    y = (taste + (level == "y") * 0.5 + rng.normal(0, 1, len(rid)) > 0.3).astype(float)
+    d = pd.DataFrame({"id": rid.astype(str), "A": pd.Categorical(level, ["x", "y", "z"]), "y": y,
+                      "pos": np.tile(["1", "2"], n_resp * tasks)})
+    got = cj.mm_diffs(d, "y", ["A"], "pos", id="id").set_index("level")
+    naive = cj.mm(d, "y", ["A"], id="id", by="pos")
+    r = r_session()
+    fn = r.ro.r("""function(d) {
+      d$cell <- factor(paste(d$A, d$pos, sep = "_"))
+      des <- suppressWarnings(survey::svydesign(ids = ~id, data = d))  # equal weights
+      fit <- survey::svyglm(y ~ 0 + cell, design = des)
+      do.call(rbind, lapply(c("x", "y", "z"), function(l) {
+        k <- setNames(rep(0, length(coef(fit))), names(coef(fit)))
+        k[paste0("cell", l, "_2")] <- 1
+        k[paste0("cell", l, "_1")] <- -1
+        s <- survey::svycontrast(fit, k)
+        data.frame(level = l, estimate = unname(coef(s)), se = unname(sqrt(diag(vcov(s)))))
+      })) }""")
+    ref = r.to_py(fn(r.to_r(d.assign(A=d["A"].astype(str))))).set_index("level")
+    assert got.loc[["x", "y", "z"], "estimate"].to_numpy() == pytest.approx(ref["estimate"].to_numpy(), abs=1e-12)
+    assert got.loc[["x", "y", "z"], "std.error"].to_numpy() == pytest.approx(ref["se"].to_numpy(), rel=1e-8)
+    old = naive.pivot(index="level", columns="BY", values="std.error")
+    old = np.sqrt(old["1"] ** 2 + old["2"] ** 2).reindex(["x", "y", "z"]).to_numpy()
+    assert (np.abs(got.loc[["x", "y", "z"], "std.error"].to_numpy() / old - 1) > 0.02).any()  # the fix matters
+    between = d.assign(pos=np.where(rid < n_resp // 2, "1", "2"))
+    b = cj.mm_diffs(between, "y", ["A"], "pos", id="id")
+    nb = cj.mm(between, "y", ["A"], id="id", by="pos").pivot(index="level", columns="BY", values="std.error")
+    assert b.set_index("level").loc[["x", "y", "z"], "std.error"].to_numpy() == pytest.approx(
+        np.sqrt(nb["1"] ** 2 + nb["2"] ** 2).reindex(["x", "y", "z"]).to_numpy(), rel=1e-12)

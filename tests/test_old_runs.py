@@ -2,7 +2,9 @@
 still resume and analyze to the same tables. The unit of each comparison is the table row.
 Issue 25 changed three expected tables on purpose (regenerated): order_effects.csv of both runs (test,
 unit, Holm/BH columns; paired within subject where each subject saw both orders, same estimates) and
-studyfile_averaged's distribution.csv (rows in scale order)."""
+studyfile_averaged's distribution.csv (rows in scale order); later, studyfile_averaged's agreement.csv
+(a `unit` column) and representativeness*.csv (the interval from resampling respondents and subjects:
+boot.*, counts and note), their earlier columns equal to 1e-9."""
 from __future__ import annotations
 
 import shutil

@@ -186,6 +186,24 @@ def test_weighted_resample_within_groups():
     assert again.data[P.ID].tolist() == s.data[P.ID].tolist()
 
 
+def test_resample_per_group_keeps_the_peoples_group_shares():
+    """Issue 25, audit finding 5: --sample N draws N per party; the pooled persona prompt weighted each party
+    1/3. The drawn rows now carry their party's share of the people's weight, so the personas' weights give
+    the people's party shares (to 1e-12), and a draw without groups keeps equal weights."""
+    r = P.read_respondents(RESPONDENTS)
+    base = r.data[r.weight] if r.weight else pd.Series(1.0, index=r.data.index)
+    people = (base.groupby(r.data["POLPARTY"]).sum() / base.sum()).to_dict()
+    s = P.resample(r, 20, seed=1, by="POLPARTY")
+    assert s.data.groupby("POLPARTY").size().eq(20).all()
+    table = P.personas(s, "argyle", s.attributes)
+    got = (table["persona_weight"].groupby(s.data["POLPARTY"].to_numpy()).sum() / table["persona_weight"].sum())
+    assert got.to_dict() == pytest.approx(people, abs=1e-12)
+    assert max(abs(v - 1 / 3) for v in people.values()) > 0.01  # the fix matters for this table
+    assert table["persona_weight"].mean() == pytest.approx(1.0)
+    flat = P.resample(r, 30, seed=1)
+    assert np.allclose(flat.data[flat.weight], 1.0)
+
+
 def test_raking_reproduces_margins_to_1e9():
     r = P.read_respondents(RESPONDENTS)
     margins = {"POLPARTY": {"Democrat": 0.33, "Republican": 0.29, "Independent": 0.38},
@@ -453,3 +471,32 @@ def test_check_r_and_r_twin_by_group(small_run):
                                                                      suffixes=("", "_r"))
     assert len(both) == len(py) == 8
     assert np.allclose(both["estimate"], both["estimate_r"], atol=1e-12)
+
+
+def test_raked_panel_records_kish_n_and_trims_on_request(tmp_path):
+    """Issue 25: Kish's effective n of raked weights, with optional trimming. Kish n against a direct
+    computation, the cap holds after trimming, Kish n grows, untrimmed weights keep their ratios, and the
+    study records both in the trials (then the manifest); --trim without --margins is one line."""
+    margins = {"POLPARTY": {"Democrat": 0.6, "Republican": 0.2, "Independent": 0.2},
+               "SEX": {"Male": 0.3, "Female": 0.7}}
+    r = P.read_respondents(RESPONDENTS)
+    w = P.rake(r, margins)
+    assert P.kish_n(w) == pytest.approx(1 / np.sum((w / w.sum()) ** 2), rel=1e-12) and P.kish_n(w) < len(w)
+    cap = 1.5
+    t = P.trim_weights(w, cap)
+    assert t.sum() == pytest.approx(1.0) and t.max() <= cap / len(t) * (1 + 1e-9)
+    assert P.kish_n(t) > P.kish_n(w)
+    kept = t < cap / len(t) * (1 - 1e-9)
+    ratio = t[kept] / w[kept]
+    assert np.allclose(ratio, ratio[0], rtol=1e-9)  # the excess is spread in proportion to the weights
+    m = tmp_path / "margins.csv"
+    pd.DataFrame([{"attribute": a, "group": g, "share": s} for a, d in margins.items() for g, s in d.items()]).to_csv(
+        m, index=False)
+    trials, _ = study.build(first=1, personas="bundled", margins=str(m), sample="12", seed=4, trim=cap,
+                            no_default_prompt=True)
+    info = trials.attrs["panel"]
+    assert info["kish_n_raked"] == pytest.approx(P.kish_n(w), rel=1e-9)
+    assert info["kish_n_trimmed"] == pytest.approx(P.kish_n(t), rel=1e-9) and info["trim"] == cap
+    assert info["respondents"] == len(w) and info["max_margin_error"] > 0  # trimming moved the margins
+    with pytest.raises(UserError, match="--trim: trims raked weights; pass --margins too"):
+        study.build(first=1, personas="bundled", sample="12", trim=2.0)

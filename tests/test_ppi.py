@@ -190,7 +190,15 @@ def test_analyze_ppi_human(tmp_path, capsys):
     assert p["conf.low"] <= full <= p["conf.high"]
     assert main(argv + ["--ppi-estimand", "difference", "--ppi-x", "agent_awareness"]) == 0
     d = pd.read_csv(run / "analysis" / "ppi.csv")
-    assert d["term"].iloc[0] == "Unaware - Aware" and "mixed subjects" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert d["term"].iloc[0] == "Unaware - Aware" and "mixed subjects" in out
+    # ppi.csv is counted among the files written, and the report (which re-analyzes without --ppi-human)
+    # keeps, shows and lists it (issue 25, smaller item)
+    assert f": {len(list((run / 'analysis').glob('*.csv')))} CSV" in out
+    assert main(["report", str(run)]) == 0
+    page = (run / "report.html").read_text()
+    assert (run / "analysis" / "ppi.csv").is_file() and "./analysis/ppi.csv" in page
+    assert "prediction-powered (PPI++), from analyze --ppi-human" in page and "Unaware - Aware" in page
 
 
 @pytest.mark.parametrize("extra,needle", [

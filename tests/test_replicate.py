@@ -354,11 +354,13 @@ def test_analysis_do_read_check(replication):
 
     out, _ = replication
     named = check_do(out)
-    assert {"source", "model", "response", "pairing", "weight", "trial", "offer"} <= \
+    assert {"source", "model", "response", "pairing", "pair", "weight", "trial", "offer"} <= \
         named["ultimatum/export/responses.dta"]
     assert "garden_path/export/responses.dta" in named and "conjoint_immigration/export/profiles.dta" in named
     do = (out / "analysis.do").read_text()
     assert "exit 9" in do and "ttest p_accept" in do and ", by(pairing) unequal" in do
+    # the name pair is the unit of the pooled Welch test (issue 25), as in Python and R
+    assert do.index("collapse (mean) p_accept, by(model pairing pair)") < do.index("ttest p_accept")
     readme = (out / "README.md").read_text()
     assert "analysis.do" in readme and "No Stata version here" in readme
 

@@ -93,3 +93,117 @@ def test_errors():
         representativeness(pd.DataFrame({"key": ["Q"], "weight": [1.0]}), pd.DataFrame(dist("Q", [1, 1])))
     with pytest.raises(UserError, match="no question key"):
         representativeness(pd.DataFrame(dist("A", [1, 1])), pd.DataFrame(dist("B", [1, 1])))
+
+
+# ------------------------------------------------------------------ interval from resampling units
+
+def _units(rng, n_subjects=6, n_respondents=25, keys=("Q1", "Q2", "Q3"), k=5):
+    """Model subjects with a distribution per key (unit: subject) and respondents with one weighted answer
+    per key (unit: respondent), as the study file's representativeness pools them."""
+    import numpy as np
+
+    model, human = [], []
+    for s in range(n_subjects):
+        for key in keys:
+            for j, w in enumerate(rng.dirichlet(np.ones(k))):
+                model.append({"unit": f"s{s}", "key": key, "position": float(j + 1), "weight": w})
+    for r in range(n_respondents):
+        w = rng.uniform(0.5, 2.0)
+        for key in keys:
+            human.append({"unit": f"h{r:02d}", "key": key, "position": float(rng.integers(1, k + 1)), "weight": w})
+    return pd.DataFrame(model), pd.DataFrame(human)
+
+
+def test_resampled_interval_equals_a_direct_loop():
+    """The same draws of subjects and respondents (with replacement, independently), each replicate's Rep
+    computed by the pandas `representativeness` (checked against R above): interval and bias to 1e-12."""
+    import numpy as np
+
+    from simsubjects.analyze.methods.representativeness import resampled_interval
+
+    m, h = _units(np.random.default_rng(3))
+    B = 40
+    got = resampled_interval(m, h, replicates=B, seed=11)
+    assert got["rep_full"] == pytest.approx(representativeness(m, h)["estimate"].iat[0], abs=1e-12)
+    rng = np.random.default_rng(11)
+    mu, hu = sorted(m["unit"].unique()), sorted(h["unit"].unique())
+    im = rng.integers(0, len(mu), size=(B, len(mu)))
+    ih = rng.integers(0, len(hu), size=(B, len(hu)))
+    reps = []
+    for b in range(B):
+        mb = pd.concat([m[m["unit"] == mu[i]] for i in im[b]])
+        hb = pd.concat([h[h["unit"] == hu[i]] for i in ih[b]])
+        reps.append(representativeness(mb, hb)["estimate"].iat[0])
+    lo, hi = np.quantile(reps, [0.025, 0.975])
+    assert [got["boot.low"], got["boot.high"]] == pytest.approx([lo, hi], abs=1e-12)
+    assert got["boot.bias"] == pytest.approx(np.mean(reps) - got["rep_full"], abs=1e-12)
+    assert (got["n_subjects"], got["n_respondents"]) == (6, 25)
+
+
+def test_resampled_interval_agrees_with_scipy_bootstrap():
+    """scipy.stats.bootstrap (percentile, the two samples resampled independently) on the same statistic:
+    the intervals agree within Monte Carlo error."""
+    import numpy as np
+    from scipy import stats
+
+    from simsubjects.analyze.methods.representativeness import resampled_interval
+
+    m, h = _units(np.random.default_rng(4), n_subjects=5, n_respondents=15, keys=("Q1", "Q2"))
+    mu, hu = sorted(m["unit"].unique()), sorted(h["unit"].unique())
+    mg, hg = {u: g for u, g in m.groupby("unit")}, {u: g for u, g in h.groupby("unit")}
+
+    def rep(i, j):
+        return representativeness(pd.concat([mg[mu[int(a)]] for a in i]),
+                                  pd.concat([hg[hu[int(b)]] for b in j]))["estimate"].iat[0]
+
+    ref = stats.bootstrap((np.arange(len(mu)), np.arange(len(hu))), rep, n_resamples=200, vectorized=False,
+                          paired=False, method="percentile", random_state=np.random.default_rng(5))
+    got = resampled_interval(m, h, replicates=4000, seed=6)
+    assert got["boot.low"] == pytest.approx(ref.confidence_interval.low, abs=0.04)
+    assert got["boot.high"] == pytest.approx(ref.confidence_interval.high, abs=0.04)
+
+
+def test_a_perfect_model_against_few_respondents_gets_the_note():
+    """The audit's finding 7: the model's distribution is the population's, the people a sample of it. With
+    30 respondents Rep falls below 1 and the bias from resampling is negative, and the note says so;
+    with 1,000 respondents there is no note."""
+    import numpy as np
+
+    from simsubjects.analyze.methods.representativeness import resampled_interval, small_sample_note
+
+    rng = np.random.default_rng(8)
+    p = np.array([0.1, 0.2, 0.4, 0.2, 0.1])
+    model = pd.DataFrame([{"unit": "s0", "key": q, "position": float(j + 1), "weight": w}
+                          for q in ("Q1", "Q2", "Q3") for j, w in enumerate(p)])
+    notes = {}
+    for n in (30, 1000):
+        human = pd.DataFrame([{"unit": f"h{r}", "key": q, "position": float(rng.choice(5, p=p) + 1), "weight": 1.0}
+                              for r in range(n) for q in ("Q1", "Q2", "Q3")])
+        got = resampled_interval(model, human, replicates=300, seed=1)
+        assert got["rep_full"] < 1 and got["boot.bias"] < 0 and got["boot.low"] < got["rep_full"]
+        notes[n] = small_sample_note(got["n_respondents"], got["boot.bias"])
+    assert "30 respondents: Rep is biased low" in notes[30] and notes[1000] == ""
+
+
+def test_study_file_representativeness_carries_the_resampled_interval(tmp_path):
+    """The study file's table: the resampled interval, its unit, counts of each unit and the note."""
+    import numpy as np
+
+    from simsubjects.studyfile.analyses import representativeness_table
+    from simsubjects.studyfile.design import build_trials
+    from simsubjects.studyfile.spec import load_study
+    from pathlib import Path
+
+    s = load_study(Path(__file__).resolve().parents[1] / "examples" / "opinion_survey" / "study.yaml")
+    trials, _ = build_trials(s)
+    rng = np.random.default_rng(1)
+    rows = [{"study": s.name, "trial": rec["trial"], "item": rec["item"], "condition": "", "subject": rec["subject"],
+             "source": "model", "model": "m", "method": "exact", "response": lab, "weight": w, "validity": 1.0,
+             "party": rec["party"]}
+            for rec in trials.to_dict("records") for lab, w in zip(rec["labels"], rng.dirichlet(np.ones(len(rec["labels"]))))]
+    resp = pd.concat([pd.DataFrame(rows), s.human], ignore_index=True)
+    got = representativeness_table(s, resp, ["party"])
+    assert set(got["boot_unit"]) == {"respondent (people) and subject (model), resampled independently"}
+    assert (got["boot.low"] <= got["boot.high"]).all() and (got["boot.bias"] < 0.05).all()
+    assert got["n_respondents"].sum() == s.human["subject"].nunique()
+    assert got["note"].str.contains("respondents: Rep is biased low").all()  # the example's groups are small

@@ -73,8 +73,14 @@ def test_analysis_by_hand():
     ref = stats.ttest_ind(a, b, equal_var=False)
     assert w["statistic"] == pytest.approx(ref.statistic) and w["p.value"] == pytest.approx(ref.pvalue)
     kw = t["pairing_tests"].query("offer == 'all' and comparison == '4 pairings'").iloc[0]
-    groups = [acc.loc[acc["pairing"] == k, "weight"] for k in ["Mr-Mr", "Mr-Ms", "Ms-Mr", "Ms-Ms"]]
+    # pooled over offers the unit is the name pair, its mean over the offers (issue 25: not pairs x offers)
+    per_pair = acc.groupby(["pairing", "pair"])["weight"].mean()
+    groups = [per_pair[k] for k in ["Mr-Mr", "Mr-Ms", "Ms-Mr", "Ms-Ms"]]
     assert kw["statistic"] == pytest.approx(stats.kruskal(*groups).statistic) and kw["df"] == 3
+    assert kw["n"] == acc["pair"].nunique() < len(acc) and kw["unit"] == "name pair"
+    wa = t["pairing_tests"].query("offer == 'all' and comparison == 'Mr-Ms minus Ms-Mr'").iloc[0]
+    ref = stats.ttest_ind(per_pair["Mr-Ms"], per_pair["Ms-Mr"], equal_var=False)
+    assert wa["statistic"] == pytest.approx(ref.statistic) and wa["df"] == pytest.approx(ref.df)
     c = t["offer_correlations"].query("offer_a == 1 and offer_b == 5").iloc[0]
     wide = acc.pivot(index="pair", columns="offer", values="weight")
     assert c["r"] == pytest.approx(np.corrcoef(wide[1], wide[5])[0, 1])

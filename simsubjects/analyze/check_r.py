@@ -258,7 +258,7 @@ def _tag(*parts) -> str:
 # ---------------------------------------------------------------- ultimatum
 
 def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-    from .ultimatum import PAIRINGS, accept_probs, acceptance_by_offer, offer_correlations, pairing_tests
+    from .ultimatum import PAIRINGS, accept_probs, acceptance_by_offer, offer_correlations, pair_means, pairing_tests
 
     p = accept_probs(responses)
     tables = tables or {}
@@ -289,6 +289,7 @@ def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[d
         sub = rp[rp["model"] == row["model"]]
         if row["offer"] != "all":
             sub = sub[sub["offer"] == float(row["offer"])]
+        sub = pair_means(sub)  # the name pair is the unit (R's P(accept) per trial, averaged per pair)
         tag = _tag("ultimatum", row["model"], f"offer {row['offer']}", row["comparison"])
         if row["test"].startswith("Welch"):
             rr = r("welch_test", sub.loc[sub["pairing"] == "Mr-Ms", "p_accept"],
@@ -518,19 +519,21 @@ def check_wisdom(r: RSession, responses, items, tables, tol, tol_p) -> list[dict
     return out
 
 
-def check_r(study: str, responses: pd.DataFrame, items: pd.DataFrame | None = None,
+def check_r(study, responses: pd.DataFrame, items: pd.DataFrame | None = None,
             tables: Mapping[str, pd.DataFrame] | None = None, tol: float = TOL, tol_p: float = TOL_P) -> pd.DataFrame:
-    """Every statistic of `study` with an R twin, computed in Python and in R; one row per number.
+    """Every statistic of `study` (a built-in study's name, or a StudyDef) with an R twin, computed in Python and in R; one row per number.
 
     `tables`: the Python analysis tables of the run (as `simsubjects analyze` computes them); the
     pieces recompute what they need from `responses`/`items` when a table is absent.
     Columns: statistic, python, r, abs_diff, tolerance, ok.
     """
-    from ..collect.studies.registry import resolve, studies
+    from ..collect.studies.registry import StudyDef, resolve, studies
 
     declared = studies()
-    decl = declared.get(study)
+    # a StudyDef: the run's own declaration (a study file's, whose twins are R/studyfile.R); a name: a built-in study
+    decl = study if isinstance(study, StudyDef) else declared.get(study)
     if decl is None or not decl.check_r:
+        study = getattr(study, "name", study)
         have = sorted(n for n, d in declared.items() if d.check_r)
         raise UserError(f"--check-r: no R twins for study {study!r}; available: {', '.join(have)}")
     session = r_session()

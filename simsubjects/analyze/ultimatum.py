@@ -35,11 +35,20 @@ def acceptance_by_pairing(p: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def pair_means(g: pd.DataFrame) -> pd.DataFrame:
+    """One row per name pair: its mean P(accept) over the trials given (one offer, or all offers). The name
+    pair is the unit of the pairing tests: a pair's answers at 11 offers are not 11 independent observations
+    (issue 25, audit: the pooled test counted 5 pairs x 11 offers as 55)."""
+    return g.groupby(["pairing", "pair"], as_index=False, sort=True)["p_accept"].mean()
+
+
 def pairing_tests(p: pd.DataFrame) -> pd.DataFrame:
-    """Per offer and pooled: Kruskal-Wallis across the four pairings, and Welch Mr-Ms vs Ms-Mr (Figure 5b)."""
+    """Per offer and pooled: Kruskal-Wallis across the four pairings, and Welch Mr-Ms vs Ms-Mr (Figure 5b),
+    on one value per name pair (pair_means; pooled: its mean over the offers)."""
     out = []
     for m, gm in p.groupby("model"):
         for offer, g in [("all", gm), *((str(o), go) for o, go in gm.groupby("offer"))]:
+            g = pair_means(g)
             groups = {k: g.loc[g["pairing"] == k, "p_accept"].to_numpy() for k in PAIRINGS}
             groups = {k: v for k, v in groups.items() if len(v)}
             if len(groups) >= 2 and sum(len(v) for v in groups.values()) > len(groups):
@@ -49,7 +58,7 @@ def pairing_tests(p: pd.DataFrame) -> pd.DataFrame:
                     model=m, offer=offer, comparison="Mr-Ms minus Ms-Mr"))
     if not out:
         return pd.DataFrame(columns=["model", "offer", "comparison", "test", "statistic", "df", "p.value"])
-    df = pd.concat(out, ignore_index=True)
+    df = pd.concat(out, ignore_index=True).assign(unit="name pair")
     first = ["model", "offer", "comparison", "test", "statistic", "df", "p.value"]
     return df[first + [c for c in df.columns if c not in first]]
 

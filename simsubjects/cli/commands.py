@@ -193,11 +193,14 @@ def validate_only(trials: pd.DataFrame, spec: str, kw: dict, n: int = 20) -> Non
 def _collect_command(study, name: str | None = None):
     """`collect <study>`: built from the study's declaration."""
 
+    unset_omitted = {o.param: o.omit_unset for o in study.options}
+
     def run(**kw):
         from simsubjects.collect.pipeline import run_study
 
         _check_model(kw)
         params = {o.param: kw.pop(o.param) for o in study.options}
+        params = {k: v for k, v in params.items() if v is not None or not unset_omitted.get(k)}
         params["seed"] = kw["seed"]
         if params.get("as_sample") and kw["method"] != "exact":  # checked before the model loads
             raise UserError(f"--as-sample {params['as_sample']}: turns exact distributions into samples, so it needs "
@@ -266,6 +269,7 @@ def analyze(dirs, out, no_plots, check_r, allow_code, **ppi):
             from simsubjects.analyze.check_r import check_r as run_check
 
             checked["table"] = more["check_r"] = run_check(study, responses, items, tables)
+        checked["more"] = more  # written beside the tables: counted with them below
         return more
 
     a = analyze_runs(list(dirs), out, plots=not no_plots, extra=extra_tables, code_from=allow_code)
@@ -273,7 +277,8 @@ def analyze(dirs, out, no_plots, check_r, allow_code, **ppi):
         echo_table(name, df)
     if mixed is not None:  # ppi.csv is in the analysis set
         echo_table("mixed subjects: human-only, model-only and prediction-powered (PPI++), 95% intervals", mixed)
-    click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables)} CSV, {len(a.figures)} PNG")
+    click.echo(f"\ntables and figures in {a.outdir}: {len(a.tables) + len(checked.get('more', {}))} CSV, "
+               f"{len(a.figures)} PNG")
     if check_r:
         table = checked["table"]
         bad = table[~table["ok"]]

@@ -85,6 +85,7 @@ class Respondents:
     labels: dict[str, str] = field(default_factory=dict)
     id_column: str | None = None
     source: str = ""
+    info: dict = field(default_factory=dict)  # a panel's weights: Kish n, trimming, margin error (panel())
 
 
 def _read_table(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -231,6 +232,9 @@ def personas(resp: Respondents, fmt: str = "argyle", attributes=None) -> pd.Data
 
 # ---------------------------------------------------------------- sampling and raking
 
+DRAW_WEIGHT = "draw_weight"  # the weight column of a resample from a table without one
+
+
 def resample(resp: Respondents, n: int, seed: int = 0, by: str | None = None,
              weights: np.ndarray | None = None) -> Respondents:
     """A weighted resample (with replacement) of `n` rows, or `n` rows within each group of `by`.
@@ -245,17 +249,22 @@ def resample(resp: Respondents, n: int, seed: int = 0, by: str | None = None,
     rng = np.random.default_rng(seed)
     strata = [np.arange(len(resp.data))] if by is None else \
         [np.flatnonzero(resp.data[by].to_numpy() == g) for g in dict.fromkeys(resp.data[by])]
-    picks = []
+    picks, shares = [], []
     for idx in strata:
         p = w[idx]
         if p.sum() <= 0:
             continue
         picks.append(idx[rng.choice(len(idx), size=n, replace=True, p=p / p.sum())])
+        shares.append(p.sum() / w.sum())
     rows = resp.data.iloc[np.concatenate(picks)].copy()
     rows[ID] = [f"{pid}#{k + 1}" for k, pid in enumerate(rows[ID])]
-    if resp.weight:
-        rows[resp.weight] = 1.0  # a weighted draw: each drawn subject counts once
-    return Respondents(rows.reset_index(drop=True), resp.attributes, resp.weight, resp.labels, resp.id_column,
+    # A weighted draw: each drawn subject counts once within its group. Drawn n per group, the groups
+    # would count equally in the pooled persona prompt (1/3 each of three parties, where the people are
+    # 0.40/0.27/0.33: issue 25, audit finding 5), so each row carries its group's share of the weight
+    # over n, scaled to a mean of 1: the pooled prompt keeps the people's group shares.
+    weight = resp.weight or DRAW_WEIGHT
+    rows[weight] = np.repeat([s * len(rows) / n for s in shares], n)
+    return Respondents(rows.reset_index(drop=True), resp.attributes, weight, resp.labels, resp.id_column,
                        resp.source)
 
 
@@ -335,9 +344,52 @@ def max_margin_error(data: pd.DataFrame, weights: np.ndarray, margins: dict[str,
     return worst
 
 
-def panel(resp: Respondents, margins: dict[str, dict[str, float]], n: int, seed: int = 0) -> Respondents:
-    """A panel of `n` subjects drawn from the respondents with raked weights (so it matches the margins in expectation)."""
-    return resample(resp, n, seed, weights=rake(resp, margins))
+def kish_n(weights) -> float:
+    """Kish's effective sample size (sum w)^2 / sum w^2: how many equally weighted respondents the weights
+    are worth (Kish 1965). One line, hand-written: ipfn (the raking package) does not report it."""
+    w = np.asarray(weights, float)
+    return float(w.sum() ** 2 / (w ** 2).sum()) if (w ** 2).sum() > 0 else math.nan
+
+
+def trim_weights(weights, cap: float, max_iter: int = 100) -> np.ndarray:
+    """Weights capped at `cap` times their mean, the excess spread over the others in proportion to their
+    weights, repeated until none exceeds the cap (summing to 1). Trimming trades the margins' exactness
+    for a larger Kish n; `panel` reports both."""
+    if not cap >= 1:
+        raise UserError(f"--trim {cap}: must be at least 1 (a cap in multiples of the mean weight)")
+    w = np.asarray(weights, float) / np.sum(weights)
+    limit = cap / len(w)
+    for _ in range(max_iter):
+        over = w > limit * (1 + 1e-12)
+        if not over.any():
+            break
+        excess = (w[over] - limit).sum()
+        w[over] = limit
+        free = ~over & (w < limit)
+        w[free] += excess * w[free] / w[free].sum()
+    return w / w.sum()
+
+
+def panel_weights(resp: Respondents, margins: dict[str, dict[str, float]], trim: float | None = None):
+    """(raking weights, possibly trimmed, summing to 1; a record of their Kish n and margin error)."""
+    w = rake(resp, margins)
+    info = {"respondents": len(w), "kish_n_raked": kish_n(w)}
+    if trim is not None:
+        w = trim_weights(w, trim)
+        info.update(trim=float(trim), kish_n_trimmed=kish_n(w))
+    info["max_margin_error"] = max_margin_error(resp.data, w, margins)
+    return w, info
+
+
+def panel(resp: Respondents, margins: dict[str, dict[str, float]], n: int, seed: int = 0,
+          trim: float | None = None) -> Respondents:
+    """A panel of `n` subjects drawn from the respondents with raked weights (so it matches the margins in
+    expectation), optionally trimmed at `trim` times the mean weight; `info` records Kish's effective n of
+    the weights (the respondents the panel's draws are worth) and the margins' largest error."""
+    w, info = panel_weights(resp, margins, trim)
+    out = resample(resp, n, seed, weights=w)
+    out.info = info
+    return out
 
 
 def column_labels(resp: Respondents) -> dict[str, str]:

@@ -162,6 +162,8 @@ def _run_study(study, spec: ModelSpec, out, *, params: dict, method: str = "exac
     manifest["engine"] = engine_used  # local, or ray with its nodes, actors and versions
     if trials.attrs.get("column_labels"):  # labels of study-specific columns (persona attributes) for exports
         manifest["column_labels"] = dict(trials.attrs["column_labels"])
+    if trials.attrs.get("panel"):  # a raked persona panel: Kish n of its weights, trimming, margin error
+        manifest["panel"] = dict(trials.attrs["panel"])
     manifest["counts"] = {k: v for k, v in stats.items() if k not in ("failures", "short", "seconds")}
     manifest["failures"] = stats.get("failures", [])
     manifest["short"] = stats.get("short", [])

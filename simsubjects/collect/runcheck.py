@@ -23,7 +23,7 @@ RUN_KEYS: dict[str, tuple] = {
     "study": (str,), "status": (str,), "created": (str,), "versions": (dict,), "model": (dict,),
     "parameters": (dict,), "seed": (int, type(None)), "datasets": (dict,), "prompt_template_sha256": (list,),
     "timings": (dict,), "identity": (dict,), "counts": (dict,), "failures": (list,), "short": (list,),
-    "source": (dict,), "column_labels": (dict,),
+    "source": (dict,), "column_labels": (dict,), "panel": (dict,),
 }
 # key -> allowed types of a replication folder's manifest.json (simsubjects replicate)
 REPLICATE_KEYS: dict[str, tuple] = {

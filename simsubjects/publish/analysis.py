@@ -34,7 +34,7 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     `code_from`: the user's own study file (analyze --allow-code FILE) whose `type: function` analyses
     may run; without it a study file's run is analyzed from its own copy, which never runs code.
 
-    `extra`: (study, responses, items, tables) -> more tables written into the same set (e.g. --check-r's check_r.csv).
+    `extra`: (study's StudyDef, responses, items, tables) -> more tables written into the same set (e.g. --check-r's check_r.csv).
     """
     runs = [load_run(d) for d in dirs]
     outdir = Path(out) if out else Path(dirs[0]) / "analysis"
@@ -77,7 +77,7 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
             (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
         if plots and spec.plot:
             figures = [outdir / Path(p).name for p in resolve(spec.plot)(tables, responses, stage)]
-        for name, df in (extra(spec.name, responses, items, tables) if extra else {}).items():
+        for name, df in (extra(spec, responses, items, tables) if extra else {}).items():
             check_table_name(name, f"{dirs[0]}: analysis")
             (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
     shown = resolve(spec.summary)(tables) if spec.summary else tables

@@ -80,10 +80,35 @@ def section(run: Run) -> str:
     for name, df in a.shown.items():
         csv = f"{run.rel}/analysis/{names[id(df)]}.csv" if id(df) in names else None
         parts.append(block(name, table(df, csv=csv)))
+    extra = _option_tables(run, a)
+    for name, (caption, df) in extra.items():
+        parts.append(block(caption, table(df, csv=f"{run.rel}/analysis/{name}.csv")))
     listing = ", ".join(f'<a href="{html.escape(run.rel)}/analysis/{html.escape(k)}.csv">{html.escape(k)}</a>'
-                        for k in a.tables)
+                        for k in [*a.tables, *extra])
     parts.append(f'<p class="note">All tables as CSV: {listing}.</p></section>')
     return "".join(parts)
+
+
+# tables that `analyze` writes only when asked (its options), kept beside the analysis by later runs of it
+OPTION_TABLES = {"ppi": "mixed subjects: human-only, model-only and prediction-powered (PPI++), from analyze --ppi-human",
+                 "check_r": "R cross-check, from analyze --check-r"}
+
+
+def _option_tables(run: Run, a) -> dict[str, tuple[str, pd.DataFrame]]:
+    """ppi.csv and check_r.csv of the run's analysis folder when an earlier `analyze` wrote them (the
+    report's own analysis has no --ppi-human): shown and listed with the rest (issue 25, smaller item).
+    Read as data from inside the run folder only."""
+    out = {}
+    for name, caption in OPTION_TABLES.items():
+        if name in a.tables:
+            continue
+        try:
+            path = inside(a.outdir, f"{name}.csv", f"{a.outdir}")
+            if path.is_file():
+                out[name] = (caption, pd.read_csv(path))
+        except (UserError, OSError, ValueError, pd.errors.ParserError):
+            continue  # a damaged or linked file: not shown (the run's own tables still are)
+    return out
 
 
 def _report_section(study: str):

@@ -6,7 +6,8 @@ study's statistics from its `<study>/export/*.dta` and compares them with the Py
 1e-8 (p-values and df 1e-6); the file ends with `exit 9` when any table differs.
 
 * ultimatum: P(accept) per trial, its mean and standard error per model and offer (trials are the
-  unit) and the Welch test "Mr-Ms minus Ms-Mr" over all offers (`ttest ..., unequal`).
+  unit) and the Welch test "Mr-Ms minus Ms-Mr" over all offers on one value per name pair, its mean
+  over the offers (`collapse`, then `ttest ..., unequal`; the name pair is the unit, issue 25).
 * garden_path: P(ungrammatical) per trial, averaged over the names per sentence and version
   (`collapse`), and the paired t-test of garden path vs control across sentences (`ttest gp == control`)
   per model, set and verb type (sentences are the unit).
@@ -95,15 +96,15 @@ def _ultimatum(out: Path, folder: str) -> list[str]:
     lines = [
         "",
         "* ---- Ultimatum Game (Aher et al. 2023): P(accept) per trial, mean by model x offer, Welch test of",
-        "*      the pairing Mr-Ms minus Ms-Mr over all offers; trials are the unit",
+        "*      the pairing Mr-Ms minus Ms-Mr over all offers; the name pair is the unit (its mean over offers)",
         f"use {_s(f'{folder}/export/responses.dta')}, clear",
-        *_decode(["source", "model", "response", "pairing"]),
+        *_decode(["source", "model", "response", "pairing", "pair"]),
         'keep if source == "model"',
         "bysort model trial: egen double total = total(weight)",
         'generate double hit = cond(response == "accept", weight / total, 0)',
         "bysort model trial: egen double p_accept = total(hit)",
         "bysort model trial: keep if _n == 1",
-        "keep model trial offer pairing p_accept",
+        "keep model trial offer pairing pair p_accept",
         f"save {_s('stata_results/ultimatum_trials.dta')}, replace",
         "",
         "tempname h",
@@ -130,6 +131,7 @@ def _ultimatum(out: Path, folder: str) -> list[str]:
         f"if `unmatched' > 0 | r(max) > {TOL} | missing(r(max)) local failed = `failed' + 1",
         "",
         f"use {_s('stata_results/ultimatum_trials.dta')}, clear",
+        "collapse (mean) p_accept, by(model pairing pair)",
         "tempname w",
         f"postfile `w' str244 model double(estimate std_error statistic df p_value) using {_s('stata_results/ultimatum_pairing_tests.dta')}, replace",
         "levelsof model, local(models)",

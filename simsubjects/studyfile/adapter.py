@@ -93,6 +93,7 @@ def study_levels(study: Study) -> dict[str, list[str]]:
 def study_def(study: Study, out=None, judge=None) -> StudyDef:
     """`study` as a StudyDef; `out` (run folder) receives the copies when the collection finishes."""
     from .analyses import analyze_study
+    from .check_r import check_study_file
     from .collect import collect_study, validity_sample
     from .design import build_trials
 
@@ -120,8 +121,12 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
         templates=lambda: [study.template],
         analyze=lambda responses, items: analyze_study(study, responses, items),
         summary=_summary,
+        plot="simsubjects.studyfile.figures:plot_study",
         methods=methods,
         levels=lambda responses, items: study_levels(study),
+        # analyze --check-r: the file's analyses recomputed in R from the responses (R/studyfile.R)
+        check_r=lambda r, responses, items, tables, tol, tol_p: check_study_file(
+            study, r, responses, items, tables, tol, tol_p),
     )
 
 

@@ -148,6 +148,21 @@ def _svy_t(y: np.ndarray, X: np.ndarray, w: np.ndarray, df: int, contrast_sign: 
             "conf.low": est - q * se, "conf.high": est + q * se}
 
 
+def _svy_ols(y: np.ndarray, X: np.ndarray, w: np.ndarray, cluster: np.ndarray) -> pd.DataFrame:
+    """Weighted OLS with survey's linearization clustered by subject (the conjoint module's sandwich, as
+    survey::svyglm on svydesign(ids = ~subject, weights = ~w)); t on svyglm's residual df, G - p."""
+    from simsubjects.analyze.methods.conjoint import _fit
+
+    fit = _fit(X, [None] * X.shape[1], y, w, cluster, "cregg")
+    df = float(len(np.unique(cluster)) - X.shape[1])
+    se = np.sqrt(np.diag(fit.vcov))
+    t = fit.coef / se
+    q = stats.t.ppf(0.975, df)
+    return pd.DataFrame({"estimate": fit.coef, "std.error": se, "statistic": t, "df": df,
+                         "p.value": 2 * stats.t.sf(np.abs(t), df), "conf.low": fit.coef - q * se,
+                         "conf.high": fit.coef + q * se})
+
+
 def _weighted_mean_row(x: np.ndarray, w: np.ndarray) -> dict:
     """One-sample design-based t of the weighted mean of x against 0: survey::svymean's SE and svyttest's
     df, degf(design) - 1 = n - 2 (survey's choice for the one-sample test, one below svymean's)."""
@@ -301,7 +316,8 @@ def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: l
 
 def amce(trials: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
     """AMCE of each factor level against the first level: OLS of the score on the factors' dummies,
-    standard errors clustered by subject (CR2, as estimatr::lm_robust; the package's peer-checked OLS)."""
+    standard errors clustered by subject (CR2, as estimatr::lm_robust; the package's peer-checked OLS);
+    people with survey weights: weighted OLS, linearization clustered by subject (survey::svyglm)."""
     from ..analyze.amce import ols_cluster
 
     rows = []
@@ -313,15 +329,20 @@ def amce(trials: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
         if X.shape[1] == 0:
             continue
         design = np.column_stack([np.ones(len(g)), X.to_numpy()])
-        res = ols_cluster(g["score"].to_numpy(float), design, g["subject"].astype(str).to_numpy())
+        weighted = _weighted(g)
+        if weighted:  # people with survey weights: design-based, as survey::svyglm(ids = ~subject, weights)
+            res = _svy_ols(g["score"].to_numpy(float), design, g["tw"].to_numpy(float), g["subject"].astype(str).to_numpy())
+        else:
+            res = ols_cluster(g["score"].to_numpy(float), design, g["subject"].astype(str).to_numpy())
         base = {f: str(sorted(g[f].astype(str).unique())[0]) for f in factors}
         for j, term in enumerate(X.columns, start=1):
             f, _, level = term.partition("_")
             r = res.iloc[j]
-            rows.append({**key, "test": "AMCE (OLS, CR2 clustered by subject)", "term": term,
+            rows.append({**key, "test": "AMCE (survey-weighted OLS, linearization clustered by subject)" if weighted
+                         else "AMCE (OLS, CR2 clustered by subject)", "term": term,
                          "contrast": f"{f}: {level} - {base[f]}", "estimate": r["estimate"], "std.error": r["std.error"],
                          "statistic": r["statistic"], "df": r["df"], "p.value": r["p.value"], "conf.low": r["conf.low"],
-                         "conf.high": r["conf.high"], "n": len(g)})
+                         "conf.high": r["conf.high"], "n": len(g), "unit": UNIT, "weights": "survey" if weighted else "none"})
     return pd.DataFrame(rows)
 
 
@@ -354,31 +375,62 @@ def representativeness_table(study: Study, responses: pd.DataFrame, by: list[str
     mcols = [b for b in by if b in model.columns]
     m = model.groupby(["model", *mcols, "key", "position", "refusal"], as_index=False, dropna=False)["w"].sum()
     out = representativeness(m.rename(columns={"w": "weight"}), h, by=by or None)
-    return out.rename(columns={"se": "std.error", "ci_low": "conf.low", "ci_high": "conf.high"})
+    out = out.rename(columns={"se": "std.error", "ci_low": "conf.low", "ci_high": "conf.high"})
+    return _resampled(study, d, out, by, mcols)
+
+
+def _resampled(study: Study, d: pd.DataFrame, out: pd.DataFrame, by: list[str], mcols: list[str]) -> pd.DataFrame:
+    """Beside the items' t interval, the interval from resampling the units whose sampling it leaves out:
+    the people's respondents and the model's subjects, each with replacement (seeded by the study's seed),
+    with the bootstrap's estimate of the bias and a note for small groups (issue 25, audit finding 7)."""
+    from simsubjects.analyze.methods.representativeness import resampled_interval, small_sample_note
+
+    d = d[~d["refusal"].fillna(True).astype(bool) & d["position"].notna()]
+    d = d[["source", "model", "subject", "key", "position", "w", *by]].rename(columns={"subject": "unit", "w": "weight"})
+    extra = []
+    for row in out.to_dict("records"):
+        h = d[d["source"] == "human"]
+        m = d[(d["source"] != "human") & (d["model"] == row["model"])]
+        for b in by:
+            h = h[h[b] == row[b]]
+            m = m[m[b] == row[b]] if b in mcols else m
+        r = resampled_interval(m, h, seed=study.seed if isinstance(study.seed, int) else 0)
+        extra.append({"boot.low": r["boot.low"], "boot.high": r["boot.high"], "boot.bias": r["boot.bias"],
+                      "boot_unit": "respondent (people) and subject (model), resampled independently",
+                      "replicates": r["replicates"], "n_respondents": r["n_respondents"], "n_subjects": r["n_subjects"],
+                      "note": small_sample_note(r["n_respondents"], r["boot.bias"])})
+    return pd.concat([out.reset_index(drop=True), pd.DataFrame(extra, index=range(len(out)))], axis=1)
 
 
 def agreement_table(trials: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Model against people per item (x group): mean scores side by side, and their correlation over items."""
+    """Model against people: item means side by side, their Pearson r over items and mean absolute
+    difference; the unit is the item. With `by` (a human group column that the personas also carry),
+    one row per model x group, each over the items within that group, as `representativeness` gives a
+    row per group (issue 25, smaller item: `by` meant one pooled correlation here)."""
     people = trials[trials["source"] == "human"]
     model = trials[trials["source"] != "human"]
     missing = [b for b in by if b not in people.columns or b not in model.columns or model[b].isna().all()]
     if missing:
         raise UserError(f"analyses: agreement by {missing[0]!r} needs the column in the human rows and in the "
                         "model's (a persona column of that name)")
-    h = people.groupby(["item", *by]).apply(lambda g: np.average(g["score"].dropna(), weights=g.loc[g["score"].notna(), "tw"])
+    people = people.assign(**{b: people[b].astype(str) for b in by})
+    model = model.assign(**{b: model[b].astype(str) for b in by})
+    h = people.groupby([*by, "item"]).apply(lambda g: np.average(g["score"].dropna(), weights=g.loc[g["score"].notna(), "tw"])
                                             if g["score"].notna().any() else np.nan, include_groups=False)
     rows = []
     for name, g in model.groupby("model"):
-        mcols = [b for b in by if b in g.columns]
-        m = g.groupby(["item", *mcols])["score"].mean()
+        m = g.groupby([*by, "item"])["score"].mean()
         joined = pd.concat([m.rename("model_mean"), h.rename("human_mean")], axis=1, join="inner").dropna()
-        if len(joined) >= 3:
-            r, p = stats.pearsonr(joined["model_mean"], joined["human_mean"])
-        else:
-            r, p = math.nan, math.nan
-        rows.append({"model": name, "test": "Pearson r of item means (model vs people)", "estimate": r,
-                     "p.value": p, "n": len(joined),
-                     "mean_abs_difference": float((joined["model_mean"] - joined["human_mean"]).abs().mean())})
+        cells = joined.groupby(level=list(range(len(by))), sort=True) if by else [((), joined)]
+        for key, j in cells:
+            key = key if isinstance(key, tuple) else (key,)
+            if len(j) >= 3:
+                r, p = stats.pearsonr(j["model_mean"], j["human_mean"])
+            else:
+                r, p = math.nan, math.nan
+            rows.append({"model": name, **dict(zip(by, key)), "test": "Pearson r of item means (model vs people)",
+                         "estimate": r, "p.value": p, "n": len(j), "unit": "item",
+                         "mean_abs_difference": float((j["model_mean"] - j["human_mean"]).abs().mean())})
     return pd.DataFrame(rows)
 
 

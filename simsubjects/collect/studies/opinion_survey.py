@@ -71,7 +71,10 @@ def _subjects(params: dict) -> tuple[pd.DataFrame, dict, list[str]]:
     sample = str(params.get("sample") or "all")
     if params.get("margins"):
         n = int(sample) if sample != "all" else len(resp.data)
-        resp = P.panel(resp, P.read_margins(params["margins"]), n, seed=params.get("seed", 0))
+        resp = P.panel(resp, P.read_margins(params["margins"]), n, seed=params.get("seed", 0),
+                       trim=params.get("trim"))
+    elif params.get("trim") is not None:
+        raise UserError("--trim: trims raked weights; pass --margins too")
     elif sample != "all":
         try:
             n = int(sample)
@@ -83,17 +86,18 @@ def _subjects(params: dict) -> tuple[pd.DataFrame, dict, list[str]]:
     if not in_text:
         in_text = [steer] if fmt in ("qa", "bio", "portray") and steer else resp.attributes
     table = P.personas(resp, fmt, in_text)
+    table.attrs["panel"] = resp.info  # Kish n of raked (and trimmed) weights: recorded in the manifest
     return table, P.column_labels(resp), resp.attributes
 
 
 def build(questions: str | None = None, first: int = 0, personas: str = "none", persona_format: str = "argyle",
           persona_attributes: str = "", persona_weight: str = "", steer: str = "POLPARTY", sample: str = "all",
           margins: str | None = None, no_default_prompt: bool = False, order: str = "fixed", seed: int = 0,
-          human: str | None = None, human_format: str = "auto", groups: str = "POLPARTY"):
+          human: str | None = None, human_format: str = "auto", groups: str = "POLPARTY", trim: float | None = None):
     """(trials, items) of the opinion survey; every argument is plain data."""
     default_prompt = not no_default_prompt
     params = dict(personas=personas, persona_format=persona_format, persona_attributes=persona_attributes,
-                  persona_weight=persona_weight, steer=steer, sample=sample, margins=margins, seed=seed)
+                  persona_weight=persona_weight, steer=steer, sample=sample, margins=margins, seed=seed, trim=trim)
     if order not in option_order.MODES:
         raise UserError(f"--order {order!r}: choose {', '.join(option_order.MODES)}")
     if first < 0:
@@ -127,6 +131,8 @@ def build(questions: str | None = None, first: int = 0, personas: str = "none", 
     trials = option_order.reorder_trials(pd.DataFrame(rows), render, order, seed,
                                          fixed_last=lambda rec: qs[rec["key"]].refusal)
     trials.attrs["column_labels"] = {**labels, **COLUMN_LABELS}
+    if table.attrs.get("panel"):
+        trials.attrs["panel"] = dict(table.attrs["panel"])
     items = pd.DataFrame([{"item": q.key, "key": q.key, "question": q.question, "labels": q.references,
                            "positions": q.positions, "refusal": q.refusal, "num_options": len(q.references)}
                           for q in qs.values()])
@@ -204,6 +210,10 @@ OPINION_SURVEY = StudyDef(
         Option(("--margins",), {"type": click.Path(dir_okay=False),
                                 "help": "CSV attribute,group,share: rake the respondents to these margins, then draw "
                                         "the panel from the raked weights."}),
+        Option(("--trim",), {"default": None, "type": click.FloatRange(min=1.0),
+                             "help": "With --margins: cap the raked weights at this many times their mean (e.g. 5), "
+                                     "trading exact margins for a larger Kish effective n; both are recorded in "
+                                     "the manifest (panel)."}, omit_unset=True),
         Option(("--no-default-prompt",), {"is_flag": True, "help": "Ask only the personas, not also the prompt "
                                           "without persona (OpinionQA's default)."}),
         Option(("--order",), {"type": click.Choice(list(option_order.MODES)),

@@ -37,6 +37,9 @@ class Option:
 
     flags: tuple[str, ...]
     kwargs: dict = field(default_factory=dict)
+    # an option added after runs were made: left out of the run's parameters when not given, so a run
+    # made before it still resumes (its recorded parameters do not name it)
+    omit_unset: bool = False
 
     @property
     def param(self) -> str:

@@ -1,0 +1,338 @@
+# The analyses of a study file (simsubjects/studyfile/analyses.py) recomputed in R from the tidy
+# responses, for `simsubjects analyze RUN --check-r` (simsubjects/studyfile/check_r.py). Internal:
+# each function takes the responses (one row per trial x response, as responses.parquet) and the
+# options table (item, response, position, refusal) of the study file, and returns tidy rows with
+# broom's names. Every test has the subject as its unit: a subject's value is the mean over its
+# trials (option orders, repeated draws), as in docs/conventions.md.
+
+.sf_id <- function(d, cols) {
+  if (!length(cols)) return(rep("", nrow(d)))
+  do.call(paste, c(lapply(d[cols], as.character), sep = "\r"))
+}
+
+.sf_key <- function(d) intersect(c("source", "model", "run", "trial"), names(d))
+
+.sf_shares <- function(responses) {
+  id <- .sf_id(responses, .sf_key(responses))
+  responses$share <- responses$weight / stats::ave(responses$weight, id, FUN = sum)
+  responses$.trial <- id
+  responses
+}
+
+# One row per trial: its first row's columns, `score` (the expected ordinal position over the
+# non-refusal options; an estimate's value) and `tw` (a person's survey weight, 1 for the model).
+.sf_trial_scores <- function(responses, options) {
+  d <- .sf_shares(responses)
+  j <- match(paste(d$item, d$response, sep = "\r"), paste(options$item, options$response, sep = "\r"))
+  pos <- as.numeric(options$position[j])
+  ok <- !is.na(pos) & !(as.logical(options$refusal[j]) %in% TRUE)
+  num <- tapply(ifelse(ok, d$share * pos, 0), d$.trial, sum)
+  den <- tapply(ifelse(ok, d$share, 0), d$.trial, sum)
+  first <- d[!duplicated(d$.trial), , drop = FALSE]
+  den <- as.numeric(den[first$.trial])
+  score <- as.numeric(num[first$.trial]) / ifelse(den > 0, den, NA_real_)
+  if ("estimate" %in% names(first)) score <- ifelse(is.na(score), suppressWarnings(as.numeric(first$estimate)), score)
+  first$score <- score
+  first$tw <- ifelse(first$source == "human", first$weight, 1)
+  first
+}
+
+.sf_weighted <- function(w) length(w) > 0 && all(is.finite(w)) && !isTRUE(all.equal(w, rep(w[1], length(w)), tolerance = 1e-8))
+
+# A subject's mean score (and weight) per value of `col`
+.sf_units <- function(s, col = NULL) {
+  g <- .sf_id(s, c("subject", col))
+  first <- !duplicated(g)
+  u <- data.frame(subject = as.character(s$subject[first]), stringsAsFactors = FALSE)
+  if (!is.null(col)) u$f <- as.character(s[[col]][first])
+  u$score <- as.numeric(tapply(s$score, g, mean)[g[first]])
+  u$tw <- as.numeric(tapply(s$tw, g, mean)[g[first]])
+  u
+}
+
+.sf_groups <- function(d, by) {
+  cols <- c("source", "model", by)
+  g <- .sf_id(d, cols)
+  keep <- stats::complete.cases(d[cols])
+  lapply(unique(g[keep]), function(k) d[g == k & keep, , drop = FALSE])
+}
+
+.sf_t_row <- function(res, est, n) {
+  data.frame(estimate = est, std.error = res$stderr, statistic = unname(res$statistic),
+             df = unname(res$parameter), p.value = res$p.value, conf.low = res$conf.int[1],
+             conf.high = res$conf.int[2], n = n)
+}
+
+# t.test, or no inference where R stops ("data are essentially constant")
+.sf_t <- function(est, n, fn) {
+  tryCatch(.sf_t_row(fn(), est, n), error = function(e)
+    data.frame(estimate = est, std.error = 0, statistic = NA_real_, df = NA_real_, p.value = NA_real_,
+               conf.low = NA_real_, conf.high = NA_real_, n = n))
+}
+
+.sf_key_cols <- function(s, by) s[1, c("source", "model", by), drop = FALSE]
+
+sf_welch <- function(responses, options, factor, levels, by = "item") {
+  d <- .sf_trial_scores(responses, options)
+  d <- d[!is.na(d$score), , drop = FALSE]
+  rows <- list()
+  if (!factor %in% names(d)) return(NULL)
+  for (s in .sf_groups(d, by)) {
+    if (all(is.na(s[[factor]]))) next
+    u <- .sf_units(s, factor)
+    x <- u$score[u$f == levels[1]]
+    y <- u$score[u$f == levels[2]]
+    if (length(x) < 2 || length(y) < 2) next
+    both <- u[u$f %in% levels, , drop = FALSE]
+    if (.sf_weighted(both$tw)) {  # survey weights: survey::svyttest, design-based
+      both$g <- as.numeric(both$f == levels[1])
+      des <- survey::svydesign(ids = ~1, weights = ~tw, data = both)
+      r <- survey::svyttest(score ~ g, des)
+      row <- data.frame(estimate = unname(r$estimate), std.error = unname(r$estimate / r$statistic),
+                        statistic = unname(r$statistic), df = unname(r$parameter), p.value = r$p.value,
+                        conf.low = r$conf.int[1], conf.high = r$conf.int[2], n = nrow(both))
+    } else {
+      row <- .sf_t(mean(x) - mean(y), length(x) + length(y), function() stats::t.test(x, y))
+    }
+    rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), contrast = paste0(factor, ": ", levels[1], " - ", levels[2]),
+                                      row, stringsAsFactors = FALSE)
+  }
+  do.call(rbind, rows)
+}
+
+sf_one_sample <- function(responses, options, mu = 0, by = "item") {
+  d <- .sf_trial_scores(responses, options)
+  d <- d[!is.na(d$score), , drop = FALSE]
+  rows <- list()
+  for (s in .sf_groups(d, by)) {
+    ref <- if (is.character(mu)) suppressWarnings(as.numeric(s[[mu]])) else as.numeric(mu)
+    s$score <- s$score - ref
+    s <- s[!is.na(s$score), , drop = FALSE]
+    if (!nrow(s)) next
+    u <- .sf_units(s)
+    x <- u$score
+    if (length(x) < 2) next
+    if (.sf_weighted(u$tw)) {
+      des <- survey::svydesign(ids = ~1, weights = ~tw, data = u)
+      r <- survey::svyttest(score ~ 0, des)
+      row <- data.frame(estimate = unname(r$estimate), std.error = unname(r$estimate / r$statistic),
+                        statistic = unname(r$statistic), df = unname(r$parameter), p.value = r$p.value,
+                        conf.low = r$conf.int[1], conf.high = r$conf.int[2], n = length(x))
+    } else {
+      row <- .sf_t(mean(x), length(x), function() stats::t.test(x))
+    }
+    rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), row, stringsAsFactors = FALSE)
+  }
+  do.call(rbind, rows)
+}
+
+# Pearson chi-square of level x response on expected counts, each subject counted once (its shares
+# averaged over its trials); survey weights rescaled to Kish's effective n; Cramér's V
+sf_chi_square <- function(responses, options, factor, by = "item") {
+  tr <- .sf_trial_scores(responses, options)
+  d <- .sf_shares(responses)
+  d$tw <- tr$tw[match(d$.trial, tr$.trial)]
+  rows <- list()
+  if (!factor %in% names(d)) return(NULL)
+  for (s in .sf_groups(d, by)) {
+    if (all(is.na(s[[factor]]))) next
+    f <- as.character(s[[factor]])
+    per_unit <- stats::ave(s$.trial, s$subject, f, FUN = function(v) length(unique(v)))
+    w <- tapply(s$tw, s$subject, mean)
+    share <- s$share
+    if (.sf_weighted(as.numeric(w))) {
+      n_eff <- sum(w)^2 / sum(w^2)
+      share <- share * s$tw * n_eff / sum(w)
+    }
+    share <- share / as.numeric(per_unit)
+    tab <- tapply(share, list(f, as.character(s$response)), sum)
+    tab[is.na(tab)] <- 0
+    tab <- tab[rowSums(tab) > 0, colSums(tab) > 0, drop = FALSE]
+    if (min(dim(tab)) < 2) next
+    r <- suppressWarnings(stats::chisq.test(tab, correct = FALSE))
+    rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), statistic = unname(r$statistic),
+                                      df = unname(r$parameter), p.value = r$p.value,
+                                      effect_size = sqrt(unname(r$statistic) / (sum(tab) * (min(dim(tab)) - 1))),
+                                      n = length(unique(s$subject)), stringsAsFactors = FALSE)
+  }
+  do.call(rbind, rows)
+}
+
+# AMCE: estimatr::lm_robust of the trial score on the factors, CR2 clustered by subject (survey::svyglm
+# with ids = ~subject for people with survey weights); baselines
+# the first level in code-point order (as the Python side's sorted levels)
+sf_amce <- function(responses, options, factors) {
+  d <- .sf_trial_scores(responses, options)
+  d <- d[!is.na(d$score), , drop = FALSE]
+  rows <- list()
+  if (!all(factors %in% names(d))) return(NULL)
+  for (s in .sf_groups(d, character(0))) {
+    s <- s[stats::complete.cases(s[factors]), , drop = FALSE]
+    if (nrow(s) < 3) next
+    for (f in factors) s[[f]] <- factor(as.character(s[[f]]), levels = sort(unique(as.character(s[[f]])), method = "radix"))
+    use <- factors[vapply(factors, function(f) nlevels(s[[f]]) > 1, logical(1))]
+    if (!length(use)) next
+    fo <- stats::reformulate(use, "score")
+    if (.sf_weighted(s$tw)) {  # people with survey weights: svyglm, linearization clustered by subject
+      des <- survey::svydesign(ids = ~subject, weights = ~tw, data = s)
+      fit <- survey::svyglm(fo, design = des)
+      cs <- summary(fit)$coefficients
+      df <- survey::degf(des) + 1 - length(stats::coef(fit))
+      q <- stats::qt(0.975, df)
+      m <- list(coefficients = cs[, 1], std.error = cs[, 2], statistic = cs[, 3], p.value = cs[, 4],
+                df = stats::setNames(rep(df, nrow(cs)), rownames(cs)), conf.low = cs[, 1] - q * cs[, 2],
+                conf.high = cs[, 1] + q * cs[, 2])
+    } else {
+      m <- estimatr::lm_robust(fo, data = s, clusters = s$subject, se_type = "CR2")
+    }
+    for (f in use) for (lev in levels(s[[f]])[-1]) {
+      k <- paste0(f, lev)
+      rows[[length(rows) + 1]] <- data.frame(source = s$source[1], model = s$model[1], term = paste0(f, "_", lev),
+                                             estimate = unname(m$coefficients[k]), std.error = unname(m$std.error[k]),
+                                             statistic = unname(m$statistic[k]), df = unname(m$df[k]),
+                                             p.value = unname(m$p.value[k]), conf.low = unname(m$conf.low[k]),
+                                             conf.high = unname(m$conf.high[k]), n = nrow(s), stringsAsFactors = FALSE)
+    }
+  }
+  do.call(rbind, rows)
+}
+
+# Representativeness: the model's and the people's distributions over ordinal positions (a model
+# trial's shares averaged over its trials, a person's answers weighted by the survey weight), then
+# representativeness() of R/representativeness.R
+sf_representativeness <- function(responses, options, by = character(0)) {
+  tr <- .sf_trial_scores(responses, options)
+  d <- .sf_shares(responses)
+  d$tw <- ifelse(d$source == "human", d$weight, 1)
+  j <- match(paste(d$item, d$response, sep = "\r"), paste(options$item, options$response, sep = "\r"))
+  d$position <- as.numeric(options$position[j])
+  d$refusal <- ifelse(is.na(j), TRUE, as.logical(options$refusal[j]))
+  ntr <- stats::ave(as.character(d$trial), .sf_id(d, c("source", "model", "item", by)),
+                    FUN = function(v) length(unique(v)))
+  d$w <- d$share * d$tw / ifelse(d$source == "human", 1, as.numeric(ntr))
+  d$key <- d$item
+  pool <- function(x, cols) {
+    g <- .sf_id(x, cols)
+    out <- x[!duplicated(g), cols, drop = FALSE]
+    out$weight <- as.numeric(tapply(x$w, g, sum)[g[!duplicated(g)]])
+    out
+  }
+  h <- d[d$source == "human", , drop = FALSE]
+  m <- d[d$source != "human", , drop = FALSE]
+  mcols <- intersect(by, names(m))
+  representativeness(pool(m, c("model", mcols, "key", "position", "refusal")),
+                     pool(h, c("key", by, "position", "refusal")), by = if (length(by)) by else NULL)
+}
+
+# Agreement: Pearson r of item means, model against people (weighted means for people); with `by`,
+# one row per model x group over the items within the group
+sf_agreement <- function(responses, options, by = character(0)) {
+  d <- .sf_trial_scores(responses, options)
+  d <- d[!is.na(d$score), , drop = FALSE]
+  h <- d[d$source == "human", , drop = FALSE]
+  hg <- .sf_id(h, c(by, "item"))
+  hm <- vapply(split(seq_len(nrow(h)), factor(hg, levels = unique(hg))),
+               function(i) stats::weighted.mean(h$score[i], h$tw[i]), numeric(1))
+  rows <- list()
+  m <- d[d$source != "human", , drop = FALSE]
+  for (name in sort(unique(as.character(m$model)), method = "radix")) {
+    g <- m[m$model == name, , drop = FALSE]
+    mm <- tapply(g$score, .sf_id(g, c(by, "item")), mean)
+    common <- intersect(names(mm), names(hm))
+    x <- as.numeric(mm[common])
+    y <- as.numeric(hm[common])
+    ok <- !is.na(x) & !is.na(y)
+    cell <- sub("\r[^\r]*$", "", common[ok])  # the group part of the key (all of it but the item)
+    if (!length(by)) cell <- rep("", sum(ok))
+    for (k in sort(unique(cell), method = "radix")) {
+      xi <- x[ok][cell == k]
+      yi <- y[ok][cell == k]
+      r <- if (length(xi) >= 3) stats::cor.test(xi, yi) else list(estimate = NA_real_, p.value = NA_real_)
+      row <- data.frame(model = name, estimate = unname(r$estimate), p.value = r$p.value, n = length(xi),
+                        mean_abs_difference = mean(abs(xi - yi)), stringsAsFactors = FALSE)
+      if (length(by)) row <- cbind(row, stats::setNames(as.data.frame(as.list(strsplit(k, "\r")[[1]]),
+                                                                      stringsAsFactors = FALSE), by))
+      rows[[length(rows) + 1]] <- row
+    }
+  }
+  do.call(rbind, rows)
+}
+
+# Response shares by item x condition (trial-weighted means of per-trial shares), and the estimates'
+# mean, median, sd and quartiles (quantile type 7)
+sf_distribution <- function(responses, options) {
+  tr <- .sf_trial_scores(responses, options)
+  d <- .sf_shares(responses)
+  d$tw <- tr$tw[match(d$.trial, tr$.trial)]
+  keys <- c("source", "model", "item", "condition")
+  type <- if ("response_type" %in% names(d)) as.character(d$response_type) else rep("choice", nrow(d))
+  ch <- d[!(type %in% "estimate"), , drop = FALSE]
+  out <- list()
+  if (nrow(ch)) {
+    g <- .sf_id(ch, c(keys, "response"))
+    first <- !duplicated(g)
+    s <- ch[first, c(keys, "response"), drop = FALSE]
+    s$num <- as.numeric(tapply(ch$share * ch$tw, g, sum)[g[first]])
+    tk <- .sf_id(tr, keys)
+    s$share <- s$num / as.numeric(tapply(tr$tw, tk, sum)[.sf_id(s, keys)])
+    s$validity <- as.numeric(tapply(tr$validity, tk, mean)[.sf_id(s, keys)])
+    s$n <- as.numeric(table(tk)[.sf_id(s, keys)])
+    s$num <- NULL
+    out$distribution <- s
+  }
+  ttype <- if ("response_type" %in% names(tr)) as.character(tr$response_type) else rep("", nrow(tr))
+  est <- tr[ttype %in% "estimate", , drop = FALSE]
+  if (nrow(est)) {
+    g <- .sf_id(est, keys)
+    out$estimates <- do.call(rbind, lapply(split(est, factor(g, levels = unique(g))), function(e) {
+      x <- e$score[!is.na(e$score)]
+      q <- if (length(x)) stats::quantile(x, c(0.25, 0.75), type = 7, names = FALSE) else c(NA_real_, NA_real_)
+      data.frame(e[1, keys, drop = FALSE], mean = if (length(x)) mean(x) else NA_real_,
+                 median = if (length(x)) stats::median(x) else NA_real_,
+                 sd = if (length(x) > 1) stats::sd(x) else NA_real_, q25 = q[1], q75 = q[2],
+                 validity = mean(e$validity), n = nrow(e), n_valid = length(x), stringsAsFactors = FALSE)
+    }))
+  }
+  out
+}
+
+# Order effects among the substantive options: P(shown first) - P(shown last) per model x item x
+# option with the subject as the unit (paired within subject when every subject saw both, else
+# Welch), and the mean over items (one-sample t of the item means); `n_ordered` per item: the
+# options whose order varies (a refusal stays last)
+sf_order_effects <- function(responses, n_ordered) {
+  d <- responses[responses$source != "human" & !is.na(responses$shown_position), , drop = FALSE]
+  if (!nrow(d)) return(NULL)
+  d <- .sf_shares(d)
+  last <- as.numeric(n_ordered$n_ordered[match(d$item, n_ordered$item)])
+  d$first <- d$shown_position == 1
+  d$last <- d$shown_position == last
+  g <- .sf_id(d, c("model", "item", "response"))
+  rows <- list()
+  for (k in unique(g)) {
+    s <- d[g == k, , drop = FALSE]
+    if (!any(s$first) || !any(s$last)) next
+    f <- tapply(s$share[s$first], s$subject[s$first], mean)
+    l <- tapply(s$share[s$last], s$subject[s$last], mean)
+    f <- f[unique(as.character(s$subject[s$first]))]
+    if (length(f) >= 2 && setequal(names(f), names(l))) {
+      r <- one_sample_test(f - l[names(f)])
+    } else {
+      r <- welch_test(f, l)
+    }
+    rows[[length(rows) + 1]] <- data.frame(model = s$model[1], item = s$item[1], response = s$response[1],
+                                           p_first = mean(f), p_last = mean(l), estimate = r$estimate,
+                                           std.error = r$std.error, statistic = r$statistic, df = r$df,
+                                           p.value = r$p.value, n_first = length(f), n_last = length(l),
+                                           stringsAsFactors = FALSE)
+  }
+  per_item <- do.call(rbind, rows)
+  if (is.null(per_item)) return(NULL)
+  avg <- do.call(rbind, lapply(split(per_item, per_item$model), function(p) {
+    im <- tapply(p$estimate, factor(p$item, levels = unique(p$item)), mean)
+    cbind(model = p$model[1], one_sample_test(as.numeric(im))[, c("estimate", "std.error", "statistic", "df",
+                                                                   "p.value", "conf.low", "conf.high", "n")],
+          stringsAsFactors = FALSE)
+  }))
+  list(per_item = per_item, average = avg)
+}

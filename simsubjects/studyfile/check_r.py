@@ -1,0 +1,168 @@
+"""`analyze RUN --check-r` on a study file's run: each analysis the file lists, recomputed in R.
+
+R starts from the tidy responses (responses.parquet: model and human rows) and the file's option
+positions, not from Python's per-trial scores: R/studyfile.R computes the trial scores, the subject
+means and every test itself. Twins, per analysis type (docs/studies.md):
+
+* distribution — shares by item x condition x response, validity and n; the estimates' mean,
+  median, sd and quartiles (quantile type 7);
+* welch — stats::t.test(x, y) on subject means (survey::svyttest with survey weights);
+* one_sample — stats::t.test(x) on subject means of score - mu (svyttest with survey weights);
+* chi_square — stats::chisq.test(correct = FALSE) on the subject-level expected counts, Cramér's V;
+* amce — estimatr::lm_robust(score ~ factors, clusters = subject, se_type = "CR2");
+* representativeness — representativeness() of R/representativeness.R on the pooled distributions;
+* agreement — stats::cor.test of item means;
+* order effects (randomized or averaged option orders) — welch_test / one_sample_test of the subject
+  means shown first and last, and the mean over items;
+* the Holm / BH columns of every table — p.adjust (analyze.check_r.check_r_rows).
+
+`paired`, `summaries` and `type: function` analyses have no twin here; their rows are absent, and the
+check says so in one row each (`ok` stays true: nothing was compared).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..analyze.check_r import _tag, compare, compare_fields
+from .spec import Study
+
+BROOM = {k: k for k in ("estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n")}
+NO_TWIN = ("paired", "summaries", "function")
+
+
+def options_table(study: Study) -> pd.DataFrame:
+    """item, response, position, refusal of every option the file declares (a judge's for free text)."""
+    rows = []
+    for it in study.items:
+        r = it.response.judge if it.response.kind == "free_text" else it.response
+        for o in (r.options if r else []):
+            rows.append({"item": it.id, "response": o.label,
+                         "position": math.nan if o.position is None else float(o.position), "refusal": bool(o.refusal)})
+    return pd.DataFrame(rows, columns=["item", "response", "position", "refusal"])
+
+
+def _columns(study: Study, responses: pd.DataFrame) -> list[str]:
+    """The response columns R needs: trial keys, answers, weights and every grouping column named."""
+    named = {"item", "condition", "subject", "response", "weight", "validity", "estimate", "response_type",
+             "shown_position"}
+    for a in study.analyses:
+        named |= {a.get("factor"), *(a.get("factors") or []), *(a.get("by") or [])}
+        if isinstance(a.get("mu"), str):
+            named.add(a["mu"])
+    return [c for c in ["source", "model", "run", "trial", *sorted(n for n in named if n)] if c in responses.columns]
+
+
+def _merge(py: pd.DataFrame, r: pd.DataFrame | None, keys: list[str]) -> pd.DataFrame:
+    r = pd.DataFrame(columns=keys) if r is None else r
+    both = [py.assign(**{k: py[k].astype(str) for k in keys}), r.assign(**{k: r[k].astype(str) for k in keys})]
+    return both[0].merge(both[1], on=keys, how="outer", suffixes=("", "_r"), indicator=True)
+
+
+def _rows(label: str, m: pd.DataFrame, keys: list[str], fields: dict, tol, tol_p) -> list[dict]:
+    """One comparison row per field and matched row; a row only Python (or only R) has is a difference."""
+    out = [compare(f"{label}: rows in only one of Python and R", 0, int((m["_merge"] != "both").sum()), 0)]
+    for row in m[m["_merge"] == "both"].to_dict("records"):
+        tag = _tag(label, *[row[k] for k in keys])
+        if str(row.get("warning") or "") not in ("", "nan"):  # no test on either side: the estimate, and p empty
+            out.append(compare(f"{tag} estimate", row.get("estimate"), row.get("estimate_r"), tol))
+            out.append(compare(f"{tag} p.value (none)", row.get("p.value"), row.get("p.value_r"), tol_p))
+            continue
+        out += compare_fields(tag, {k: row.get(k) for k in fields}, {v: row.get(f"{v}_r") for v in fields.values()},
+                              tol, tol_p, fields)
+    return out
+
+
+def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, tol, tol_p) -> list[dict]:
+    """Every analysis of `study` with an R twin, Python (`tables`, as analyze computed them) against R."""
+    from .analyses import analyze_study
+
+    tables = tables or analyze_study(study, responses, items)
+    opts = options_table(study)
+    resp = responses[_columns(study, responses)]
+    rd, ro = r.to_r(resp), r.to_r(opts)
+    call = lambda name, *a, **k: r.to_py(r.env.find(name)(rd, ro, *[r.vector(x) for x in a],  # noqa: E731
+                                                          **{key: r.vector(v) for key, v in k.items()}))
+    out = _distribution(r, rd, ro, tables, tol)
+    tests = tables.get("tests", pd.DataFrame())
+    for i, a in enumerate(study.analyses):
+        kind, name = a["type"], a.get("name") or f"{a['type']}_{i + 1}"
+        by = list(a.get("by", ["item"]))
+        label = f"{name} ({kind})"
+        if kind in ("welch", "one_sample", "chi_square"):
+            py = tests[tests["analysis"] == name] if "analysis" in tests else tests.iloc[:0]
+            keys = ["source", "model", *by] + (["contrast"] if kind == "welch" else [])
+            if kind == "welch":
+                rr = call("sf_welch", a["factor"], list(a["levels"]), by=by)
+            elif kind == "one_sample":
+                rr = call("sf_one_sample", mu=a.get("mu", 0), by=by)
+            else:
+                rr = call("sf_chi_square", a["factor"], by=by)
+            fields = dict(BROOM) if kind != "chi_square" else {"statistic": "statistic", "df": "df", "p.value": "p.value",
+                                                                "effect_size": "effect_size", "n": "n"}
+            out += _rows(label, _merge(py, _nonempty(rr), keys), keys, fields, tol, tol_p)
+        elif kind == "amce":
+            rr = call("sf_amce", list(a["factors"]))
+            keys = ["source", "model", "term"]
+            out += _rows(label, _merge(tables[name], _nonempty(rr), keys), keys, BROOM, tol, tol_p)
+        elif kind == "representativeness":
+            rby = list(a.get("by", []))
+            rr = call("sf_representativeness", by=rby) if rby else call("sf_representativeness")
+            keys = ["model", *rby]
+            fields = {k: k for k in ("estimate", "std.error", "conf.low", "conf.high", "n")}
+            out += _rows(label, _merge(tables[name], rr, keys), keys, fields, tol, tol)
+        elif kind == "agreement":
+            aby = list(a.get("by", []))
+            rr = call("sf_agreement", by=aby) if aby else call("sf_agreement")
+            fields = {k: k for k in ("estimate", "p.value", "n", "mean_abs_difference")}
+            out += _rows(label, _merge(tables[name], rr, ["model", *aby]), ["model", *aby], fields, tol, tol_p)
+        elif kind in NO_TWIN:
+            out.append({"statistic": f"{label}: no R twin (not compared)", "python": math.nan, "r": math.nan,
+                        "abs_diff": 0.0, "tolerance": 0.0, "ok": True})
+    if "order_effects" in tables and len(tables["order_effects"]):
+        out += _order_effects(r, study, responses, tables, tol, tol_p)
+    return out
+
+
+def _nonempty(df):
+    return None if df is None or not len(df) or not len(df.columns) else df
+
+
+def _distribution(r, rd, ro, tables, tol) -> list[dict]:
+    got = r.env.find("sf_distribution")(rd, ro)
+    out = []
+    names = list(got.names) if got.names is not r.ro.NULL else []
+    keys = ["source", "model", "item", "condition"]
+    for name in ("distribution", "estimates"):
+        if name not in tables and name not in names:
+            continue
+        rr = r.to_py(got.rx2(name)) if name in names else None
+        py = tables.get(name, pd.DataFrame(columns=keys))
+        py = py.assign(condition=py["condition"].fillna("")) if "condition" in py else py
+        if rr is not None and "condition" in rr:
+            rr["condition"] = rr["condition"].fillna("")
+        k = keys + (["response"] if name == "distribution" else [])
+        fields = ({"share": "share", "validity": "validity", "n": "n"} if name == "distribution" else
+                  {f: f for f in ("mean", "median", "sd", "q25", "q75", "validity", "n", "n_valid")})
+        out += _rows(name, _merge(py, rr, k), k, fields, tol, tol)
+    return out
+
+
+def _order_effects(r, study: Study, responses, tables, tol, tol_p) -> list[dict]:
+    k = pd.DataFrame([{"item": it.id, "n_ordered": float(sum(not o.refusal for o in (
+        (it.response.judge if it.response.kind == "free_text" else it.response) or it.response).options))}
+        for it in study.items])
+    cols = [c for c in ("source", "model", "run", "trial", "subject", "item", "response", "weight", "shown_position")
+            if c in responses.columns]
+    got = r.env.find("sf_order_effects")(r.to_r(responses[cols]), r.to_r(k))
+    per_item, avg = r.to_py(got.rx2("per_item")), r.to_py(got.rx2("average"))
+    keys = ["model", "item", "response"]
+    fields = {f: f for f in ("p_first", "p_last", "estimate", "std.error", "statistic", "df", "p.value", "n_first",
+                             "n_last")}
+    out = _rows("order_effects", _merge(tables["order_effects"], per_item, keys), keys, fields, tol, tol_p)
+    out += _rows("order_effects_average", _merge(tables["order_effects_average"], avg, ["model"]), ["model"],
+                 dict(BROOM), tol, tol_p)
+    return out
+

@@ -210,7 +210,7 @@ OPINION_SURVEY = StudyDef(
         Option(("--margins",), {"type": click.Path(dir_okay=False),
                                 "help": "CSV attribute,group,share: rake the respondents to these margins, then draw "
                                         "the panel from the raked weights."}),
-        Option(("--trim",), {"default": None, "type": click.FloatRange(min=1.0),
+        Option(("--trim",), {"type": click.FloatRange(min=1.0),
                              "help": "With --margins: cap the raked weights at this many times their mean (e.g. 5), "
                                      "trading exact margins for a larger Kish effective n; both are recorded in "
                                      "the manifest (panel)."}, omit_unset=True),

@@ -27,6 +27,8 @@ HEAVY_FIRST = [
     "test_kill_resume.py",  # ~220 s serial: a dozen CLI subprocesses, each importing torch
     "test_sessions.py",  # sessions on the model, a SIGKILL resume (two CLI starts)
     "test_replicate.py",
+    "test_check_r_studyfile.py",  # ~2-3 min serial: each example collected on the model, then R
+    "test_session_players.py",  # ~75 s serial: model players and chat turns on the model and the server
     "test_ray_engine.py",  # a loopback Ray cluster, two actors loading the model (~2-4 min)
     "test_multi_run.py",  # ~75 s serial
     "test_check_r.py",

@@ -87,7 +87,8 @@ def variance(sigma2: float, rho: float, n, N, kappa: float | None = None) -> np.
     sigma^2/n (1 - 2 lambda rho kappa + lambda^2 kappa^2) + sigma^2 lambda^2 kappa^2 / N."""
     n = np.asarray(n, float)
     N = np.asarray(N, float)
-    share = np.where(np.isinf(N), 1.0, N / np.maximum(N + n, 1e-300))
+    with np.errstate(invalid="ignore"):  # inf/inf where N is infinite: np.where replaces it with 1
+        share = np.where(np.isinf(N), 1.0, N / np.maximum(N + n, 1e-300))
     if kappa is None or not np.isfinite(kappa) or kappa == 0:
         return sigma2 / n * (1 - max(rho, 0.0) ** 2 * share)
     lam = np.clip(max(rho, 0.0) * share / kappa, 0.0, 1.0)

@@ -376,3 +376,32 @@ def _question_notes(q: Question, notes: list) -> None:
         notes.append(Note(q.qid, q.kind, f"skip logic ({clean(skip.get('Description'))}) not converted in "
                                          "study.yaml: the questions after it are asked of every subject (session.yaml "
                                          "skips them where the condition is an answer)"))
+
+
+JUDGE = ("Question: ${question}\nSomeone answered: ${answer}\n"
+         "Does this answer respond to the question? Answer Yes or No.")
+
+
+def response_yaml(it: Item):
+    """The item's `response:` as study.yaml and session.yaml write it (write.py, session.py)."""
+    if it.kind == "yesno":
+        return "yesno"
+    if it.kind == "estimate":
+        r = {"type": "estimate", "integer": it.integer}
+        if it.min is not None:
+            r["min"] = it.min
+        if it.max is not None:
+            r["max"] = it.max
+        return r
+    if it.kind == "free_text":
+        return {"type": "free_text", "max_tokens": 48, "judge": {"prompt": JUDGE, "response": "yesno"}}
+    opts = []
+    for o in it.options:
+        d = {"label": o.label}
+        if o.position is not None:
+            d["position"] = int(o.position) if float(o.position).is_integer() else o.position
+        if o.refusal:
+            d["refusal"] = True
+        opts.append(d)
+    # letters label at most 26 options; a longer list (countries, states) is scored by the option texts
+    return {"type": "choice", "options": opts, **({"style": "words"} if len(opts) > 26 else {})}

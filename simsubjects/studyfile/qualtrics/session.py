@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .build import Conversion, Item, Note
+from .build import Conversion, Item, Note, response_yaml
 from .qsf import _entries
 
 LOCATOR = re.compile(r"^q://(QID[0-9]+)/(SelectableChoice|SelectableAnswer)/([0-9]+)(?:/([0-9]+))?$")
@@ -102,21 +102,6 @@ class _Logic:
         if self.visible.get(iid):
             atom = f"({self.visible[iid]}) and ({atom})"
         return (f"not ({atom})" if neg else atom), ""
-
-
-def _response(it: Item):
-    if it.kind == "yesno":
-        return "yesno"
-    opts = []
-    for o in it.options:
-        d = {"label": o.label}
-        if o.position is not None:
-            d["position"] = int(o.position) if float(o.position).is_integer() else o.position
-        if o.refusal:
-            d["refusal"] = True
-        opts.append(d)
-    # letters label at most 26 options; a longer list (countries, states) is scored by the option texts
-    return {"type": "choice", "options": opts, **({"style": "words"} if len(opts) > 26 else {})}
 
 
 MAX_RANKED = 5  # options of a rank question expanded into sequential choices (items: 1 + sum of C(k, j))
@@ -257,7 +242,7 @@ def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict
         out = []
         for it in [x for x in items if x.block == bname]:
             text = f"{it.context}\n\n{it.text}" if it.context else it.text
-            d = {"id": ids[it.id], "text": text.replace("$", "$$"), "response": _response(it)}
+            d = {"id": ids[it.id], "text": text.replace("$", "$$"), "response": response_yaml(it)}
             conds = [f"{it.arm[0]} == '{it.arm[1]}'"] if it.arm else []
             logic_of = _Logic(conv, before, ids, visible)
             for fid, logic in s.branches.get(bid, []):  # a block under a branch: shown where the branch holds

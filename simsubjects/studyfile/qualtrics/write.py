@@ -11,14 +11,12 @@ from pathlib import Path
 import yaml
 
 from ...errors import UserError
-from .build import Conversion, Item, convert
+from .build import Conversion, Item, convert, response_yaml
 from .human import Human, human_rows
 from .qsf import load_qsf
 from .responses import read_export
 
 RESERVED_COLS = {"respondent", "item", "response", "condition"}
-JUDGE = ("Question: ${question}\nSomeone answered: ${answer}\n"
-         "Does this answer respond to the question? Answer Yes or No.")
 
 
 def _lit(text: str) -> str:
@@ -29,30 +27,6 @@ def _lit(text: str) -> str:
 def _slug(name: str) -> str:
     s = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     return s if s[:1].isalpha() else f"qualtrics-{s}".rstrip("-")
-
-
-def _response(it: Item):
-    if it.kind == "yesno":
-        return "yesno"
-    if it.kind == "estimate":
-        r = {"type": "estimate", "integer": it.integer}
-        if it.min is not None:
-            r["min"] = it.min
-        if it.max is not None:
-            r["max"] = it.max
-        return r
-    if it.kind == "free_text":
-        return {"type": "free_text", "max_tokens": 48, "judge": {"prompt": JUDGE, "response": "yesno"}}
-    opts = []
-    for o in it.options:
-        d = {"label": o.label}
-        if o.position is not None:
-            d["position"] = int(o.position) if float(o.position).is_integer() else o.position
-        if o.refusal:
-            d["refusal"] = True
-        opts.append(d)
-    # letters label at most 26 options; a longer list (countries, states) is scored by the option texts
-    return {"type": "choice", "options": opts, **({"style": "words"} if len(opts) > 26 else {})}
 
 
 def _item_text(it: Item, conv: Conversion, after: dict) -> object:
@@ -81,7 +55,8 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list 
         attrs = {"qid": it.qid, "tag": it.tag, "block": it.block, "qtype": it.qtype, "answer_kind": it.kind}
         if it.arm:
             attrs[it.arm[0]] = it.arm[1]
-        items.append({"id": it.id, "text": _item_text(it, conv, after), "response": _response(it), "attributes": attrs})
+        items.append({"id": it.id, "text": _item_text(it, conv, after), "response": response_yaml(it),
+                      "attributes": attrs})
     d = {"study": _slug(s.name), "title": f"{s.name} (imported from Qualtrics)",
          "citation": f"Qualtrics survey {s.id or s.file.name} ({s.file.name})",
          "description": "Written by `simsubjects study import qualtrics`; what was not converted is listed in "

@@ -26,6 +26,7 @@ import pytest
 from simsubjects.cli.commands import main
 from simsubjects.studyfile import expr as X
 from simsubjects.studyfile.session import load_session
+from tests.bad_input import assert_one_line_exit_2
 
 ROOT = Path(__file__).resolve().parents[1]
 BAD = ROOT / "tests" / "data" / "sessions" / "bad"
@@ -43,14 +44,7 @@ def test_corpus_is_large_and_its_base_is_valid():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_malformed_session_one_line_exit_2_nothing_written(name, tmp_path, capsys):
-    path = BAD / f"{name}.yaml"
-    for argv in (["study", "check", str(path)], ["collect", str(path), "--out", str(tmp_path / "run")]):
-        assert main(argv) == 2
-        err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1, err
-        assert EXPECTED[name] in err, err
-        assert f"{name}.yaml:" in err and err.split(f"{name}.yaml:")[1].split(":")[0].isdigit(), err
-    assert not (tmp_path / "run").exists()
+    assert_one_line_exit_2(BAD / f"{name}.yaml", tmp_path, capsys, EXPECTED[name])
 
 
 # ------------------------------------------------------------------------------ expressions

@@ -19,6 +19,7 @@ from simsubjects.studyfile import load_study
 from simsubjects.studyfile.collect import parse_estimate
 from simsubjects.studyfile.design import build_trials
 from simsubjects.studyfile.spec import Response
+from tests.bad_input import assert_one_line_exit_2
 
 ROOT = Path(__file__).resolve().parents[1]
 BAD = ROOT / "tests" / "data" / "studyfiles" / "bad"
@@ -35,16 +36,8 @@ def test_corpus_is_large_and_its_base_is_valid():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_malformed_study_file_one_line_exit_2_nothing_written(name, tmp_path, capsys):
-    path = BAD / f"{name}.yaml"
-    for argv in (["study", "check", str(path)], ["collect", str(path), "--out", str(tmp_path / "run")]):
-        assert main(argv) == 2
-        err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1, err
-        assert EXPECTED[name] in err, err
-        assert f"{name}.yaml" in err
-        if name not in ("empty_file",):
-            assert f"{name}.yaml:" in err and err.split(f"{name}.yaml:")[1].split(":")[0].isdigit(), err
-    assert not (tmp_path / "run").exists()
+    assert_one_line_exit_2(BAD / f"{name}.yaml", tmp_path, capsys, EXPECTED[name],
+                           with_line=name not in ("empty_file",))
 
 
 def test_unreadable_and_missing_study_files(tmp_path, capsys):

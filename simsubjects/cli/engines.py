@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from simsubjects.cli.options import with_options
 from simsubjects.errors import UserError
 
 
@@ -41,9 +42,7 @@ def engine_options(f):
                      help="Stop before this command's usage, priced by --price-in/--price-out, would pass USD; "
                           "what is done is kept (resume with a larger cap). With --dry-run: say whether the run fits."),
     ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
+    return with_options(f, opts)
 
 
 def check_engine_options(kw: dict) -> None:

@@ -51,11 +51,16 @@ BATCH_SIZE_OPTION = click.option("--batch-size", default=64, show_default=True, 
                                  help="Trials per batch; each finished batch is saved before the next starts.")
 
 
-def backend_options(f):
-    """--base-url, --timeout, --chat-template, --trust-remote-code, --device (collect and replicate)."""
-    for o in reversed(BACKEND_OPTIONS):
+def with_options(f, options):
+    """`f` with click's `options` applied so that --help lists them in the order given."""
+    for o in reversed(options):
         f = o(f)
     return f
+
+
+def backend_options(f):
+    """--base-url, --timeout, --chat-template, --trust-remote-code, --device (collect and replicate)."""
+    return with_options(f, BACKEND_OPTIONS)
 
 
 def run_options(f):
@@ -81,9 +86,7 @@ def run_options(f):
                      help="With --dry-run on an API model: a local model (smollm2, hf:/path) whose tokenizer "
                      "counts the tokens (default: smollm2's, an approximation)."),
     ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
+    return with_options(f, opts)
 
 
 def _dry_run_report(rows, model, spec: str, kw: dict) -> None:
@@ -113,9 +116,7 @@ def model_options(f):
         click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
         BATCH_SIZE_OPTION,
     ]
-    for o in reversed(opts):
-        f = o(f)
-    return run_options(f)
+    return run_options(with_options(f, opts))
 
 
 def _model_kwargs(kw: dict) -> dict:

@@ -13,6 +13,7 @@ import click
 if TYPE_CHECKING:  # annotations only: pandas is imported on first use
     import pandas as pd
 
+from simsubjects.cli.options import with_options
 from simsubjects.errors import UserError
 
 # numpy and pandas are imported where used: `simsubjects --help` and the preload client stay light
@@ -41,9 +42,7 @@ def ppi_options(f):
                      show_default=True, help=ESTIMAND_HELP),
         click.option("--ppi-x", default="", help="Comma-separated covariate columns (of items.parquet or the human file)."),
     ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
+    return with_options(f, opts)
 
 
 def read_table(path, what: str) -> pd.DataFrame:

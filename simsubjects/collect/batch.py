@@ -112,7 +112,7 @@ def plan_requests(study, spec, out, *, params: dict, method: str, n: int, batch_
     from .models.openai_api import openai_fingerprint
     from .models.openai_transport import DEFAULT_BASE_URL, is_openai_host
     from .pipeline import numeric_identity
-    from .runner import collect_choices
+    from .runner import collect_trials
     from .store import CACHE
 
     backend = check_model_options(spec, base_url, None)
@@ -135,11 +135,7 @@ def plan_requests(study, spec, out, *, params: dict, method: str, n: int, batch_
     cache = OverlayCache(run_cache)
     rec = Recorder(ModelInfo(spec=redact(spec.text), backend="openai", name=name, revision=name), fp)
     try:
-        if study.collect is None:
-            collect_choices(rec, trials, cache, study=study.name, method=method, n=n, show_progress=False,
-                            chunk=batch_size)
-        else:
-            study.collect(rec, cache, trials, {**params, "batch_size": batch_size}, False)
+        collect_trials(study, rec, cache, trials, params, method=method, n=n, chunk=batch_size)
     finally:
         if run_cache is not None:
             run_cache.close()

@@ -121,7 +121,7 @@ def remaining_estimate(study, model, out, trials, params: dict, *, method: str, 
     from pathlib import Path
 
     from .store import OverlayCache
-    from .runner import collect_choices
+    from .runner import collect_trials
     from .store import RunStore
 
     fp = model.fingerprint()
@@ -130,11 +130,7 @@ def remaining_estimate(study, model, out, trials, params: dict, *, method: str, 
     cache = RunStore(Path(out)).cache()
     try:
         overlay = OverlayCache(cache)
-        if study.collect is None:
-            collect_choices(counter, trials, overlay, study=study.name, method=method, n=n, show_progress=False,
-                            chunk=batch_size)
-        else:
-            study.collect(counter, overlay, trials, {**params, "batch_size": batch_size}, False)
+        collect_trials(study, counter, overlay, trials, params, method=method, n=n, chunk=batch_size)
     finally:
         cache.close()
     after = counter.usage()

@@ -118,17 +118,13 @@ def dry_model(spec: ModelSpec, *, chat_template: bool = False, tokenizer: ModelS
 
 def dry_collect(study, model: DryModel, params: dict, *, method: str, n: int, batch_size: int) -> dict:
     """Run `study`'s collection against the dry model, as pipeline.run_study does; its usage."""
-    from simsubjects.collect.runner import collect_choices
+    from simsubjects.collect.runner import collect_trials
 
     trials, _items = study.make(**params)
     params = {**params, "method": method, "n": n if method != "exact" else None}
     before = model.usage()
     cache = MemoryCache()
-    if study.collect is None:
-        collect_choices(model, trials, cache, study=study.name, method=method, n=n, show_progress=False,
-                        chunk=batch_size)
-    else:
-        study.collect(model, cache, trials, {**params, "batch_size": batch_size}, False)
+    collect_trials(study, model, cache, trials, params, method=method, n=n, chunk=batch_size)
     after = model.usage()
     row = {"study": study.name, "trials": len(trials), **{k: after[k] - before[k] for k in after}}
     if study.name.startswith(ADAPTIVE):

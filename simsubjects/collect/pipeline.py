@@ -19,7 +19,7 @@ from ..errors import UserError
 from simsubjects.collect.schema import check_responses
 from ..redact import redact, redact_obj
 from .models import BACKENDS, ModelSpec, check_model_options, load_model, model_spec
-from .runner import collect_choices
+from .runner import collect_trials
 from .store import RunStore, stable_hash
 
 
@@ -128,14 +128,9 @@ def _run_study(study, spec: ModelSpec, out, *, params: dict, method: str = "exac
     usage_before = model.usage() if hasattr(model, "usage") else None
     try:
         cache = store.cache()
-        records = None
         try:
-            if study.collect is None:
-                responses, stats = collect_choices(model, trials, cache, study=study.name, method=method, n=n,
-                                                   show_progress=show_progress, chunk=chunk)
-            else:
-                responses, stats, records = study.collect(model, cache, trials, {**params, "batch_size": chunk},
-                                                          show_progress)
+            responses, stats, records = collect_trials(study, model, cache, trials, params, method=method, n=n,
+                                                       chunk=chunk, show_progress=show_progress)
         finally:
             try:
                 nothing_cached = len(cache) == 0

@@ -174,3 +174,14 @@ def complete_many(model, cache: RequestCache, requests: list[CompletionRequest],
     fp = model.fingerprint()
     keys = [cache_key(fp, r) for r in requests]
     return cached_map(cache, requests, keys, model.complete, lambda v: CompletionResult(**v), chunk, bar)
+
+
+def collect_trials(study, model, cache: RequestCache, trials: pd.DataFrame, params: dict, *, method: str, n: int,
+                   chunk: int, show_progress: bool = False) -> tuple:
+    """A study's trials through `model` and `cache`: the study's own `collect` (responses, stats,
+    records) where it declares one, else the k-choice runner (responses, stats, None). The one path
+    that run_study, --dry-run, --max-cost and --batch-export all take."""
+    if study.collect is None:
+        return (*collect_choices(model, trials, cache, study=study.name, method=method, n=n,
+                                 show_progress=show_progress, chunk=chunk), None)
+    return study.collect(model, cache, trials, {**params, "batch_size": chunk}, show_progress)

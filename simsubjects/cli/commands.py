@@ -17,7 +17,8 @@ from simsubjects.cli.ppi import ppi_options, register as register_ppi
 from simsubjects.cli.preload_cmd import preload_group
 from simsubjects.cli.options import (  # noqa: F401 - the options collect STUDY, collect STUDY.yaml and replicate share
     BATCH_SIZE_OPTION, DEVICE_OPTION, MAX_N, SEED, TIMEOUT_OPTION, _check_model, _dry_run_report, _model_kwargs,
-    _pandas, _report_collection, _tokenizer, backend_options, echo_table, model_options, run_options)
+    _pandas, _report_collection, _tokenizer, backend_options, dry_run_command, echo_table, model_options,
+    run_options)
 from simsubjects.errors import UserError
 from simsubjects.collect.untrusted import term
 
@@ -209,13 +210,8 @@ def _collect_command(study, name: str | None = None):
         if batch_files(study, params, kw):
             return
         if kw["dry_run"]:
-            from simsubjects.collect.dryrun import check_prices, dry_run_study
-
-            check_prices(kw["price_in"], kw["price_out"])
-            rows, model = dry_run_study(study, kw["model"], {**params, "chat_template": kw["chat_template"]},
-                                        method=kw["method"], n=kw["n"], batch_size=kw["batch_size"],
-                                        chat_template=kw["chat_template"], tokenizer=_tokenizer(kw))
-            _dry_run_report(rows, model, kw["model"], kw)
+            rows = dry_run_command(study, kw["model"], {**params, "chat_template": kw["chat_template"]},
+                                   kw["method"], kw)
             return report_fit(rows, kw)
         if kw["validate"]:
             trials, _ = study.make(**params)

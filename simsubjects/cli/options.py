@@ -89,6 +89,18 @@ def run_options(f):
     return with_options(f, opts)
 
 
+def dry_run_command(study, spec, params: dict, method: str, kw: dict) -> list[dict]:
+    """`collect ... --dry-run` for a built-in study, a study file or a session: the prices checked, the
+    collection counted by the tokenizer (no weights, nothing written), the table printed; its rows."""
+    from simsubjects.collect.dryrun import check_prices, dry_run_study
+
+    check_prices(kw["price_in"], kw["price_out"])
+    rows, model = dry_run_study(study, spec, params, method=method, n=kw["n"], batch_size=kw["batch_size"],
+                                chat_template=kw["chat_template"], tokenizer=_tokenizer(kw))
+    _dry_run_report(rows, model, spec, kw)
+    return rows
+
+
 def _dry_run_report(rows, model, spec: str, kw: dict) -> None:
     from simsubjects.collect.dryrun import describe, price_table
 

@@ -37,15 +37,10 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     from .options import _parse_model
 
     if kw["dry_run"]:  # counted by the tokenizer as replicate --dry-run counts a session: nothing written
-        from .options import _dry_run_report, _tokenizer
-        from ..collect.dryrun import check_prices, dry_run_study
+        from .options import dry_run_command
 
-        check_prices(kw["price_in"], kw["price_out"])
-        spec = _parse_model(kw["model"])
-        rows, model = dry_run_study(session_def(study), spec, params, method=method, n=kw["n"],
-                                    batch_size=kw["batch_size"], chat_template=kw["chat_template"],
-                                    tokenizer=_tokenizer(kw))
-        return _dry_run_report(rows, model, spec, kw)
+        dry_run_command(session_def(study), _parse_model(kw["model"]), params, method, kw)
+        return None
     _, manifest = run_study(session_def(study, out=kw["out"]), _parse_model(kw["model"]), kw["out"], params=params,
                             method=method, n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                             show_progress=not kw["quiet"], batch_size=kw["batch_size"])

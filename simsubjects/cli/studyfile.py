@@ -91,17 +91,14 @@ def _collect_file(path: str, kw: dict) -> None:
         raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
     params = {KEY: file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
               "judge_model": kw["judge_model"], **order_parameters(study, None if kw["dry_run"] else kw["out"])}
-    from .options import _parse_model, _tokenizer
+    from .options import _parse_model
 
     kw["model"] = _parse_model(kw["model"])  # the command's edge: parsed once, where run_study parsed it before
     if kw["dry_run"]:  # as for a built-in study: counted by the tokenizer, no weights, nothing written
-        from simsubjects.cli.options import _dry_run_report
-        from simsubjects.collect.dryrun import check_prices, dry_run_study
+        from simsubjects.cli.options import dry_run_command
 
-        check_prices(kw["price_in"], kw["price_out"])
-        rows, model = dry_run_study(sdef, kw["model"], params, method=method, n=kw["n"], batch_size=kw["batch_size"],
-                                    chat_template=kw["chat_template"], tokenizer=_tokenizer(kw))
-        return _dry_run_report(rows, model, kw["model"], kw)
+        dry_run_command(sdef, kw["model"], params, method, kw)
+        return None
     if kw["validate"]:
         from ..collect.models import load_model
 

@@ -34,14 +34,13 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     # float sums than the packed scorer, so the scorer is part of the run's identity
     params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": kw.get("paths"),
               "session_scorer": SCORER, **({"chat_template": True} if kw["chat_template"] else {})}
-    from .options import _parse_model
+    from .options import _parse_model, dry_run_command
 
+    spec = _parse_model(kw["model"])  # the command's edge: parsed once
     if kw["dry_run"]:  # counted by the tokenizer as replicate --dry-run counts a session: nothing written
-        from .options import dry_run_command
-
-        dry_run_command(session_def(study), _parse_model(kw["model"]), params, method, kw)
+        dry_run_command(session_def(study), spec, params, method, kw)
         return None
-    _, manifest = run_study(session_def(study, out=kw["out"]), _parse_model(kw["model"]), kw["out"], params=params,
-                            method=method, n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
+    _, manifest = run_study(session_def(study, out=kw["out"]), spec, kw["out"], params=params, method=method,
+                            n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
                             show_progress=not kw["quiet"], batch_size=kw["batch_size"])
     _report_collection(kw["out"], manifest)

@@ -22,27 +22,34 @@ if WORKER:
 
 # The files that take longest, first: xdist's loadfile hands out whole files in collection order,
 # so a long file started last would leave the other worker idle at the end (longest-first
-# scheduling). Measured with --durations (see docs/testing.md); unlisted files keep their order.
+# scheduling). The Makefile passes --no-loadscope-reorder: by default xdist re-sorts the files by
+# their number of tests, which put the one-test kill/resume file last. Order measured with
+# --durations (a file's total, see docs/testing.md); unlisted files keep their order.
 HEAVY_FIRST = [
-    "test_kill_resume.py",  # ~220 s serial: a dozen CLI subprocesses, each importing torch
-    "test_sessions.py",  # sessions on the model, a SIGKILL resume (two CLI starts)
-    "test_replicate.py",
-    "test_check_r_studyfile.py",  # ~2-3 min serial: each example collected on the model, then R
-    "test_session_players.py",  # ~75 s serial: model players and chat turns on the model and the server
-    "test_ray_engine.py",  # a loopback Ray cluster, two actors loading the model (~2-4 min)
-    "test_multi_run.py",  # ~75 s serial
-    "test_check_r.py",
-    "test_openai_backend.py",
-    "test_batch_files.py",  # a llama.cpp server on loopback answers an exported batch file (~1-3 min)
-    "test_fuzz.py",
+    "test_replicate.py",  # one tiny `replicate all` in a subprocess, then R, Stata and report checks on it
+    "test_openai_backend.py",  # the loopback llama.cpp server, faults injected by a proxy
+    "test_check_r.py",  # R CMD build + check with the vignette; rpy2 twins of every built-in
+    "test_multi_run.py",  # each study run alone and two at once on the model
+    "test_generation.py",
+    "test_kill_resume.py",  # ten SIGKILLs of a collection on the model
+    "test_sessions.py",
     "test_secrets.py",
-    "test_network.py",
+    "test_session_players.py",
+    "test_batch_files.py",
+    "test_ppi.py",
+    "test_qualtrics.py",
+    "test_ray_engine.py",  # a loopback Ray cluster, two actors loading the model
+    "test_crash_consistency.py",
     "test_studyfile.py",
-    "test_qualtrics.py",  # ~3 min serial: every sample survey dry-run, two collections on the embedded model
-    "test_preload.py",  # ~60 s: CLI runs through a fork server
-    "test_studyfile_builtins.py",  # ~50 s: built-in study files against their commands
-    "test_harden.py",
+    "test_fuzz.py",
     "test_conjoint.py",
+    "test_hf_backend.py",
+    "test_perf_paths.py",
+    "test_check_r_studyfile.py",
+    "test_amce.py",
+    "test_network.py",
+    "test_report.py",
+    "test_studyfile_builtins.py",
 ]
 
 

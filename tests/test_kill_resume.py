@@ -9,17 +9,21 @@ lost. After every kill the cache must pass SQLite's integrity check and the fold
 refuse analysis ("did not finish") or hold the complete reference table; temporary files a kill
 leaves behind are gone after the next start.
 
-Run: python -m pytest tests/test_kill_resume.py -q -s -m slow   (about 12 model loads of ~30 s)
+Each start is a process forked from a multiprocessing fork server that has imported torch,
+transformers and the CLI once (as `simsubjects preload` does for users), so a start costs the model
+load, not the ~7 s import; SIGKILL reaches the collecting process itself.
+
+Run: python -m pytest tests/test_kill_resume.py -q -s -m slow   (12 starts, each loading the model)
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import random
 import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,8 +33,10 @@ import pytest
 
 PAIRS, BATCH = 2, 2
 TRIALS = PAIRS * 11
-CMD = [sys.executable, "-m", "simsubjects.cli", "collect", "ultimatum", "--pairs", str(PAIRS),
-       "--batch-size", str(BATCH), "--quiet"]
+ARGS = ["collect", "ultimatum", "--pairs", str(PAIRS), "--batch-size", str(BATCH), "--quiet"]
+# what the fork server imports once: a start then costs the model load, not the torch import
+PRELOAD = ["torch", "transformers", "transformers.models.llama.modeling_llama", "simsubjects.cli.commands",
+           "simsubjects.collect.models.hf", "simsubjects.collect.pipeline"]
 KILLS = 10
 SEED = 7
 START_TIMEOUT = 420  # seconds for one start to load the model on a busy 2-core machine
@@ -81,19 +87,56 @@ def writing_tables(out: Path, stamp) -> bool:
     return any(n.startswith((".responses.parquet.", ".items.parquet.")) for n in names) or table_stamp(out) != stamp
 
 
-def start(out: Path, log: Path) -> subprocess.Popen:
-    with open(log, "ab") as f:
-        return subprocess.Popen(CMD + ["--out", str(out)], stdout=f, stderr=subprocess.STDOUT)
+def _collect(out: str, log: str) -> None:
+    """A start: `simsubjects collect ...` in this (forked) process, its output appended to `log`."""
+    from simsubjects.cli.commands import main
+
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sys.exit(main(ARGS + ["--out", out]))
+
+
+class Start:
+    """A start as the loop below needs it: poll(), returncode, pid (for SIGKILL), kill() and wait()."""
+
+    def __init__(self, ctx, out: Path, log: Path):
+        self.proc = ctx.Process(target=_collect, args=(str(out), str(log)))
+        self.proc.start()
+        self.pid = self.proc.pid
+
+    def poll(self):
+        return self.proc.exitcode
+
+    returncode = property(poll)
+
+    def wait(self):
+        self.proc.join()
+        return self.proc.exitcode
+
+    def kill(self):
+        self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def forkserver():
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def run_to_end(ctx, out: Path, log: Path) -> int:
+    proc = Start(ctx, out, log)
+    return proc.wait()
 
 
 @pytest.mark.slow
-def test_ten_random_kills_lose_no_rows(tmp_path):
+def test_ten_random_kills_lose_no_rows(tmp_path, forkserver):
     from simsubjects.collect.store import load_run
     from simsubjects.errors import UserError
 
     ref = tmp_path / "reference"
-    r = subprocess.run(CMD + ["--out", str(ref)], capture_output=True, text=True, timeout=1200)
-    assert r.returncode == 0, r.stderr[-2000:]
+    assert run_to_end(forkserver, ref, tmp_path / "reference.log") == 0, (tmp_path / "reference.log").read_text()[-2000:]
     want = pd.read_parquet(ref / "responses.parquet")
     assert len(want) == TRIALS * 2
     # The kill schedule follows the reference's own pace (the machine may be busy). Kills 1-8: wait
@@ -116,7 +159,7 @@ def test_ten_random_kills_lose_no_rows(tmp_path):
         else:
             target, extra = min(TRIALS, before + BATCH * rng.randint(0, 1)), rng.uniform(0.0, per_batch)
         stamp, tables = manifest_stamp(out), table_stamp(out)
-        proc = start(out, log)
+        proc = Start(forkserver, out, log)
         try:
             deadline = time.monotonic() + START_TIMEOUT
             while manifest_stamp(out) == stamp and proc.poll() is None:  # the model is loading
@@ -158,8 +201,7 @@ def test_ten_random_kills_lose_no_rows(tmp_path):
                         "cached_after": cached_answers(out), "state": state,
                         "temp_files": sorted(n for n in os.listdir(out) if n.endswith(".tmp"))})
 
-    final = subprocess.run(CMD + ["--out", str(out)], capture_output=True, text=True, timeout=1200)
-    assert final.returncode == 0, final.stderr[-2000:]
+    assert run_to_end(forkserver, out, log) == 0, log.read_text(errors="replace")[-2000:]
     got = pd.read_parquet(out / "responses.parquet")
     keys = ["trial", "response"]
     rows_lost = len(want) - len(want[keys].merge(got[keys], on=keys))

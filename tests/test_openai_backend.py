@@ -307,6 +307,15 @@ def test_request_that_always_fails_is_marked_and_others_succeed(llama_server):
     assert proxy.counts["always_fail"] == 2 * 3
 
 
+@pytest.fixture
+def short_backoff(monkeypatch):
+    """The CLI's backoff (0.5 s doubling, up to ~30 s for a request that always fails) as 10 ms steps:
+    these tests count requests, rows and failures, not waits; the waits are the transport's own tests."""
+    from simsubjects.collect.models.openai_transport import Transport
+
+    monkeypatch.setattr(Transport, "_backoff", lambda self, attempt: 0.01 * 2 ** min(attempt, 4))
+
+
 def _collect_ultimatum(url: str, out) -> int:
     from simsubjects.cli.commands import main
 
@@ -329,7 +338,7 @@ def _assert_same_table(a, b):
     pd.testing.assert_frame_equal(a[floats], b[floats], check_exact=False, atol=1e-4, rtol=0)
 
 
-def test_collection_through_faults_equals_a_clean_collection(llama_server, tmp_path):
+def test_collection_through_faults_equals_a_clean_collection(llama_server, tmp_path, short_backoff):
     assert _collect_ultimatum(llama_server, tmp_path / "clean") == 0
     with FaultProxy(llama_server.removesuffix("/v1"), rate_429=0.06, rate_500=0.06, rate_delay=0.04,
                     rate_cut=0.06, delay=1.0, retry_after="1", seed=99) as proxy:
@@ -339,7 +348,7 @@ def test_collection_through_faults_equals_a_clean_collection(llama_server, tmp_p
     _assert_same_table(_table(tmp_path / "clean"), _table(tmp_path / "faulty"))
 
 
-def test_failed_trials_are_listed_and_a_rerun_asks_only_for_them(llama_server, tmp_path):
+def test_failed_trials_are_listed_and_a_rerun_asks_only_for_them(llama_server, tmp_path, short_backoff):
     from simsubjects.collect.studies.ultimatum import build_trials
 
     trials, _ = build_trials(pairs=2)

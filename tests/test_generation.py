@@ -50,18 +50,17 @@ def test_stored_keys_values_change_nothing(smollm2):
 
 
 def test_milgram_settled_stop_keeps_the_first_sentence(smollm2):
-    """Each row alone, with and without the early stop: same draws, so the same first sentence."""
+    """With and without the early stop: same draws, so the same first sentence. The rows are decoded
+    together (rows together equal rows alone, tested above), a batch with and one without the stop."""
     model, tok = smollm2.model, smollm2.tokenizer
     prompts = [PROMPTS[3].replace("Ms. Lee", name) for name in ("Mr. Smith", "Ms. Garcia", "Mr. Nguyen", "Ms. Begay")]
+    full = [Row(tok(p).input_ids, seed=seed, max_tokens=40) for seed in range(2) for p in prompts]
+    cut = [Row(r.ids, seed=r.seed, max_tokens=40, settled=SETTLED) for r in full]
     saved = 0
-    for seed in range(2):
-        for p in prompts:
-            full = Row(tok(p).input_ids, seed=seed, max_tokens=40)
-            cut = Row(full.ids, seed=seed, max_tokens=40, settled=SETTLED)
-            a, b = generate(model, tok, [full])[0], generate(model, tok, [cut])[0]
-            assert first_sentence(b) == first_sentence(a), (a, b)
-            assert a.startswith(b)
-            saved += len(a) - len(b)
+    for a, b in zip(generate(model, tok, full), generate(model, tok, cut)):
+        assert first_sentence(b) == first_sentence(a), (a, b)
+        assert a.startswith(b)
+        saved += len(a) - len(b)
     assert saved > 0
 
 

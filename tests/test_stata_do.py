@@ -113,8 +113,7 @@ def folder(tmp_path_factory):
             df = rdata.read_rds(BUNDLED / study / "export" / f"{t}.rds")
             levels = {c: list(df[c].cat.categories) for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)}
             df = blank_as_missing(df.assign(**{c: df[c].astype(object) for c in levels}))
-            df.attrs["levels"] = levels
-            _write(df, out / study / "export" / f"{t}.dta", "dta")
+            _write(df, out / study / "export" / f"{t}.dta", "dta", design=levels)
         studies.append({"study": study, "folder": study, "exported": ["dta"], "status": "complete"})
     (out / "analysis.do").write_text(do_script({"studies": studies}, out))
     return out

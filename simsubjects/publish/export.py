@@ -103,7 +103,6 @@ def blank_as_missing(df: pd.DataFrame) -> pd.DataFrame:
             blank = out[c].map(lambda v: isinstance(v, str) and v == "")
             if blank.any():
                 out[c] = out[c].astype(object).where(~blank, None)
-    out.attrs = dict(df.attrs)
     return out
 
 
@@ -149,11 +148,14 @@ def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | N
     return pd.DataFrame(rows)
 
 
-def _write(df: pd.DataFrame, path: Path, fmt: str) -> dict[str, str]:
-    """Write one table; returns {original column: exported name}. Variable labels (.dta/.sav) come from
-    df.attrs["labels"] (the study's, set by export_run), else the core columns' labels."""
-    labels = df.attrs.get("labels") or study_labels()
-    design = df.attrs.get("levels") or {}
+def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None = None,
+           design: dict[str, list[str]] | None = None) -> dict[str, str]:
+    """Write one table; returns {original column: exported name}. Variable labels (.rds/.dta/.sav) are
+    `labels` (the study's, from export_run), else the core columns' labels; `design` orders factor
+    levels. Passed as arguments, not in df.attrs: pandas deep-copies attrs on every column access
+    (11 s of a tiny `replicate all`)."""
+    labels = labels or study_labels()
+    design = design or {}
     json_text = json_columns(df)
     df = flatten(df)
     cats = categorical_columns(df, json_text)
@@ -274,13 +276,13 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
         side = {c: lab for c, lab in labels.items() if c not in CORE_COLUMNS or c == "item"}
         for name, df in (("responses", responses), ("items", items), *extra.items()):
             df = blank_as_missing(df)
-            df.attrs["labels"] = labels if name == "responses" else side
-            df.attrs["levels"] = levels
+            df.attrs.clear()  # see _write: labels and levels travel as arguments
+            table_labels = labels if name == "responses" else side
             names = {}
             for fmt in formats:
-                names.update(_write(df, stage / f"{name}.{fmt}", fmt))
+                names.update(_write(df, stage / f"{name}.{fmt}", fmt, table_labels, levels))
                 names_out.append(f"{name}.{fmt}")
-            book = codebook(flatten(df), names, df.attrs["labels"], levels)
+            book = codebook(flatten(df), names, table_labels, levels)
             (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
             md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -42,9 +42,9 @@ def small_copy(tmp_path, **design) -> Path:
 def test_builtin_reads_the_bundled_study_file_and_the_example_is_it():
     assert EXAMPLE.resolve() == data_path(SCENARIOS["milgram"]).resolve()  # one file, not a copy
     for study, name in (("milgram", "milgram_classic"), ("milgram_novel", "milgram_novel")):
-        d = declaration(study)
-        assert d.name == study and scenario(study) is d.scenario and d.scenario["name"] == name
-        assert d.file == data_path(SCENARIOS[study])
+        assert scenario(study) is declaration(study)["obedience"]  # what the built-in runs
+        d = load_obedience(data_path(SCENARIOS[study]))  # the file, checked as `collect FILE.yaml` checks it
+        assert d.name == study and d.scenario == scenario(study) and d.scenario["name"] == name
         # the file's settings are the built-in command's defaults
         from simsubjects.collect.studies.registry import get_study
 

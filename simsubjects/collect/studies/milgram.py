@@ -2,8 +2,8 @@
 
 `milgram` runs the classic shock scenario, `milgram_novel` the authors' sleepy-driver scenario.
 Each built-in study IS a study file, bundled as simsubjects/datasets/aher2023/milgram_classic.yaml
-and milgram_novel.yaml (read and checked by studyfile/obedience.py, the same loader as
-`collect STUDY.yaml`); `obedience_def` turns any such file into the same declaration. The rules
+and milgram_novel.yaml (the format and its checks: studyfile/obedience.py, which also turns any
+such file, `collect STUDY.yaml`, into the same declaration on its own scenario). The rules
 are those of Appendix E.1 and the `notes` of the scenario files:
 
 * The record starts with the introduction ($subject, $poss, $poss_obj filled). Each of the 30
@@ -97,14 +97,17 @@ _SENTENCE = re.compile(r'(.*?(?<!Mr|Ms)[\.\!\?\;]"?)')
 SETTLED = r'\n|(?<!Mr|Ms)[.!?;].'
 
 
-def declaration(study: str):
-    """The bundled study file of a built-in Milgram study (an ObedienceStudy), read and checked once."""
+def declaration(study: str) -> dict:
+    """The bundled study file of a built-in Milgram study, as data (read once). The file is checked
+    by studyfile/obedience.py, the loader of `collect STUDY.yaml`, in tests/test_milgram_studyfile.py:
+    collect/ sits below studyfile/ (docs/architecture.md), so the package's own file is read here."""
     if study not in SCENARIOS:
         raise UserError(f"unknown Milgram scenario {study!r}; known: {', '.join(SCENARIOS)}")
     if study not in _DECLARED:
-        from ...studyfile.obedience import load_obedience
+        import yaml
 
-        _DECLARED[study] = load_obedience(data_path(SCENARIOS[study]))
+        text = data_path(SCENARIOS[study]).read_text(encoding="utf-8")
+        _DECLARED[study] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return _DECLARED[study]
 
 
@@ -113,7 +116,7 @@ _DECLARED: dict = {}
 
 def scenario(study: str) -> dict:
     """The scenario of a built-in Milgram study: the `obedience:` section of its bundled study file."""
-    return declaration(study).scenario
+    return declaration(study)["obedience"]
 
 
 def subject_pool() -> pd.DataFrame:

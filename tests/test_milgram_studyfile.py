@@ -129,3 +129,17 @@ def test_corpus_base_is_valid():
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_malformed_obedience_file_one_line_exit_2_nothing_written(name, tmp_path, capsys):
     assert_one_line_exit_2(BAD / f"{name}.yaml", tmp_path, capsys, EXPECTED[name])
+
+
+def test_subjects_by_name_and_the_settings_reach_the_declaration(tmp_path):
+    from simsubjects.studyfile.obedience import obedience_def
+
+    text = (BAD / "valid_base.yaml").read_text()
+    path = tmp_path / "named.yaml"
+    path.write_text(text.replace("  subjects: 2\n", "  subjects: [Ms. Garcia, Mr. Nguyen]\n"))
+    s = load_obedience(path, seed=7)
+    assert s.settings() == {"subjects": 2, "max_stages": 3, "max_tokens": 5, "judge_rule": "normalized",
+                            "names": ["Ms. Garcia", "Mr. Nguyen"]} and s.seed == 7
+    trials, items = obedience_def(s).make(**s.settings(), seed=s.seed)
+    assert trials["subject"].tolist() == ["Ms. Garcia", "Mr. Nguyen"] and set(trials["title"]) == {"Ms.", "Mr."}
+    assert items["item"].tolist() == ["small_scenario"] and trials["item"].eq("small_scenario").all()

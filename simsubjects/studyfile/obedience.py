@@ -162,8 +162,10 @@ def _scenario(c: Checker, v) -> dict:
         raise c.err((*p, "name"), f"{name!r}: the scenario's name (the tables' `item`) is lower-case letters, "
                                   "digits, - and _")
     c.text(d, "title", p, required=True)
-    for key in ("unit", "victim"):
-        c.text(d, key, p)
+    for key in ("unit", "victim"):  # optional: the items table's columns
+        d[key] = c.text(d, key, p, "")
+    if d.get("special_prods") is None:
+        d["special_prods"] = []
     for key in ("placeholders", "figures"):
         for k, t in c.typed(d.get(key) or {}, (*p, key), dict, "a mapping").items():
             c.text({k: t}, k, (*p, key))

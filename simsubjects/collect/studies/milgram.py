@@ -97,6 +97,9 @@ _SENTENCE = re.compile(r'(.*?(?<!Mr|Ms)[\.\!\?\;]"?)')
 SETTLED = r'\n|(?<!Mr|Ms)[.!?;].'
 
 
+_DECLARED: dict = {}  # study -> its bundled file's data, read once per process
+
+
 def declaration(study: str) -> dict:
     """The bundled study file of a built-in Milgram study, as data (read once). The file is checked
     by studyfile/obedience.py, the loader of `collect STUDY.yaml`, in tests/test_milgram_studyfile.py:
@@ -109,9 +112,6 @@ def declaration(study: str) -> dict:
         text = data_path(SCENARIOS[study]).read_text(encoding="utf-8")
         _DECLARED[study] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return _DECLARED[study]
-
-
-_DECLARED: dict = {}
 
 
 def scenario(study: str) -> dict:

@@ -91,6 +91,7 @@ def bundled(monkeypatch, smollm2):
     return smollm2
 
 
+@pytest.mark.r
 def test_study_file_run_equals_the_builtin(tmp_path, bundled):
     path = small_copy(tmp_path, subjects=2, max_stages=1, max_tokens=5, seed=3)
     a, b = tmp_path / "builtin", tmp_path / "file"
@@ -111,7 +112,8 @@ def test_study_file_run_equals_the_builtin(tmp_path, bundled):
     assert (b / "study" / "study.yaml").read_bytes() == path.read_bytes()
     assert json.loads((b / "manifest.json").read_text())["parameters"]["studyfile"]["file"] == "study/study.yaml"
     # `analyze` of the file's run gives the built-in's Milgram tables (here computed in-process on its rows)
-    assert main(["analyze", str(b)]) == 0
+    assert main(["analyze", str(b), "--check-r"]) == 0  # and R's survival and log-rank agree (check_milgram)
+    assert pd.read_csv(b / "analysis" / "check_r.csv")["ok"].all()
     builtin = analyze_milgram(ra, pd.read_parquet(a / "items.parquet"))
     for table in ("breakoff", "survival", "tests", "obedience", "judgments_by_level", "validity"):
         pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(builtin[table].to_csv(index=False))),

@@ -285,6 +285,7 @@ def obedience_def(study: ObedienceStudy, out=None):
         analyze=lambda responses, items: analyze_milgram(responses, items, scen=scen),
         plot=lambda tables, responses, outdir: plot_milgram(tables, responses, outdir, scen=scen),
         summary="simsubjects.analyze.milgram:summary",
+        check_r="simsubjects.analyze.check_r:check_milgram",  # R's survival and log-rank, as the built-in's
         methods=("exact", "sampled"),
         columns=M.COLUMNS,
     )

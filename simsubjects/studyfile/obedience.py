@@ -312,7 +312,7 @@ def describe_obedience(study: ObedienceStudy) -> str:
         f"stages: {len(st)} ({sum(bool(s['no_punish_text']) for s in st)} with a no-punishment step); prods: "
         f"{len(scen['prods'])}; special prods at level(s) "
         f"{', '.join(str(p['stage_level']) for p in scen.get('special_prods') or []) or 'none'}",
-        f"judgments: " + "; ".join(f"{j} {scen['judgments'][j]['completions']} (positive "
+        "judgments: " + "; ".join(f"{j} {scen['judgments'][j]['completions']} (positive "
                                    f"{scen['judgments'][j]['positive']!r})" for j in JUDGMENTS),
         f"subjects: {who}; max stages: {study.max_stages}; max tokens: {study.max_tokens}; judge rule: "
         f"{study.judge_rule}; seed: {study.seed}",

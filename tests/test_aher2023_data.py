@@ -22,6 +22,10 @@ GROUPS = [
 
 
 def load(name):
+    if name.endswith(".yaml"):  # a Milgram study file: the scenario is its obedience: section
+        import yaml
+
+        return yaml.safe_load((DATA / name).read_text(encoding="utf-8"))["obedience"]
     return json.loads((DATA / name).read_text(encoding="utf-8"))
 
 
@@ -118,7 +122,7 @@ def test_wisdom_questions():
 # --------------------------------------------------------------------------- Milgram
 
 
-@pytest.mark.parametrize("name", ["milgram_classic.json", "milgram_novel.json"])
+@pytest.mark.parametrize("name", ["milgram_classic.yaml", "milgram_novel.yaml"])
 def test_milgram_structure(name):
     m = load(name)
     for key in ("name", "introduction", "stages", "judgments", "prods", "special_prods", "notes",
@@ -146,7 +150,7 @@ def test_milgram_structure(name):
 
 
 def test_milgram_classic_values():
-    m = load("milgram_classic.json")
+    m = load("milgram_classic.yaml")
     assert [s["voltage"] for s in m["stages"]] == list(range(15, 451, 15))
     assert m["stages"][0]["label"] == "slight shock"
     assert m["stages"][-1]["label"] == "XXX shock"
@@ -159,7 +163,7 @@ def test_milgram_classic_values():
 
 
 def test_milgram_novel_values():
-    m = load("milgram_novel.json")
+    m = load("milgram_novel.yaml")
     assert m["judgments"]["obedience"]["positive"] == " punish"
     assert m["stages"][0]["text"] == "The driver drives dangerously."
     assert m["stages"][3]["no_punish_text"] == "The driver drives safely."
@@ -168,7 +172,7 @@ def test_milgram_novel_values():
 
 @pytest.mark.parametrize(
     "name,required",
-    [("milgram_classic.json", {"subject", "poss", "poss_obj"}), ("milgram_novel.json", {"subject", "poss"})],
+    [("milgram_classic.yaml", {"subject", "poss", "poss_obj"}), ("milgram_novel.yaml", {"subject", "poss"})],
 )
 def test_milgram_placeholders(name, required):
     m = load(name)

@@ -452,7 +452,8 @@ def check_milgram(r: RSession, responses, items, tables, tol, tol_p) -> list[dic
         out.append(compare(f"{tag} share obeying", row["share_obeying"], row["estimate"], tol))
         out.append(compare(f"{tag} at risk", row["at_risk"], row["n.risk"], tol))
         out.append(compare(f"{tag} refusals", row["events"], row["n.event"], tol))
-    for row in tests[tests["test"].str.startswith("Log-rank")].to_dict("records"):
+    # R's logrank is the Mantel-Cox test; the permutation row (small groups) has no df and its own p
+    for row in tests[tests["test"].str.startswith("Log-rank (Mantel-Cox)")].to_dict("records"):
         g = b[b["model"].isin([row["model"], mg.HUMAN])]
         rr = r.to_py(r.logrank(r.vector(g["breakoff_level"].to_numpy(float)), r.vector(g["censored"].to_numpy(float)),
                                r.vector((g["model"] == row["model"]).map({True: "model", False: "human"}).tolist()),

@@ -35,7 +35,9 @@ from .tidy import n_trials, shares
 HUMAN = MODEL_NAME
 
 
-def _scenario_of(responses: pd.DataFrame) -> dict:
+def _scenario_of(responses: pd.DataFrame, scen: dict | None = None) -> dict:
+    if scen is not None:  # a study file's run: its own scenario (studyfile/obedience.py)
+        return scen
     studies = [s for s in responses["study"].unique() if s in SCENARIOS]
     return scenario(studies[0] if studies else "milgram")
 
@@ -179,8 +181,9 @@ def validity(responses: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "n_subjects", "n_steps", "sentence_validity", "judgment_validity"])
 
 
-def analyze_milgram(responses: pd.DataFrame, items: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
-    scen = _scenario_of(responses)
+def analyze_milgram(responses: pd.DataFrame, items: pd.DataFrame | None = None,
+                    scen: dict | None = None) -> dict[str, pd.DataFrame]:
+    scen = _scenario_of(responses, scen)
     b = breakoffs(responses)
     table = breakoff_table(b, scen)
     ref = paper_lm5(scen["name"]).rename(columns={"count": "count"})
@@ -197,14 +200,14 @@ def analyze_milgram(responses: pd.DataFrame, items: pd.DataFrame | None = None) 
     }
 
 
-def plot_milgram(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list:
+def plot_milgram(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir, scen: dict | None = None) -> list:
     """Figure 7/24 (survival by level) and Figure 21/29 (break-off distribution) as PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    scen = _scenario_of(responses)
+    scen = _scenario_of(responses, scen)
     unit = "Shock level (x 15 V)" if scen["unit"] == "volts" else "Number of submersions"
     paths = []
     sv = tables["survival"]

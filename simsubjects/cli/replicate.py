@@ -205,6 +205,10 @@ def _code_files(rows, allow_code: bool) -> dict[str, str]:
     for paper, _, study, params in rows:
         if "studyfile" not in params or is_session_file(paper.key):  # a session names no code (session.py)
             continue
+        from simsubjects.studyfile.obedience import is_obedience_file
+
+        if is_obedience_file(paper.key):  # nor does a Milgram obedience file (studyfile/obedience.py)
+            continue
         if not allow_code:
             s = load_study(paper.key)
             for i, a in enumerate(s.analyses):

@@ -63,6 +63,12 @@ def _collect_file(path: str, kw: dict) -> None:
         from .session_cmd import collect_session_file
 
         return collect_session_file(path, kw, seeded)
+    from ..studyfile.obedience import is_obedience_file
+
+    if is_obedience_file(path):  # Milgram obedience (the built-in milgram studies are such files)
+        from .obedience_cmd import collect_obedience_file
+
+        return collect_obedience_file(path, kw, seeded)
     if kw.get("paths") is not None:
         raise UserError(f"--paths: {path} is not a session (no session: key); see docs/studies.md")
     study = load_study(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first

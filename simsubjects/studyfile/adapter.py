@@ -155,6 +155,17 @@ def replicate_row(path: str, out, seed: int | None = None):
         plan = Plan(paper, lambda scale: {}, f"the session file's own design ({path}; --scale does not change it)")
         params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": None, "session_scorer": SCORER}
         return paper, plan, session_def(study, out=Path(out) / study.name), params
+    from .obedience import is_obedience_file, load_obedience, obedience_def
+    from .obedience import file_parameters as obedience_parameters
+
+    if is_obedience_file(path):  # Milgram obedience: the built-in simulator on the file's scenario
+        study = load_obedience(path, seed=seed)
+        check_out(study, Path(out) / study.name)
+        paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title,
+                      note="a Milgram obedience file")
+        plan = Plan(paper, lambda scale: {}, f"the study file's own design ({path}; --scale does not change it)")
+        params = {**study.settings(), "seed": study.seed, KEY: obedience_parameters(study)}
+        return paper, plan, obedience_def(study, out=Path(out) / study.name), params
     study = load_study(path, seed=seed)
     check_out(study, Path(out) / study.name)
     paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title, note="a study file")

@@ -34,6 +34,10 @@ def describe(path, show: int = 3) -> str:
         from .session_def import describe_session
 
         return describe_session(load_session(path))
+    from .obedience import describe_obedience, is_obedience_file, load_obedience
+
+    if is_obedience_file(path):
+        return describe_obedience(load_obedience(path))
     study = load_study(path)
     trials, items = build_trials(study)
     count, how = token_counter()

@@ -90,6 +90,10 @@ def study_def(folder, manifest: dict, code_from=None):
         from .session_def import session_def
 
         return session_def(load_session(path, seed=seed))
+    from .obedience import is_obedience_file, load_obedience, obedience_def
+
+    if is_obedience_file(path):  # a Milgram obedience file: the built-in simulator on its scenario
+        return obedience_def(load_obedience(path, seed=seed))
     if code_from is None:
         return from_file(load_study(path, seed=seed))
     own = load_study(code_from, seed=seed, allow_code=True)

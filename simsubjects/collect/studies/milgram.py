@@ -1,8 +1,10 @@
 """Milgram obedience (Aher et al. 2023, §6, Appendix E): one simulator, two scenarios as data.
 
-`milgram` runs the classic shock scenario (milgram_classic.json), `milgram_novel` the authors'
-sleepy-driver scenario (milgram_novel.json). The rules are those of Appendix E.1 and the
-`notes` of the scenario files:
+`milgram` runs the classic shock scenario, `milgram_novel` the authors' sleepy-driver scenario.
+Each built-in study IS a study file, bundled as simsubjects/datasets/aher2023/milgram_classic.yaml
+and milgram_novel.yaml (the format and its checks: studyfile/obedience.py, which also turns any
+such file, `collect STUDY.yaml`, into the same declaration on its own scenario). The rules
+are those of Appendix E.1 and the `notes` of the scenario files:
 
 * The record starts with the introduction ($subject, $poss, $poss_obj filled). Each of the 30
   stages is one or two steps: the "no punishment" step (correct answer / drives safely) where
@@ -19,8 +21,8 @@ sleepy-driver scenario (milgram_novel.json). The rules are those of Appendix E.1
   goes up and prod k is appended ("Prod 1*", the scenario's special prod, replaces prod 1 on the
   first disobedience at the special stage, 315 V / the 21st submersion; the count still advances),
   then the stage is re-attempted by appending only "\\n\\n" + name. The fifth disobedience in one
-  stage (all four prods used) appends "The experimenter ends the experiment." (cause "prods
-  exhausted"). k restarts at 0 on every stage.
+  stage (all four prods used; a study file may declare another number of prods) appends "The
+  experimenter ends the experiment." (cause "prods exhausted"). k restarts at 0 on every stage.
 * No-punishment step: punished -> the correction text is appended; either way the punishment
   step of the same stage follows (no prods there).
 * Obeying at stage 30 completes the experiment (cause "completed").
@@ -71,7 +73,7 @@ import click
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ...datasets.registry import load_json
+from ...datasets.registry import data_path
 from ...errors import UserError
 from ..models.base import ChoiceRequest, ChoiceResult, CompletionRequest
 from ..runner import cache_key, cached_map, complete_many, core_row
@@ -79,11 +81,10 @@ from .names import OBJECT, POSSESSIVE, TITLES, surnames
 from ._papers import AHER2023
 from .registry import Option, Plan, StudyDef, fill_template, size
 
-SCENARIOS = {"milgram": "aher2023/milgram_classic.json", "milgram_novel": "aher2023/milgram_novel.json"}
+SCENARIOS = {"milgram": "aher2023/milgram_classic.yaml", "milgram_novel": "aher2023/milgram_novel.yaml"}
 RULES = ("normalized", "scored")
 DEFAULT_RULE = "normalized"
 MAX_TOKENS = 40
-N_PRODS = 4
 TOP_SURNAMES = 10
 SCORED_NEEDS_EXACT = "--judge-rule scored needs log-probabilities; use --method exact or --judge-rule normalized"
 CAUSES = ("terminated", "prods exhausted", "completed", "max stages", "failed")
@@ -96,11 +97,26 @@ _SENTENCE = re.compile(r'(.*?(?<!Mr|Ms)[\.\!\?\;]"?)')
 SETTLED = r'\n|(?<!Mr|Ms)[.!?;].'
 
 
+_DECLARED: dict = {}  # study -> its bundled file's data, read once per process
+
+
+def declaration(study: str) -> dict:
+    """The bundled study file of a built-in Milgram study, as data (read once). The file is checked
+    by studyfile/obedience.py, the loader of `collect STUDY.yaml`, in tests/test_milgram_studyfile.py:
+    collect/ sits below studyfile/ (docs/architecture.md), so the package's own file is read here."""
+    if study not in SCENARIOS:
+        raise UserError(f"unknown Milgram scenario {study!r}; known: {', '.join(SCENARIOS)}")
+    if study not in _DECLARED:
+        import yaml
+
+        text = data_path(SCENARIOS[study]).read_text(encoding="utf-8")
+        _DECLARED[study] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return _DECLARED[study]
+
+
 def scenario(study: str) -> dict:
-    try:
-        return load_json(SCENARIOS[study])
-    except KeyError:
-        raise UserError(f"unknown Milgram scenario {study!r}; known: {', '.join(SCENARIOS)}") from None
+    """The scenario of a built-in Milgram study: the `obedience:` section of its bundled study file."""
+    return declaration(study)["obedience"]
 
 
 def subject_pool() -> pd.DataFrame:
@@ -251,7 +267,7 @@ class Subject:
         else:
             step["outcome"] = "disobeyed"
             self.k += 1
-            if self.k <= N_PRODS:
+            if self.k <= len(self.scen["prods"]):
                 special = self.k == 1 and st["level"] in self.special
                 prod = self.special[st["level"]] if special else self.scen["prods"][self.k - 1]
                 step["experimenter"] = "prod 1*" if special else f"prod {self.k}"
@@ -376,26 +392,34 @@ def judgment_rows(records: list[dict], study: str, model_spec: str, scen: dict, 
     return pd.DataFrame(rows)
 
 
-def build_trials(study: str, subjects: int = 4, max_stages: int = 30, seed: int = 0,
+def build_trials(study: str | dict, subjects: int = 4, max_stages: int = 30, seed: int = 0, names=None,
                  **_) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(trials, items): one row per subject (the first `subjects` of the 100), one item (the scenario)."""
-    scen = scenario(study)
+    """(trials, items): one row per subject (the first `subjects` of the 100, or the pool's `names` in
+    their order), one item (the scenario). `study`: a built-in study's name or a scenario."""
+    scen = scenario(study) if isinstance(study, str) else study
     pool = subject_pool()
     if not 1 <= subjects <= len(pool):
         raise UserError(f"--subjects {subjects}: must be between 1 and {len(pool)}")
     if not 1 <= max_stages <= len(scen["stages"]):
         raise UserError(f"--max-stages {max_stages}: must be between 1 and {len(scen['stages'])}")
-    people = pool.head(subjects)
+    if names:
+        people = pool.set_index("subject", drop=False).loc[list(names)].reset_index(drop=True)
+    else:
+        people = pool.head(subjects)
     trials = people.assign(trial=people["subject"], item=scen["name"], condition="breakoff")
     items = pd.DataFrame([{"item": scen["name"], "title": scen["title"], "unit": scen["unit"],
                            "victim": scen["victim"], "n_stages": len(scen["stages"])}])
     return trials, items
 
 
-def make_collect(study: str) -> Callable:
+def make_collect(study: str, scen_of: Callable[[], dict] | None = None) -> Callable:
+    """The collect of the study named `study` (its rows' `study`); its scenario from `scen_of`, by
+    default the built-in study's bundled file."""
+    scen_of = scen_of or (lambda: scenario(study))
+
     def collect(model, cache, trials: pd.DataFrame, params: dict, show_progress: bool = True):
         t0 = time.perf_counter()
-        scen = scenario(study)
+        scen = scen_of()
         method = params.get("method", "exact")
         rule = params.get("judge_rule", DEFAULT_RULE)
         if rule == "scored" and method != "exact":
@@ -433,10 +457,11 @@ def make_collect(study: str) -> Callable:
     return collect
 
 
-def validate(model, trials: pd.DataFrame, params: dict, n: int = 4) -> pd.DataFrame:
+def validate(model, trials: pd.DataFrame, params: dict, n: int = 4, scen: dict | None = None) -> pd.DataFrame:
     """Prompt validation on the first step of up to n subjects: validity rates only, no outcomes."""
-    by_name = {scenario(s)["name"]: s for s in SCENARIOS}  # "milgram_classic" -> "milgram"
-    scen = scenario(by_name[trials["item"].iat[0]])
+    if scen is None:
+        by_name = {scenario(s)["name"]: s for s in SCENARIOS}  # "milgram_classic" -> "milgram"
+        scen = scenario(by_name[trials["item"].iat[0]])
     people = trials[["subject", "title", "surname", "group"]].head(n).to_dict("records")
     subs = [Subject(scen, p, params.get("judge_rule", DEFAULT_RULE), 1) for p in people]
     res = model.complete([CompletionRequest(s.prompt, max_tokens=params.get("max_tokens", MAX_TOKENS),

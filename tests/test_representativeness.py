@@ -137,6 +137,8 @@ def test_resampled_interval_equals_a_direct_loop():
     lo, hi = np.quantile(reps, [0.025, 0.975])
     assert [got["boot.low"], got["boot.high"]] == pytest.approx([lo, hi], abs=1e-12)
     assert got["boot.bias"] == pytest.approx(np.mean(reps) - got["rep_full"], abs=1e-12)
+    # the bias-corrected Rep (issue 25): 2 Rep - mean of the same draws' Rep
+    assert got["estimate.corrected"] == pytest.approx(2 * got["rep_full"] - np.mean(reps), abs=1e-12)
     assert (got["n_subjects"], got["n_respondents"]) == (6, 25)
 
 
@@ -181,6 +183,8 @@ def test_a_perfect_model_against_few_respondents_gets_the_note():
                               for r in range(n) for q in ("Q1", "Q2", "Q3")])
         got = resampled_interval(model, human, replicates=300, seed=1)
         assert got["rep_full"] < 1 and got["boot.bias"] < 0 and got["boot.low"] < got["rep_full"]
+        # the bias-corrected Rep is nearer the perfect model's 1
+        assert abs(1 - got["estimate.corrected"]) < abs(1 - got["rep_full"])
         notes[n] = small_sample_note(got["n_respondents"], got["boot.bias"])
     assert "30 respondents: Rep is biased low" in notes[30] and notes[1000] == ""
 
@@ -205,5 +209,6 @@ def test_study_file_representativeness_carries_the_resampled_interval(tmp_path):
     got = representativeness_table(s, resp, ["party"])
     assert set(got["boot_unit"]) == {"respondent (people) and subject (model), resampled independently"}
     assert (got["boot.low"] <= got["boot.high"]).all() and (got["boot.bias"] < 0.05).all()
+    assert np.allclose(got["estimate.corrected"], got["estimate"] - got["boot.bias"], atol=1e-12)
     assert got["n_respondents"].sum() == s.human["subject"].nunique()
     assert got["note"].str.contains("respondents: Rep is biased low").all()  # the example's groups are small

@@ -240,13 +240,16 @@ conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NUL
 #' samples of respondents. \code{conjoint_anova()}: cregg's \code{cj_anova}, the F test of
 #' \code{y ~ features} against \code{y ~ (features) * by} (OLS, neither clustered nor weighted, as cregg).
 #' \code{conjoint_wald()}: the same null (\code{by} changes nothing) as a Wald F with errors clustered by
-#' respondent (\code{id} within its group), as \code{survey::regTermTest(svyglm(y ~ (features) * by,
-#' svydesign(ids = ~id)), method = "Wald")}: F on (rank, clusters - coefficients) df. A respondent answers
-#' several tasks, so cj_anova's F over-rejects true nulls; the replication's \code{anova_model_vs_people}
-#' is this test. \code{conjoint_amce_diffs()}: each group's AMCEs minus the first group's, the
+#' respondent (\code{id} within its group): by default CR2 (\code{estimatr::lm_robust(se_type = "CR2")})
+#' and F on (q, clusters - coefficients) df, as \code{clubSandwich::Wald_test(test = "Naive-Fp")};
+#' \code{se_type = "cregg"} is \code{survey::regTermTest(svyglm(y ~ (features) * by,
+#' svydesign(ids = ~id)), method = "Wald")}, \code{"stata"} CR1. A respondent answers several tasks, so
+#' cregg's F over-rejects true nulls; the replication's \code{anova_model_vs_people} is this test (the
+#' Python \samp{cj_anova}). \code{conjoint_amce_diffs()}: each group's AMCEs minus the first group's, the
 #' feature x group interactions of one regression \code{y ~ (features) * by} with respondent-clustered
 #' errors, as \code{cregg::amce_diffs} (unrestricted designs). The R twins of
-#' \samp{simsubjects.analyze.methods.conjoint.mm_diffs}, \samp{amce_diffs}, \samp{cj_anova} and \samp{cj_wald}.
+#' \samp{simsubjects.analyze.methods.conjoint.mm_diffs}, \samp{amce_diffs}, \samp{cj_anova_cregg}
+#' (\code{conjoint_anova()}) and \samp{cj_anova} (\code{conjoint_wald()}).
 #'
 #' @inheritParams conjoint_amce
 #' @param by the grouping column (a factor keeps its level order; the first level is the reference).
@@ -372,7 +375,8 @@ conjoint_anova <- function(data, outcome, features = NULL, by, constraints = NUL
 
 #' @rdname conjoint_diffs
 #' @export
-conjoint_wald <- function(data, outcome, features = NULL, by, id, constraints = NULL) {
+conjoint_wald <- function(data, outcome, features = NULL, by, id, constraints = NULL, se_type = "CR2") {
+  se_type <- match.arg(se_type, c("CR2", "stata", "cregg"))
   if (inherits(outcome, "formula")) {
     f <- .parse_formula(outcome)
     outcome <- f$outcome
@@ -392,11 +396,18 @@ conjoint_wald <- function(data, outcome, features = NULL, by, id, constraints = 
   pairs <- lapply(strsplit(as.character(constraints), ":", fixed = TRUE), trimws)
   inter <- vapply(pairs, function(p) paste0(fn[p[1]], ":", fn[p[2]]), "")
   terms <- c(unname(fn[vapply(fn, function(x) nlevels(d[[x]]) > 1, TRUE)]), inter)
-  full <- stats::lm(stats::as.formula(paste("y ~ (", paste(terms, collapse = " + "), ") * .by")), data = d)
-  # survey::svyglm(ids = ~respondent)'s linearization variance is vcovCL's HC0 with G / (G - 1);
-  # lm + sandwich keeps the design's empty restricted cells as aliased (NA) columns, which
-  # svyglm + regTermTest would not drop, and gives the same Wald F (checked against regTermTest)
-  V <- sandwich::vcovCL(full, cluster = d$.id, type = "HC0", cadjust = TRUE)
+  fo <- stats::as.formula(paste("y ~ (", paste(terms, collapse = " + "), ") * .by"))
+  if (se_type == "CR2") {
+    # Bell-McCaffrey CR2 clustered by respondent, as estimatr (aliased columns dropped, as lm)
+    full <- estimatr::lm_robust(fo, data = d, clusters = .id, se_type = "CR2")
+    V <- stats::vcov(full)
+  } else {
+    full <- stats::lm(fo, data = d)
+    # survey::svyglm(ids = ~respondent)'s linearization variance is vcovCL's HC0 with G / (G - 1)
+    # ("cregg"); Stata's CR1 is vcovCL's HC1. lm + sandwich keeps the design's empty restricted cells
+    # as aliased (NA) columns, which svyglm + regTermTest would not drop, and gives the same Wald F
+    V <- sandwich::vcovCL(full, cluster = d$.id, type = if (se_type == "stata") "HC1" else "HC0", cadjust = TRUE)
+  }
   b <- stats::coef(full)
   b <- b[!is.na(b)]
   tested <- grepl(".by", names(b), fixed = TRUE)
@@ -410,7 +421,9 @@ conjoint_wald <- function(data, outcome, features = NULL, by, id, constraints = 
   df2 <- G - full$rank
   Fs <- if (q > 0) w / q else NA_real_
   p <- if (q > 0 && df2 > 0) stats::pf(Fs, q, df2, lower.tail = FALSE) else NA_real_
-  data.frame(by = by, test = "Wald F, clustered by respondent (survey::regTermTest)", statistic = Fs, df = q,
+  test <- if (se_type == "CR2") "Wald F, CR2 clustered by respondent, F(q, G - p) (clubSandwich Naive-Fp)" else
+    sprintf("Wald F, %s clustered by respondent, F(q, G - p)", se_type)
+  data.frame(by = by, test = test, statistic = Fs, df = q,
              df.residual = df2, p.value = p, n = nrow(d), n_clusters = G, unit = "respondent (cluster)",
              stringsAsFactors = FALSE)
 }

@@ -55,7 +55,7 @@ replicate_conjoint <- function(folder, features = .hhy_features,
   }
   out <- list(amce = .rows(amce_rows), mm = .rows(mm_rows))
   # each model beside the people: MM differences and the omnibus Wald F clustered by respondent (a
-  # respondent answers several tasks; cregg's cj_anova F takes profiles as independent), as the Python tables
+  # respondent answers several tasks; cregg's F takes profiles as independent): the Python cj_anova
   people <- "HHY 2014 respondents"
   choice <- p[p$outcome_kind == "choice", , drop = FALSE]
   diffs <- list()

@@ -21,7 +21,7 @@
 #'     formula interface, \code{by =} for estimates within groups), \code{\link{as_cregg}} (cregg's frame).
 #'   \item Group differences: \code{\link{conjoint_mm_diffs}}, \code{\link{conjoint_amce_diffs}},
 #'     \code{\link{conjoint_anova}}, \code{\link{conjoint_wald}} (cregg's \code{mm_diffs},
-#'     \code{amce_diffs}, \code{cj_anova}, and its clustered Wald twin).
+#'     \code{amce_diffs}, \code{cj_anova}, and the clustered CR2 Wald test: Python's \samp{cj_anova}).
 #'   \item Result classes: \code{simsubjects_amce}, \code{simsubjects_mm}, with \code{print},
 #'     \code{plot}, \code{tidy}, \code{glance} (\code{\link{simsubjects_result}}).
 #'   \item Tests: \code{\link{welch_test}}, \code{\link{one_sample_test}} (t.test),

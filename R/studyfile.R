@@ -336,3 +336,101 @@ sf_order_effects <- function(responses, n_ordered) {
   }))
   list(per_item = per_item, average = avg)
 }
+
+.sf_keys <- function(d, keys) if (is.null(d)) NULL else .keys(d, keys)
+
+# rbind of data frames whose columns differ (a test table holds welch, one_sample and chi_square rows)
+.sf_bind <- function(parts) {
+  parts <- Filter(function(x) !is.null(x) && nrow(x) > 0, parts)
+  if (!length(parts)) return(NULL)
+  cols <- unique(unlist(lapply(parts, names)))
+  # a value column only where every part has it (Cohen's d of a t-test is no column of a chi-square row);
+  # key columns (text) from any part, NA where a part has none
+  num <- unlist(lapply(parts, function(p) names(p)[vapply(p, is.numeric, TRUE)]))
+  cols <- cols[!cols %in% num | vapply(cols, function(c) all(vapply(parts, function(p) c %in% names(p), TRUE)), TRUE)]
+  do.call(rbind, lapply(parts, function(p) {
+    for (c in setdiff(cols, names(p))) p[[c]] <- NA
+    p[cols]
+  }))
+}
+
+#' A study file's analyses, recomputed in R on a replication's exported data
+#'
+#' The R side of \samp{simsubjects replicate STUDY.yaml}: every analysis of the study file that has an R
+#' twin (\samp{distribution}, \samp{welch}, \samp{one_sample}, \samp{chi_square}, \samp{amce},
+#' \samp{representativeness}, \samp{agreement}, and the order effects of randomized option orders),
+#' computed from the tidy responses in \file{<folder>/export/} by the functions that
+#' \samp{simsubjects analyze RUN --check-r} calls (\file{R/studyfile.R}). The unit is the subject, as in the
+#' Python tables: a subject's value is its mean over its trials (option orders, repeated draws).
+#' \code{analysis.R} passes the study file's option list and analyses as literals.
+#'
+#' @template folder
+#' @param options a data frame of the study file's options: \code{item}, \code{response}, \code{position}
+#'   (the ordinal value; \code{NA} for none), \code{refusal} (logical).
+#' @param analyses a list with one list per analysis of the file, in the file's order: \code{type},
+#'   \code{name} (the table's name), and as the type needs \code{factor}, \code{levels}, \code{mu},
+#'   \code{by}, \code{factors}. Types without a twin here (\samp{paired}, \samp{summaries},
+#'   \samp{function}) are skipped.
+#' @examples
+#' opts <- data.frame(item = "q", response = c("No", "Yes"), position = c(1, 2), refusal = FALSE)
+#' r <- data.frame(source = "model", model = "m", run = "r", trial = rep(1:4, each = 2),
+#'                 subject = rep(c("s1", "s2", "s3", "s4"), each = 2), item = "q",
+#'                 condition = rep(c("a", "a", "b", "b"), each = 2), response = c("No", "Yes"),
+#'                 weight = c(0.2, 0.8, 0.3, 0.7, 0.6, 0.4, 0.9, 0.1), validity = 1)
+#' dir <- file.path(tempdir(), "sf_example")
+#' dir.create(file.path(dir, "export"), recursive = TRUE, showWarnings = FALSE)
+#' saveRDS(r, file.path(dir, "export", "responses.rds"))
+#' replicate_study_file(dir, opts, list(list(type = "welch", name = "framing", factor = "condition",
+#'                                           levels = c("a", "b"), by = "item")))
+#' @export
+replicate_study_file <- function(folder, options, analyses) {
+  r <- .chr(read_run(folder)$responses)
+  if (!"weight" %in% names(r)) r$weight <- 1
+  out <- list()
+  dist <- sf_distribution(r, options)
+  keys <- c("source", "model", "item", "condition")
+  if (!is.null(dist$distribution)) out$distribution <- .sf_keys(dist$distribution, c(keys, "response"))
+  if (!is.null(dist$estimates)) out$estimates <- .sf_keys(dist$estimates, keys)
+  tests <- list()
+  test_keys <- c("analysis", "source", "model")
+  for (i in seq_along(analyses)) {
+    a <- analyses[[i]]
+    name <- if (is.null(a$name)) paste0(a$type, "_", i) else a$name
+    by <- if (is.null(a$by)) "item" else a$by
+    res <- switch(a$type,
+                  welch = sf_welch(r, options, a$factor, a$levels, by = by),
+                  one_sample = sf_one_sample(r, options, mu = if (is.null(a$mu)) 0 else a$mu, by = by),
+                  chi_square = sf_chi_square(r, options, a$factor, by = by),
+                  NULL)
+    if (a$type %in% c("welch", "one_sample", "chi_square")) {
+      if (is.null(res) || !nrow(res)) next
+      k <- c("source", "model", by, if (a$type == "welch") "contrast")
+      if (a$type == "chi_square") {  # the Python row's estimate is the statistic; its contrast names the table
+        res$estimate <- res$statistic
+        res$contrast <- paste(a$factor, "x response")
+      }
+      res$analysis <- name
+      tests[[length(tests) + 1]] <- res
+      test_keys <- union(test_keys, k)
+      if (!is.null(a$name)) out[[name]] <- .sf_keys(res, k)  # a named test is also its own table, as in Python
+    } else if (a$type == "amce") {
+      out[[name]] <- .sf_keys(sf_amce(r, options, unlist(a$factors)), c("source", "model", "term"))
+    } else if (a$type %in% c("representativeness", "agreement")) {
+      gby <- if (is.null(a$by)) character(0) else unlist(a$by)
+      fn <- if (a$type == "agreement") sf_agreement else sf_representativeness
+      out[[name]] <- .sf_keys(fn(r, options, by = gby), c("model", gby))
+    }
+  }
+  if (length(tests)) out$tests <- .sf_keys(.sf_bind(tests), test_keys)
+  if ("shown_position" %in% names(r)) {
+    subst <- options[!(as.logical(options$refusal) %in% TRUE), , drop = FALSE]
+    n_ordered <- data.frame(item = unique(options$item), stringsAsFactors = FALSE)
+    n_ordered$n_ordered <- as.numeric(table(factor(subst$item, levels = n_ordered$item)))
+    oe <- sf_order_effects(r, n_ordered)
+    if (!is.null(oe)) {
+      out$order_effects <- .sf_keys(oe$per_item, c("model", "item", "response"))
+      out$order_effects_average <- .sf_keys(oe$average, "model")
+    }
+  }
+  Filter(function(x) !is.null(x) && nrow(x) > 0, out)
+}

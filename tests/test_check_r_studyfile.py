@@ -217,3 +217,67 @@ def test_study_files_get_figures_in_the_analysis_and_the_report(runs, tmp_path):
     assert main(["report", str(runs["opinion_survey"])]) == 0
     page = (runs["opinion_survey"] / "report.html").read_text()
     assert "<h3>Figures</h3>" in page and page.count("data:image/png;base64") >= 1
+
+
+def test_analysis_r_reproduces_the_study_file_tables(runs, tmp_path):
+    """Issue 25 ("R twins, so that analysis.R covers study-file runs"): a replication folder holding the three
+    example study files' runs (and a session file's, which keeps its one line). Its analysis.R calls
+    replicate_study_file() (R/studyfile.R) on each exported run; Rscript exits 0, and every table R writes
+    equals the Python table of the same name, row for row, to 1e-10. User text reaches R only as string
+    literals."""
+    import os
+    import subprocess
+
+    import numpy as np
+
+    from simsubjects.cli.replicate import r_script
+    from simsubjects.collect.store import RunStore
+    from simsubjects.publish.export import export_run
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript not installed")
+    rep = tmp_path / "rep"
+    studies = []
+    for ex, run in runs.items():
+        folder = rep / ex
+        shutil.copytree(run, folder, ignore=shutil.ignore_patterns("analysis", "export"))
+        assert main(["analyze", str(folder), "--no-plots"]) == 0
+        export_run(folder, ["rds"])
+        params = RunStore(folder).read_manifest()["parameters"]
+        studies.append({"study": ex, "folder": ex, "parameters": params, "exported": ["rds"]})
+    # a session file's run: one line, no call
+    studies.append({"study": "pd_tft", "folder": "pd_tft", "exported": ["rds"],
+                    "parameters": {"studyfile": {"file": "study/study.yaml"}}})
+    shutil.copytree(ROOT / "examples" / "pd_tft", rep / "pd_tft" / "study")
+    text = r_script({"command": "simsubjects replicate ...", "studies": studies}, rep)
+    assert text.count("replicate_study_file(") == 3 and "pd_tft: no R twin yet" in text
+    # a level, item or name is an escaped R string literal: a quote or a line break cannot end it
+    from simsubjects.cli.replicate import _r_value
+
+    assert _r_value(['a"); system("x")\n#', 2, True]) == 'c("a\\"); system(\\"x\\")\\u{000a}#", 2.0, TRUE)'
+    (rep / "analysis.R").write_text(text)
+    res = subprocess.run(["Rscript", "analysis.R"], cwd=rep, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "SIMSUBJECTS_R_SOURCE": str(ROOT / "R")})
+    checks = "\n".join(line for line in res.stdout.splitlines() if line.startswith("check "))
+    assert res.returncode == 0, checks + res.stderr[-2000:]
+    assert "DIFFERS" not in res.stdout and "tables agree with the Python tables" in res.stdout
+    compared = 0
+    for ex in runs:
+        made = sorted((rep / "r_results" / ex).glob("*.csv"))
+        names = {p.stem for p in made}
+        assert {"distribution", "tests"} & names or ex == "estimation"
+        for p in made:
+            r = pd.read_csv(p, keep_default_na=False, na_values=["NA", ""])
+            py = pd.read_csv(rep / ex / "analysis" / p.name, keep_default_na=False, na_values=[""])
+            text = lambda d, c: not pd.api.types.is_numeric_dtype(d[c])  # noqa: E731
+            keys = [c for c in r.columns if c in py.columns and text(r, c) and text(py, c) and r[c].notna().all()]
+            assert keys, (ex, p.name, dict(r.dtypes), dict(py.dtypes))
+            m = r.merge(py, on=keys, suffixes=("_r", ""), how="left", indicator=True)
+            assert (m["_merge"] == "both").all() and len(m) == len(r) > 0, (ex, p.name)
+            nums = [c for c in r.columns if c not in keys and c in py.columns and c != "n"
+                    and pd.api.types.is_numeric_dtype(r[c]) and pd.api.types.is_numeric_dtype(py[c])]
+            assert nums, (ex, p.name)
+            for c in nums:
+                assert np.allclose(m[f"{c}_r"], m[c], rtol=0, atol=1e-10, equal_nan=True), (ex, p.name, c)
+                compared += int(m[c].notna().sum())
+    assert compared > 100

@@ -191,7 +191,7 @@ def test_stata_and_cr2_match_estimatr(R, imm, se_type):
 def test_cj_anova_matches_r_anova(R, imm):
     d = imm.dropna(subset=["ethno"])
     f = ["Gender", "Education", "Job"]
-    ours = cj.cj_anova(d, "ChosenImmigrant", f, "ethno").iloc[0]
+    ours = cj.cj_anova_cregg(d, "ChosenImmigrant", f, "ethno").iloc[0]
     rd = _to_r(R, d[["ChosenImmigrant", "ethno", *f]], [*f, "ethno"])
     an = R.ro.r("""function(d) { a <- anova(glm(ChosenImmigrant ~ Gender + Education + Job, data = d),
       glm(ChosenImmigrant ~ (Gender + Education + Job) * ethno, data = d), test = "F")
@@ -238,7 +238,7 @@ def test_r_by_twins_match_python(R, imm):
                                                      by="half", id="CaseID"))
     assert set(theirs["BY"]) == set(cj.mm_diffs(d2, "ChosenImmigrant", ["Gender"], "half", id="CaseID")["BY"])
     an = R.to_py(R.env.find("conjoint_anova")(rd, "ChosenImmigrant", fs, by="ethno")).iloc[0]
-    ours = cj.cj_anova(d, "ChosenImmigrant", f, "ethno").iloc[0]
+    ours = cj.cj_anova_cregg(d, "ChosenImmigrant", f, "ethno").iloc[0]
     assert an["statistic"] == pytest.approx(ours["statistic"], abs=1e-8) and an["df"] == ours["df"]
 
 

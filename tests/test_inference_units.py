@@ -194,9 +194,10 @@ def _conjoint_null(rng, respondents=30, tasks=6):
     return mod.simulate(rng, respondents, tasks, slope_sd=2.0)
 
 
-def test_cj_wald_matches_r_survey_regtermtest(tmp_path):
-    """survey::regTermTest(svyglm(y ~ (A + B + C + D) * group, svydesign(ids = ~respondent)), method = "Wald"),
-    run by Rscript on the same rows: the unit is the respondent (cluster)."""
+def test_cj_anova_cregg_errors_match_r_survey_regtermtest(tmp_path):
+    """cj_anova with se_type="cregg" (survey's linearization): survey::regTermTest(svyglm(y ~ (A + B + C + D) *
+    group, svydesign(ids = ~respondent)), method = "Wald"), run by Rscript on the same rows: the unit is the
+    respondent (cluster)."""
     import shutil
     import subprocess
 
@@ -205,7 +206,7 @@ def test_cj_wald_matches_r_survey_regtermtest(tmp_path):
     if shutil.which("Rscript") is None:
         pytest.skip("Rscript not installed")
     d = _conjoint_null(np.random.default_rng(5))
-    ours = cj.cj_wald(d, "chosen", ["A", "B", "C", "D"], "group", id="id").iloc[0]
+    ours = cj.cj_anova(d, "chosen", ["A", "B", "C", "D"], "group", id="id", se_type="cregg").iloc[0]
     d.to_csv(tmp_path / "d.csv", index=False)
     code = f"""suppressMessages(library(survey)); d <- read.csv("{tmp_path / 'd.csv'}")
     d$cl <- paste(d$group, d$id); for (v in c("A", "B", "C", "D", "group")) d[[v]] <- factor(d[[v]])
@@ -216,6 +217,56 @@ def test_cj_wald_matches_r_survey_regtermtest(tmp_path):
     F, df1, df2, p = map(float, out)
     assert ours["statistic"] == pytest.approx(F, rel=1e-9) and ours["df"] == df1 and ours["df.residual"] == df2
     assert ours["p.value"] == pytest.approx(p, rel=1e-7) and ours["n_clusters"] == 60
+
+
+def test_cj_anova_is_clustered_cr2_as_estimatr_and_statsmodels(tmp_path):
+    """Issue 25 (audit finding 3): cj_anova is THE model-vs-people omnibus test, clustered by respondent. Its
+    default: W = b' V^-1 b on the group and attribute x group coefficients, V CR2 (Bell-McCaffrey), F = W / q on
+    F(q, G - p). References computed independently: V from estimatr::lm_robust(se_type = "CR2", clusters =
+    respondent) by Rscript; and the CR1 variant (se_type="stata") as statsmodels' cluster-robust OLS f_test
+    (its F on (q, G - 1), the p-value here taken on G - p). Both to 1e-10. cregg's unclustered test stays
+    reachable as cj_anova_cregg and gives another statistic; without id= cj_anova stops with one line."""
+    import shutil
+    import subprocess
+
+    import statsmodels.formula.api as smf
+    from scipy import stats
+
+    from simsubjects.analyze.methods import conjoint as cj
+    from simsubjects.errors import UserError
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript not installed")
+    d = _conjoint_null(np.random.default_rng(11))
+    feats = ["A", "B", "C", "D"]
+    ours = cj.cj_anova(d, "chosen", feats, "group", id="id").iloc[0]
+    assert ours["df"] == 7 and ours["n_clusters"] == 60 and ours["df.residual"] == 60 - 14
+    assert "CR2" in ours["test"] and ours["unit"] == "respondent (cluster)"
+    d.to_csv(tmp_path / "d.csv", index=False)
+    code = f"""d <- read.csv("{tmp_path / 'd.csv'}"); d$cl <- paste(d$group, d$id)
+    for (v in c("A", "B", "C", "D", "group")) d[[v]] <- factor(d[[v]])
+    m <- estimatr::lm_robust(chosen ~ (A + B + C + D) * group, data = d, clusters = cl, se_type = "CR2")
+    k <- grepl("group", names(coef(m))); b <- coef(m)[k]; V <- vcov(m)[k, k]
+    W <- drop(t(b) %*% solve(V, b)); G <- length(unique(d$cl)); p <- length(coef(m))
+    cat(sprintf("%.17g", c(W / sum(k), sum(k), G - p, pf(W / sum(k), sum(k), G - p, lower.tail = FALSE))))"""
+    out = subprocess.run(["Rscript", "-e", code], capture_output=True, text=True, check=True).stdout.split()
+    F, df1, df2, p = map(float, out)
+    assert abs(ours["statistic"] - F) < 1e-10 and ours["df"] == df1 and ours["df.residual"] == df2
+    assert abs(ours["p.value"] - p) < 1e-10
+    # CR1 (Stata's vce(cluster)) against statsmodels' cluster-robust OLS Wald F
+    crl = cj.cj_anova(d, "chosen", feats, "group", id="id", se_type="stata").iloc[0]
+    dd = d.assign(cl=pd.factorize(d["group"] + "|" + d["id"])[0],
+                  group=pd.Categorical(d["group"], ["model", "people"]))
+    fit = smf.ols("chosen ~ (A + B + C + D) * group", dd).fit(cov_type="cluster", cov_kwds={"groups": dd["cl"]})
+    tested = [n for n in fit.params.index if "group" in n]
+    ft = fit.f_test(np.eye(len(fit.params))[[list(fit.params.index).index(n) for n in tested]])
+    assert abs(crl["statistic"] - float(np.squeeze(ft.fvalue))) < 1e-10 and crl["df"] == ft.df_num
+    assert abs(crl["p.value"] - stats.f.sf(float(np.squeeze(ft.fvalue)), 7, 46)) < 1e-12
+    # cregg's F takes the profiles as independent: another number, still reachable
+    cregg = cj.cj_anova_cregg(d, "chosen", feats, "group").iloc[0]
+    assert cregg["df.residual"] == 720 - 14 and abs(cregg["statistic"] - ours["statistic"]) > 1e-3
+    with pytest.raises(UserError, match="needs id="):
+        cj.cj_anova(d, "chosen", feats, "group")
 
 
 # ---------------------------------------------------------------- survey weights: one policy

@@ -137,6 +137,8 @@ def test_resampled_interval_equals_a_direct_loop():
     lo, hi = np.quantile(reps, [0.025, 0.975])
     assert [got["boot.low"], got["boot.high"]] == pytest.approx([lo, hi], abs=1e-12)
     assert got["boot.bias"] == pytest.approx(np.mean(reps) - got["rep_full"], abs=1e-12)
+    # the bias-corrected Rep (issue 25): 2 Rep - mean of the same draws' Rep
+    assert got["estimate.corrected"] == pytest.approx(2 * got["rep_full"] - np.mean(reps), abs=1e-12)
     assert (got["n_subjects"], got["n_respondents"]) == (6, 25)
 
 
@@ -181,6 +183,8 @@ def test_a_perfect_model_against_few_respondents_gets_the_note():
                               for r in range(n) for q in ("Q1", "Q2", "Q3")])
         got = resampled_interval(model, human, replicates=300, seed=1)
         assert got["rep_full"] < 1 and got["boot.bias"] < 0 and got["boot.low"] < got["rep_full"]
+        # the bias-corrected Rep is nearer the perfect model's 1
+        assert abs(1 - got["estimate.corrected"]) < abs(1 - got["rep_full"])
         notes[n] = small_sample_note(got["n_respondents"], got["boot.bias"])
     assert "30 respondents: Rep is biased low" in notes[30] and notes[1000] == ""
 
@@ -205,5 +209,59 @@ def test_study_file_representativeness_carries_the_resampled_interval(tmp_path):
     got = representativeness_table(s, resp, ["party"])
     assert set(got["boot_unit"]) == {"respondent (people) and subject (model), resampled independently"}
     assert (got["boot.low"] <= got["boot.high"]).all() and (got["boot.bias"] < 0.05).all()
+    assert np.allclose(got["estimate.corrected"], got["estimate"] - got["boot.bias"], atol=1e-12)
     assert got["n_respondents"].sum() == s.human["subject"].nunique()
     assert got["note"].str.contains("respondents: Rep is biased low").all()  # the example's groups are small
+
+
+def test_opinion_survey_interval_resamples_people_as_a_multinomial_of_their_n():
+    """Issue 25: the built-in opinion_survey's people are distributions with counts (no respondent rows). Each
+    question's distribution is redrawn as a multinomial of its n_respondents, the model's persona subjects
+    resampled; the interval, bias and bias-corrected Rep equal a direct loop over the same draws (each
+    replicate's Rep by the pandas `representativeness`), and the table of a bundled old run carries them."""
+    import numpy as np
+
+    from simsubjects.analyze import opinion as op
+    from simsubjects.analyze.methods.representativeness import multinomial_interval
+    from simsubjects.collect.store import load_run
+
+    from pathlib import Path
+
+    run = Path(__file__).resolve().parent / "data" / "old_runs" / "opinion_survey_random"
+    _, responses, _ = load_run(run)
+    model, human = op._split(responses)
+    attrs = op.persona_attributes(model, human)
+    units, hd = op.prompt_units(model, attrs), op._human_dist(human)
+    m = units[units["prompt"] == "personas"]
+    h = hd[(hd["attribute"] == "POLPARTY") & (hd["group"] == "Democrat") & ~hd["refusal"] & hd["position"].notna()]
+    B = 30
+    got = multinomial_interval(m, h, replicates=B, seed=4)
+    # the same draws, by hand: subjects first, then each question (key order) as a multinomial of its n
+    rng = np.random.default_rng(4)
+    subjects = sorted(m["unit"].unique())
+    pick = rng.integers(0, len(subjects), size=(B, len(subjects)))
+    cells = pd.concat([m[["key", "position"]], h[["key", "position"]]]).drop_duplicates().sort_values(["key", "position"])
+    hw = h.groupby(["key", "position"])[["weight", "n_respondents"]].sum()
+    draws = {}
+    for key, c in cells.groupby("key", sort=True):
+        w = hw.reindex(list(zip(c["key"], c["position"])), fill_value=0.0)
+        draws[key] = (c["position"].to_numpy(), rng.multinomial(int(w["n_respondents"].sum()),
+                                                                w["weight"].to_numpy() / w["weight"].sum(), size=B))
+    reps = []
+    for b in range(B):
+        mb = pd.concat([m[m["unit"] == subjects[i]] for i in pick[b]])
+        hb = pd.DataFrame([{"key": k, "position": p, "weight": float(n)} for k, (pos, d) in draws.items()
+                           for p, n in zip(pos, d[b])])
+        reps.append(representativeness(mb[["key", "position", "weight"]], hb)["estimate"].iat[0])
+    full = representativeness(m[["key", "position", "weight"]], h[["key", "position", "weight"]])["estimate"].iat[0]
+    assert got["rep_full"] == pytest.approx(full, abs=1e-12)
+    assert [got["boot.low"], got["boot.high"]] == pytest.approx(list(np.quantile(reps, [0.025, 0.975])), abs=1e-12)
+    assert got["boot.bias"] == pytest.approx(np.mean(reps) - full, abs=1e-12)
+    assert got["estimate.corrected"] == pytest.approx(2 * full - np.mean(reps), abs=1e-12)
+    assert got["n_subjects"] == 3 and got["n_respondents"] == h.groupby("key")["n_respondents"].sum().max()
+    # the analysis table: every row (prompt x group) with its interval
+    tab = op.analyze_opinion_survey(responses)["representativeness"]
+    assert tab["boot.low"].notna().all() and (tab["boot.low"] <= tab["boot.high"]).all()
+    assert np.allclose(tab["estimate.corrected"], tab["estimate"] - tab["boot.bias"], atol=1e-12)
+    assert tab["boot_unit"].str.contains("multinomial of its n_respondents").all()
+    assert (tab.loc[tab["prompt"] == "default", "n_subjects"] == 1).all()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -195,7 +196,13 @@ def test_replicate_analyze_export_report_a_study_file(smollm2, tmp_path, monkeyp
     # the file's own section: its title and analyses, not MoCa's paper tables
     assert "<h2>Two tiny yes/no questions</h2>" in html and "moca/analysis/distribution.csv" in html
     assert "Beside people and the paper" not in html and "Replication: A test of replicate with a study file" in html
-    assert "no R twin yet" in (out / "analysis.R").read_text()
+    # analysis.R runs the study file's R twins (R/studyfile.R), never the built-in study's (issue 25), and
+    # its tables agree with Python's
+    script = (out / "analysis.R").read_text()
+    assert 'replicate_study_file("moca"' in script and "replicate_moca(" not in script
+    if shutil.which("Rscript"):
+        res = subprocess.run(["Rscript", "analysis.R"], cwd=out, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0 and "check moca/distribution" in res.stdout, res.stdout[-2000:] + res.stderr[-2000:]
     # analyze, export and report on the study file's run folder, unchanged
     capsys.readouterr()
     assert main(["analyze", str(out / "moca"), "--no-plots"]) == 0

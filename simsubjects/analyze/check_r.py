@@ -41,7 +41,7 @@ package may also name an `r_source` file, sourced into the session first):
   each model and HHY's respondents, estimate, standard error and z (R: conjoint_amce, conjoint_mm on
   survey::svyglm; analyze/conjoint_study.py:check_conjoint), and per model against the people (group
   people/model) the by= tables: mm_diff_model_minus_people (R: conjoint_mm_diffs), the clustered
-  anova_model_vs_people (R: conjoint_wald), AMCEs and MMs by group (R: conjoint_amce / conjoint_mm with
+  anova_model_vs_people (cj_anova; R: conjoint_wald), AMCEs and MMs by group (R: conjoint_amce / conjoint_mm with
   by =) and AMCE differences (R: conjoint_amce_diffs).
 * every study — each Holm / Benjamini-Hochberg adjusted p-value column of its tables (R: adjust_p,
   i.e. p.adjust within the table's `family`), tolerance 1e-12 (analyze.multiplicity).

@@ -109,14 +109,14 @@ def analyze_immigration(responses: pd.DataFrame, items: pd.DataFrame) -> dict[st
     }
     models = [s for s in choice["source"].unique() if s != HUMAN]
     diffs, tests = [], []
-    for m in models:  # each model against the people: MM differences and cregg's omnibus F test
+    for m in models:  # each model against the people: MM differences and the omnibus test (cj_anova)
         pair = choice[choice["source"].isin([HUMAN, m])].assign(
             group=lambda d: pd.Categorical(np.where(d["source"] == HUMAN, "people", "model"), ["people", "model"]))
         diffs.append(cj.mm_diffs(pair, "chosen", _formula_order(), "group", id="id").assign(model=m))
-        # respondents answer several tasks: the omnibus test is cluster-robust (cj_anova's F takes the
+        # respondents answer several tasks: the omnibus test is cluster-robust (cregg's F takes the
         # profiles as independent and over-rejects; issue 25, bench/cj_null.py)
-        tests.append(cj.cj_wald(pair, "chosen", _formula_order(), "group", id="id",
-                                constraints=constraints()).assign(model=m))
+        tests.append(cj.cj_anova(pair, "chosen", _formula_order(), "group", id="id",
+                                 constraints=constraints()).assign(model=m))
     if diffs:
         out["mm_diff_model_minus_people"] = pd.concat(diffs, ignore_index=True)
         out["anova_model_vs_people"] = pd.concat(tests, ignore_index=True)
@@ -255,7 +255,7 @@ def _check_by(r, prof: pd.DataFrame, tables, tol, tol_p) -> list[dict]:
                                         row[col], row[f"{col}_r"], tol))
         py_w = tables.get("anova_model_vs_people")
         py_w = (py_w[py_w["model"] == m].iloc[0] if py_w is not None
-                else cj.cj_wald(pair, "chosen", _formula_order(), "group", id="id", constraints=constraints()).iloc[0])
+                else cj.cj_anova(pair, "chosen", _formula_order(), "group", id="id", constraints=constraints()).iloc[0])
         rw = r.to_py(fn["conjoint_wald"](rd, "chosen", feats, by="group", id="id", constraints=cons)).iloc[0]
         for col, t in (("statistic", tol), ("df", 0), ("df.residual", 0), ("p.value", tol_p)):
             rows.append(compare(f"anova_model_vs_people | {m} {col}", py_w[col], rw[col], t))

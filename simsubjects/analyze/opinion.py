@@ -108,7 +108,8 @@ def model_distributions(model: pd.DataFrame, attrs: list[str]) -> pd.DataFrame:
 
 
 def _human_dist(human: pd.DataFrame) -> pd.DataFrame:
-    return human[["key", "attribute", "group", "response", "position", "refusal", "weight"]].assign(
+    cols = ["key", "attribute", "group", "response", "position", "refusal", "weight"]
+    return human[cols + (["n_respondents"] if "n_respondents" in human.columns else [])].assign(
         attribute=lambda d: d["attribute"].astype(str), group=lambda d: d["group"].astype(str))
 
 
@@ -116,8 +117,44 @@ def _broom(df: pd.DataFrame) -> pd.DataFrame:
     return df.rename(columns=BROOM).drop(columns=["test"], errors="ignore")
 
 
-def representativeness_table(md: pd.DataFrame, hd: pd.DataFrame) -> pd.DataFrame:
-    """Rep of every model x prompt (default, personas) to every human group and Overall."""
+def prompt_units(model: pd.DataFrame, attrs: list[str]) -> pd.DataFrame:
+    """The units the model's side of `representativeness` resamples: one row per model x prompt x subject x
+    key x substantive position, `weight` = the subject's share times its persona weight (the pooled D_M of
+    `model_distributions` is their sum per key, renormalized). The default prompt is one subject."""
+    subj = subject_distributions(model)
+    pw = (model.drop_duplicates(["model", "subject"]).assign(subject=lambda d: d["subject"].fillna(""))
+          .set_index(["model", "subject"])["persona_weight"] if "persona_weight" in model.columns else None)
+    w = subj.join(pw, on=["model", "subject"])["persona_weight"].fillna(1.0) if pw is not None else 1.0
+    u = subj.assign(weight=subj["share"] * w, unit=subj["subject"],
+                    prompt=np.where(subj["subject"] == "", "default", "personas"))
+    u = u[~u["refusal"].fillna(True).astype(bool) & u["position"].notna()]
+    return u[["model", "prompt", "unit", "key", "position", "weight"]]
+
+
+BOOT_UNIT = ("respondent (people: each question's distribution redrawn as a multinomial of its n_respondents) "
+             "and subject (model personas), resampled independently")
+
+
+def _interval(units: pd.DataFrame | None, hd: pd.DataFrame, row: dict) -> dict:
+    """The resampled interval of one row of the table, or no interval where the people carry no count."""
+    none = {"estimate.corrected": math.nan, "boot.low": math.nan, "boot.high": math.nan, "boot.bias": math.nan,
+            "boot_unit": "", "n_respondents": math.nan, "n_subjects": math.nan}
+    if units is None or "n_respondents" not in hd.columns:
+        return none
+    h = hd[(hd["attribute"] == row["attribute"]) & (hd["group"] == row["group"])]
+    h = h[~h["refusal"].fillna(True).astype(bool) & h["position"].notna()]
+    m = units[(units["model"] == row["model"]) & (units["prompt"] == row["prompt"])]
+    if h.empty or m.empty or h["n_respondents"].isna().any():
+        return none
+    r = rep.multinomial_interval(m, h)
+    return {k: r[k] for k in ("estimate.corrected", "boot.low", "boot.high", "boot.bias")} | {
+        "boot_unit": BOOT_UNIT, "n_respondents": r["n_respondents"], "n_subjects": r["n_subjects"]}
+
+
+def representativeness_table(md: pd.DataFrame, hd: pd.DataFrame, units: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Rep of every model x prompt (default, personas) to every human group and Overall; with `units`
+    (prompt_units) and people who carry their counts (`n_respondents`), the interval from resampling
+    both sides (rep.multinomial_interval, issue 25) and the bias-corrected estimate."""
     m = md[md["prompt"].isin(["default", "personas"])]
     rows = []
     for (model, prompt), g in m.groupby(["model", "prompt"], sort=False):
@@ -125,8 +162,10 @@ def representativeness_table(md: pd.DataFrame, hd: pd.DataFrame) -> pd.DataFrame
                                    by=["attribute", "group"])
         rows.append(r.assign(prompt=prompt))
     out = _broom(pd.concat(rows, ignore_index=True))
-    return out[["model", "prompt", "attribute", "group", "estimate", "std.error", "conf.low", "conf.high",
-                "mean_distance", "n"]]
+    out = out[["model", "prompt", "attribute", "group", "estimate", "std.error", "conf.low", "conf.high",
+               "mean_distance", "n"]]
+    extra = pd.DataFrame([_interval(units, hd, row) for row in out.to_dict("records")], index=out.index)
+    return pd.concat([out, extra], axis=1)
 
 
 def distances(md: pd.DataFrame, hd: pd.DataFrame, prompt: str, attribute: str, group: str) -> pd.DataFrame:
@@ -202,7 +241,7 @@ def analyze_opinion_survey(responses: pd.DataFrame, items: pd.DataFrame | None =
     refusal = refusals(md, hd)
     per_item, average = order_effects(model, item="key")
     return {
-        "representativeness": representativeness_table(md, hd),
+        "representativeness": representativeness_table(md, hd, prompt_units(model, attrs)),
         "steerability": steerability(md, hd),
         "refusals": refusal,
         "refusal_summary": refusal_summary(refusal),

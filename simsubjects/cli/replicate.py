@@ -183,7 +183,7 @@ def replicate(paper_names, model, out, *, scale: float = 1.0, seed: int = 0, met
     manifest = redact_obj(manifest)  # every string a server or the command line supplied, scrubbed
     manifest["files"]["r_package"] = copy_r_package(out)  # analysis.R needs no checkout
     atomic_write_json(manifest, out / "manifest.json")
-    atomic_write_bytes(out / "analysis.R", r_script(manifest).encode())
+    atomic_write_bytes(out / "analysis.R", r_script(manifest, out).encode())
     from simsubjects.publish.stata import do_script
 
     atomic_write_bytes(out / "analysis.do", do_script(manifest, out).encode())
@@ -381,10 +381,13 @@ cat(sprintf("all %d tables agree with the Python tables\n", if (is.null(checked)
 '''
 
 
-def _r_block(study, entry: dict) -> str:
+def _r_block(study, entry: dict, out: Path | None = None) -> str:
     """The lines of analysis.R for one study: the R function its declaration names, on its folder."""
     folder = entry["folder"]
-    if file_of(entry.get("parameters") or {}):  # a study file's run (even one named like a built-in study): no R twin
+    if file_of(entry.get("parameters") or {}):  # a study file's run (even one named like a built-in study)
+        spec = _study_file_spec(entry, out)
+        if spec is not None:
+            return _r_study_file(spec, folder)
         study = None
     if study is not None and study.r_code and not study.r_function:
         code = study.r_code
@@ -398,7 +401,58 @@ def _r_block(study, entry: dict) -> str:
 
 
 
-def r_script(manifest: dict) -> str:
+def _study_file_spec(entry: dict, out: Path | None):
+    """The study file of a study-file run, as its run folder's copy holds it (what was collected), or None
+    for a session file (no R twins) or without the replication folder."""
+    if out is None:
+        return None
+    from simsubjects.studyfile.session import is_session_file
+    from simsubjects.studyfile.spec import load_study
+
+    run = (Path(out) / entry["folder"]).resolve()
+    rel = file_of(entry.get("parameters") or {})
+    path = (run / rel).resolve()
+    if not rel or not path.is_relative_to(run) or not path.is_file() or is_session_file(path):
+        return None  # a manifest's path leads nowhere outside the study's own folder
+    return load_study(path)
+
+
+def _r_value(v) -> str:
+    """An analysis's option as an R literal; user text only as escaped string literals (issue 28)."""
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, (int, float)):
+        return repr(float(v)) if v == v else "NA_real_"
+    if isinstance(v, (list, tuple)):
+        return f"c({', '.join(_r_value(x) for x in v)})" if v else "character(0)"
+    return r_string(v)
+
+
+# an analysis's options that R/studyfile.R's replicate_study_file reads
+_R_ANALYSIS_KEYS = ("type", "name", "factor", "levels", "mu", "by", "factors")
+
+
+def _r_study_file(spec, folder: str) -> str:
+    """analysis.R's block of a study file's run: replicate_study_file() (R/studyfile.R) on its export, with
+    the file's options and analyses written as R literals (the twins `analyze --check-r` uses)."""
+    from simsubjects.studyfile.check_r import options_table
+
+    opts = options_table(spec)
+    cols = ", ".join(f"{c} = {_r_value(list(opts[c]))}" if len(opts) else f"{c} = {empty}"
+                     for c, empty in (("item", "character(0)"), ("response", "character(0)"),
+                                      ("position", "numeric(0)"), ("refusal", "logical(0)")))
+    analyses = []
+    for a in spec.analyses:
+        fields = ", ".join(f"{k} = {_r_value(a[k])}" for k in _R_ANALYSIS_KEYS if a.get(k) is not None)
+        analyses.append(f"  list({fields})")
+    return (f"\n# ---- {r_comment(spec.title or folder)}: the study file's analyses (R/studyfile.R, the twins of "
+            "analyze --check-r)\n"
+            f"study({r_string(folder)}, replicate_study_file({r_string(folder)},\n"
+            f"  data.frame({cols}, stringsAsFactors = FALSE),\n"
+            f"  list(\n{(',' + chr(10)).join(analyses)})))\n")
+
+
+def r_script(manifest: dict, out: Path | None = None) -> str:
     from simsubjects.collect.studies.registry import studies
 
     declared = studies()
@@ -413,7 +467,7 @@ def r_script(manifest: dict) -> str:
             parts.append(f"\n# ---- {r_comment(e['study'])}: left out, its export/responses.rds was not written "
                          f"({r_comment(e.get('error', ''))})\n")
             continue
-        parts.append(_r_block(declared.get(e["study"]), e))
+        parts.append(_r_block(declared.get(e["study"]), e, out))
     parts.append(R_FOOTER.replace("__VERSION__", version).replace("__COMMIT__", commit))
     return "".join(parts)
 

@@ -382,7 +382,8 @@ def representativeness_table(study: Study, responses: pd.DataFrame, by: list[str
 def _resampled(study: Study, d: pd.DataFrame, out: pd.DataFrame, by: list[str], mcols: list[str]) -> pd.DataFrame:
     """Beside the items' t interval, the interval from resampling the units whose sampling it leaves out:
     the people's respondents and the model's subjects, each with replacement (seeded by the study's seed),
-    with the bootstrap's estimate of the bias and a note for small groups (issue 25, audit finding 7)."""
+    with the bootstrap's estimate of the bias, the bias-corrected Rep (`estimate.corrected` = estimate -
+    boot.bias) and a note for small groups (issue 25, audit finding 7)."""
     from simsubjects.analyze.methods.representativeness import resampled_interval, small_sample_note
 
     d = d[~d["refusal"].fillna(True).astype(bool) & d["position"].notna()]
@@ -395,7 +396,8 @@ def _resampled(study: Study, d: pd.DataFrame, out: pd.DataFrame, by: list[str], 
             h = h[h[b] == row[b]]
             m = m[m[b] == row[b]] if b in mcols else m
         r = resampled_interval(m, h, seed=study.seed if isinstance(study.seed, int) else 0)
-        extra.append({"boot.low": r["boot.low"], "boot.high": r["boot.high"], "boot.bias": r["boot.bias"],
+        extra.append({"estimate.corrected": r["estimate.corrected"], "boot.low": r["boot.low"],
+                      "boot.high": r["boot.high"], "boot.bias": r["boot.bias"],
                       "boot_unit": "respondent (people) and subject (model), resampled independently",
                       "replicates": r["replicates"], "n_respondents": r["n_respondents"], "n_subjects": r["n_subjects"],
                       "note": small_sample_note(r["n_respondents"], r["boot.bias"])})

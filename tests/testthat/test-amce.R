@@ -105,14 +105,15 @@ test_that("levels, baselines and small data", {
   expect_error(amce(d, "y", "f", "story", se_type = "HC1"))
 })
 
-test_that("conjoint_wald is survey::regTermTest's Wald F, clustered by respondent within its group", {
+test_that("conjoint_wald(se_type = 'cregg') is survey::regTermTest's Wald F, clustered by respondent within its group", {
   # the unit is the respondent: ids repeat across the two groups and are still two clusters
   set.seed(5)
   d <- data.frame(id = rep(1:30, each = 6), group = rep(c("people", "model"), each = 90))
   for (v in c("A", "B")) d[[v]] <- sample(c("x", "y", "z"), nrow(d), TRUE)
   d$id <- d$id %% 15
   d$chosen <- rbinom(nrow(d), 1, 0.4 + 0.2 * (d$A == "y"))
-  ours <- conjoint_wald(d, "chosen", c("A", "B"), by = "group", id = "id")
+  ours <- conjoint_wald(d, "chosen", c("A", "B"), by = "group", id = "id", se_type = "cregg")
+  cr2 <- conjoint_wald(d, "chosen", c("A", "B"), by = "group", id = "id")
   d$cl <- paste(d$group, d$id)
   for (v in c("A", "B", "group")) d[[v]] <- factor(d[[v]])
   m <- survey::svyglm(chosen ~ (A + B) * group, design = survey::svydesign(ids = ~cl, weights = ~1, data = d))
@@ -123,4 +124,10 @@ test_that("conjoint_wald is survey::regTermTest's Wald F, clustered by responden
   expect_equal(ours$n_clusters, 30)
   # cregg's unclustered cj_anova stays available and differs from it
   expect_false(isTRUE(all.equal(conjoint_anova(d, "chosen", c("A", "B"), by = "group")$statistic, ours$statistic)))
+  # the default: CR2 (estimatr) and F(q, G - p), the Python cj_anova
+  e <- estimatr::lm_robust(chosen ~ (A + B) * group, data = d, clusters = cl, se_type = "CR2")
+  k <- grepl("group", names(coef(e)))
+  w <- drop(t(coef(e)[k]) %*% solve(vcov(e)[k, k], coef(e)[k]))
+  expect_equal(cr2$statistic, w / sum(k), tolerance = 1e-10)
+  expect_equal(cr2$df.residual, 30 - length(coef(e)))
 })

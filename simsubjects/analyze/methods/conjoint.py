@@ -22,12 +22,12 @@ Every estimator follows cregg 0.3.7 (Leeper; github.com/leeper/cregg), which fit
   the outcome at each level, from `svyglm(y ~ 0 + level)` with the same clustered errors; the
   z statistic tests `h0` (0.5 is the no-preference value of a two-profile forced choice).
 * Group differences: `mm_diffs` (each group's MMs minus the first group's, independent samples),
-  `amce_diffs` (interactions of every attribute with the group in one model), and `cj_anova`
-  (F test of the model with all attribute x group interactions against the one without).
+  `amce_diffs` (interactions of every attribute with the group in one model), `cj_anova` (Wald F
+  test that every attribute x group interaction is 0, CR2 clustered by respondent) and `cj_anova_cregg`
+  (cregg's unclustered F test of the model with all attribute x group interactions against the one without).
 
 Neither statsmodels nor linearmodels drops aliased columns the way R does, centers the cluster
 totals as survey does, or computes CR2; that is why the sandwich is written here (a few lines).
-The F test of `cj_anova` uses statsmodels.
 """
 
 from __future__ import annotations
@@ -187,10 +187,10 @@ def _cr2_meat(Xt: np.ndarray, et: np.ndarray, A: np.ndarray, cluster: np.ndarray
     for s in np.unique(sizes):
         idx = order[(starts[sizes == s])[:, None] + np.arange(s)]  # (G_s, s) row indices
         Xg, eg = Xt[idx], et[idx]  # (G_s, s, p), (G_s, s)
-        H = np.einsum("gip,pq,gjq->gij", Xg, A, Xg)
+        H = (Xg @ A) @ Xg.transpose(0, 2, 1)  # batched products: einsum's three-way loop took seconds
         vals, vecs = np.linalg.eigh(np.eye(s) - H)
-        M = np.einsum("gij,gj,gkj->gik", vecs, 1 / np.sqrt(np.clip(vals, 1e-12, None)), vecs)
-        u = np.einsum("gip,gij,gj->gp", Xg, M, eg)
+        M = (vecs * (1 / np.sqrt(np.clip(vals, 1e-12, None)))[:, None, :]) @ vecs.transpose(0, 2, 1)
+        u = (Xg.transpose(0, 2, 1) @ (M @ eg[:, :, None]))[:, :, 0]
         meat += u.T @ u
     return meat
 
@@ -410,65 +410,81 @@ def _shared_respondent_se(data, outcome, features, by, id, weights, se_type, gro
     return out
 
 
-@_one_thread
-def cj_anova(data: pd.DataFrame, outcome: str, features: list[str], by: str, constraints=()) -> pd.DataFrame:
-    """cregg's `cj_anova`: F test of y ~ features against y ~ (features) * by (OLS, unclustered, unweighted).
-
-    F = ((RSS_r - RSS_f) / (rank_f - rank_r)) / (RSS_f / (n - rank_f)), as R's anova(glm, glm, test = "F")
-    for a gaussian model. The residual sums come from the sparse fit above: statsmodels' OLS would
-    need the dense design and a pseudo-inverse, seconds on 28,000 x 200 columns.
-    """
-    df = _prepare(data, outcome, features, extra=(by,))
-    df[by] = pd.Categorical(df[by]).remove_unused_categories()
-    if len(df[by].cat.categories) < 2:
-        raise UserError(f"conjoint: by column {by!r} needs at least two groups")
-    X, meta = _design(df, features, [tuple(c) for c in constraints])
-    G, gmeta = _design(df, [by], intercept=False)
-    Xf = sparse.hstack([X, G, *[_times(X[:, 1:], G[:, [k]].toarray().ravel()) for k in range(G.shape[1])]],
-                       format="csc")
-    y = df[outcome].to_numpy(float)
-    red = _fit(X, meta, y, None, None)
-    full = _fit(Xf, [Column((), ())] * Xf.shape[1], y, None, None)
-    df1, df2 = full.rank - red.rank, full.n - full.rank
-    F = ((red.rss - full.rss) / df1) / (full.rss / df2)
-    return pd.DataFrame([{"by": by, "statistic": F, "df": df1, "df.residual": df2,
-                          "p.value": float(stats.f.sf(F, df1, df2)), "n": full.n}])
-
-
-@_one_thread
-def cj_wald(data: pd.DataFrame, outcome: str, features: list[str], by: str, *, id: str,
-            constraints=()) -> pd.DataFrame:
-    """Cluster-robust omnibus test that `by` changes nothing: every group and attribute x group coefficient
-    of y ~ (features) * by is 0, errors clustered by respondent `id` (survey's linearization, as cregg).
-
-    cj_anova's F test takes a respondent's profiles as independent; with 5 to 10 correlated answers per
-    respondent it rejected 10-41% of true nulls at 5%. Here: Wald F = b' V^-1 b / q on the q tested
-    coefficients with V the clustered covariance, against F(q, G - p) (G clusters, p coefficients), as
-    survey::regTermTest(svyglm(...), method = "Wald") computes it.
-    """
+def _interacted(data, outcome, features, by, constraints, id=None):
+    """The rows used and the design of y ~ (features) * by: (df, X of y ~ features, the full design)."""
     df = _prepare(data, outcome, features, id=id, extra=(by,))
     df[by] = pd.Categorical(df[by]).remove_unused_categories()
     if len(df[by].cat.categories) < 2:
         raise UserError(f"conjoint: by column {by!r} needs at least two groups")
-    X, meta = _design(df, features, [tuple(c) for c in constraints])
+    X, _ = _design(df, features, [tuple(c) for c in constraints])
     G, _ = _design(df, [by], intercept=False)
     Xf = sparse.hstack([X, G, *[_times(X[:, 1:], G[:, [k]].toarray().ravel()) for k in range(G.shape[1])]],
                        format="csc")
+    return df, X, Xf
+
+
+CJ_ANOVA_TEST = "Wald F, CR2 clustered by respondent, F(q, G - p) (clubSandwich Naive-Fp)"
+
+
+@_one_thread
+def cj_anova(data: pd.DataFrame, outcome: str, features: list[str], by: str, *, id: str | None = None,
+             constraints=(), se_type: str = "CR2") -> pd.DataFrame:
+    """The model-vs-people omnibus test: does `by` change anything? Every group and attribute x group
+    coefficient of y ~ (features) * by is 0, with errors clustered by respondent `id` (the unit).
+
+    A respondent answers several tasks, so their profiles are not independent: cregg's F test
+    (`cj_anova_cregg`) rejected 7-13% of true nulls at 5% (bench/cj_null.py). Here W = b' V^-1 b on the
+    q tested coefficients, V their cluster-robust covariance, and F = W / q against F(q, G - p) (G
+    respondents, p coefficients). The default V is CR2 (Bell & McCaffrey 2002; Imbens & Kolesar 2016), with
+    the m - p reference of clubSandwich's `Wald_test(test = "Naive-Fp")` (Pustejovsky & Tipton 2018): under
+    the simulated nulls of bench/cj_null.py it rejects 4.9-5.8% at 5% (docs/benchmarks.md), where CR1 with
+    F(q, G - 1) (Stata's `test` after `vce(cluster)`) rejected up to 6.1%. se_type "stata" (CR1) or
+    "cregg" (survey's linearization) swap the covariance; the reference stays F(q, G - p).
+    A respondent id that occurs in two groups is two respondents (the groups are separate samples).
+    """
+    _check_se(se_type)
+    if not id:
+        raise UserError("conjoint: cj_anova needs id= (the respondent column: the test clusters a respondent's "
+                        "profiles); cregg's unclustered F test is cj_anova_cregg")
+    df, X, Xf = _interacted(data, outcome, features, by, constraints, id=id)
     y = df[outcome].to_numpy(float)
     cluster = (df[by].astype(str) + "\r" + df[id].astype(str)).to_numpy()  # ids of two groups never merge
-    full = _fit(Xf, [Column((), ())] * Xf.shape[1], y, None, cluster)
+    full = _fit(Xf, [Column((), ())] * Xf.shape[1], y, None, cluster, se_type)
     tested = np.arange(Xf.shape[1]) >= X.shape[1]
     ok = tested & np.isfinite(full.coef)
     b, V = full.coef[ok], full.vcov[np.ix_(ok, ok)]
     q = int(np.linalg.matrix_rank(V))
     n_clusters = len(np.unique(cluster))
     df2 = n_clusters - full.rank
-    W = float(b @ np.linalg.pinv(V) @ b)
-    F = W / q if q else np.nan
+    F = float(b @ np.linalg.pinv(V) @ b) / q if q else np.nan
     p = float(stats.f.sf(F, q, df2)) if q and df2 > 0 else np.nan
-    return pd.DataFrame([{"by": by, "test": "Wald F, clustered by respondent (survey::regTermTest)", "statistic": F,
-                          "df": q, "df.residual": df2, "p.value": p, "n": full.n, "n_clusters": n_clusters,
-                          "unit": "respondent (cluster)"}])
+    test = CJ_ANOVA_TEST if se_type == "CR2" else CJ_ANOVA_TEST.replace("CR2", se_type).replace(
+        " (clubSandwich Naive-Fp)", "")
+    return pd.DataFrame([{"by": by, "test": test, "statistic": F, "df": q, "df.residual": df2, "p.value": p,
+                          "n": full.n, "n_clusters": n_clusters, "unit": "respondent (cluster)"}])
+
+
+cj_wald = cj_anova  # the name this test had (issue 25); one test, one name: cj_anova
+
+
+@_one_thread
+def cj_anova_cregg(data: pd.DataFrame, outcome: str, features: list[str], by: str, constraints=()) -> pd.DataFrame:
+    """cregg's `cj_anova`: F test of y ~ features against y ~ (features) * by (OLS, unclustered, unweighted).
+
+    Kept as cregg's twin; it takes a respondent's profiles as independent and over-rejects true nulls
+    (bench/cj_null.py), so the report uses `cj_anova`.
+    F = ((RSS_r - RSS_f) / (rank_f - rank_r)) / (RSS_f / (n - rank_f)), as R's anova(glm, glm, test = "F")
+    for a gaussian model. The residual sums come from the sparse fit above: statsmodels' OLS would
+    need the dense design and a pseudo-inverse, seconds on 28,000 x 200 columns.
+    """
+    df, X, Xf = _interacted(data, outcome, features, by, constraints)
+    y = df[outcome].to_numpy(float)
+    red = _fit(X, [Column((), ())] * X.shape[1], y, None, None)
+    full = _fit(Xf, [Column((), ())] * Xf.shape[1], y, None, None)
+    df1, df2 = full.rank - red.rank, full.n - full.rank
+    F = ((red.rss - full.rss) / df1) / (full.rss / df2)
+    return pd.DataFrame([{"by": by, "statistic": F, "df": df1, "df.residual": df2,
+                          "p.value": float(stats.f.sf(F, df1, df2)), "n": full.n}])
 
 
 # ------------------------------------------------------------------ design diagnostics

@@ -230,6 +230,39 @@ def _rep_of_pooled(pm: np.ndarray, ph: np.ndarray, seg: np.ndarray, dx: np.ndarr
         return 1 - np.nanmean(dists, axis=1)
 
 
+def _layout(model_units: pd.DataFrame, human: pd.DataFrame):
+    """The (key, position) columns of both sides, each column's key index, each key's span and the gaps."""
+    both = pd.concat([model_units[["key", "position"]], human[["key", "position"]]])
+    cols = pd.MultiIndex.from_frame(both.drop_duplicates().sort_values(["key", "position"]))
+    keys = cols.get_level_values(0).to_numpy()
+    pos = cols.get_level_values(1).to_numpy(float)
+    seg = pd.factorize(keys)[0]
+    span = np.array([np.ptp(pos[seg == k]) for k in range(seg.max() + 1)])
+    span = np.where(span > 0, span, np.nan)
+    dx = np.append(np.diff(pos), 0.0)
+    return cols, seg, span, dx
+
+
+def _clean(u: pd.DataFrame) -> pd.DataFrame:
+    return u.assign(key=u["key"].astype(str), position=pd.to_numeric(u["position"]).astype(float),
+                    weight=u["weight"].astype(float))
+
+
+def _draw_units(rng, units: np.ndarray, replicates: int) -> np.ndarray:
+    """Pooled weights of `replicates` resamples of the rows of `units` (with replacement)."""
+    idx = rng.integers(0, len(units), size=(replicates, len(units)))
+    counts = np.zeros((replicates, len(units)))
+    np.add.at(counts, (np.arange(replicates)[:, None], idx), 1.0)
+    return counts @ units
+
+
+def _summary(reps: np.ndarray, full: float, replicates: int, conf: float) -> dict:
+    lo, hi = np.nanquantile(reps, [(1 - conf) / 2, (1 + conf) / 2])
+    bias = float(np.nanmean(reps) - full)
+    return {"boot.low": float(lo), "boot.high": float(hi), "boot.bias": bias, "estimate.corrected": float(full - bias),
+            "replicates": int(replicates), "rep_full": float(full)}
+
+
 def resampled_interval(model_units: pd.DataFrame, human_units: pd.DataFrame, replicates: int = 2000,
                        conf: float = 0.95, seed: int = 0) -> dict:
     """Percentile interval of Rep from resampling units: the model's subjects and the people's respondents,
@@ -240,32 +273,56 @@ def resampled_interval(model_units: pd.DataFrame, human_units: pd.DataFrame, rep
     the positions listed on either side, as in `wasserstein_by_question`. Hand-written on a units x options
     matrix because scipy.stats.bootstrap would call the pandas statistic thousands of times (it is the test
     reference; tests/test_representativeness.py). Returns boot.low, boot.high, boot.bias (mean of the
-    replicates minus Rep on the whole samples: how much sampling noise lowers Rep), replicates,
+    replicates minus Rep on the whole samples: how much sampling noise lowers Rep), estimate.corrected
+    (the bootstrap bias-corrected Rep, Rep - boot.bias = 2 Rep - mean of the replicates; Efron &
+    Tibshirani 1993, sec. 10.6: it removes the first-order bias and adds variance), replicates,
     n_subjects, n_respondents."""
-    model_units, human_units = (u.assign(key=u["key"].astype(str), position=pd.to_numeric(u["position"]).astype(float),
-                                         weight=u["weight"].astype(float)) for u in (model_units, human_units))
-    both = pd.concat([model_units[["key", "position"]], human_units[["key", "position"]]])
-    cols = pd.MultiIndex.from_frame(both.drop_duplicates().sort_values(["key", "position"]))
+    model_units, human_units = _clean(model_units), _clean(human_units)
+    cols, seg, span, dx = _layout(model_units, human_units)
     um, _ = _unit_matrix(model_units, cols)
     uh, _ = _unit_matrix(human_units, cols)
-    keys = cols.get_level_values(0).to_numpy()
-    pos = cols.get_level_values(1).to_numpy(float)
-    seg = pd.factorize(keys)[0]
-    span = np.array([np.ptp(pos[seg == k]) for k in range(seg.max() + 1)])
-    span = np.where(span > 0, span, np.nan)
-    dx = np.append(np.diff(pos), 0.0)
     full = _rep_of_pooled(um.sum(0, keepdims=True), uh.sum(0, keepdims=True), seg, dx, span)[0]
     rng = np.random.default_rng(seed)
-    im = rng.integers(0, len(um), size=(replicates, len(um)))  # drawn first: the test's loop draws in this order
-    ih = rng.integers(0, len(uh), size=(replicates, len(uh)))
+    idx_m = rng.integers(0, len(um), size=(replicates, len(um)))  # drawn first: the test's loop draws in this order
+    idx_h = rng.integers(0, len(uh), size=(replicates, len(uh)))
     cm = np.zeros((replicates, len(um)))
     ch = np.zeros((replicates, len(uh)))
-    np.add.at(cm, (np.arange(replicates)[:, None], im), 1.0)
-    np.add.at(ch, (np.arange(replicates)[:, None], ih), 1.0)
+    np.add.at(cm, (np.arange(replicates)[:, None], idx_m), 1.0)
+    np.add.at(ch, (np.arange(replicates)[:, None], idx_h), 1.0)
     reps = _rep_of_pooled(cm @ um, ch @ uh, seg, dx, span)
-    lo, hi = np.nanquantile(reps, [(1 - conf) / 2, (1 + conf) / 2])
-    return {"boot.low": float(lo), "boot.high": float(hi), "boot.bias": float(np.nanmean(reps) - full),
-            "replicates": int(replicates), "n_subjects": len(um), "n_respondents": len(uh), "rep_full": float(full)}
+    return {**_summary(reps, full, replicates, conf), "n_subjects": len(um), "n_respondents": len(uh)}
+
+
+def multinomial_interval(model_units: pd.DataFrame, human_dist: pd.DataFrame, replicates: int = 2000,
+                         conf: float = 0.95, seed: int = 0) -> dict:
+    """Percentile interval of Rep where the people come as a distribution with its count, not as rows.
+
+    Each question's human distribution (`key`, `position`, `weight`: survey-weighted shares or counts,
+    refusals dropped) is redrawn as a multinomial sample of its `n_respondents` (the substantive answers'
+    unweighted count, summed over the question's rows) with the observed shares as probabilities; the
+    model's subjects (`unit` rows, as in `resampled_interval`, each row already multiplied by its persona
+    weight) are resampled with replacement, independently. The survey weights' design effect is not in
+    the interval: the bundled counts carry no per-respondent weights. Returns what `resampled_interval`
+    returns, n_respondents being the largest question's count."""
+    model_units = _clean(model_units)
+    human = _clean(human_dist).assign(n_respondents=pd.to_numeric(human_dist["n_respondents"]).astype(float))
+    cols, seg, span, dx = _layout(model_units, human)
+    um, _ = _unit_matrix(model_units, cols)
+    h = human.groupby(["key", "position"])[["weight", "n_respondents"]].sum().reindex(cols, fill_value=0.0)
+    hw, hn = h["weight"].to_numpy(float), h["n_respondents"].to_numpy(float)
+    full = _rep_of_pooled(um.sum(0, keepdims=True), hw[None, :], seg, dx, span)[0]
+    rng = np.random.default_rng(seed)
+    pm = _draw_units(rng, um, replicates)
+    ph = np.zeros((replicates, len(cols)))
+    sizes = []
+    for k in range(seg.max() + 1):
+        c = seg == k
+        n, tot = int(round(hn[c].sum())), hw[c].sum()
+        sizes.append(n)
+        if n > 0 and tot > 0:
+            ph[:, c] = rng.multinomial(n, hw[c] / tot, size=replicates)
+    reps = _rep_of_pooled(pm, ph, seg, dx, span)
+    return {**_summary(reps, full, replicates, conf), "n_subjects": len(um), "n_respondents": max(sizes, default=0)}
 
 
 def small_sample_note(n_respondents: int, bias: float) -> str:

@@ -17,8 +17,8 @@ def report_section(run) -> list[str]:
     if "anova_model_vs_people" in t:
         out.append(block("Does the model's choice differ from people's? (clustered Wald test)",
                          table(t["anova_model_vs_people"]),
-                         "Wald F test that every attribute x (model vs people) interaction is 0, errors clustered "
-                         "by respondent (survey::regTermTest); cregg's cj_anova F test would take a respondent's "
+                         "Wald F test that every attribute x (model vs people) interaction is 0, CR2 errors "
+                         "clustered by respondent, F(q, G - p) (cj_anova); cregg's F test would take a respondent's "
                          "profiles as independent."))
     speed = (f"{c.get('tasks', '–')} tasks ({c.get('task_orders', '–')} task orders) in "
              f"{fmt(m.get('timings', {}).get('collection_seconds'))} s: {fmt(c.get('tasks_per_second'))} tasks per "

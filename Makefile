@@ -33,9 +33,8 @@ demo: setup  ## the main job: every study of the five papers on the embedded mod
 	simsubjects replicate all examples/pd_dalbo/study.yaml examples/trust_bdm/study.yaml --model smollm2 --scale 0.002 --out $(DEMO_OUT)
 
 test: setup-test  ## all tests, Python and R
-	@# test_preload sends Ctrl-Z/Ctrl-C through a fork server: it runs on its own, in a fresh pytest process
-	SIMSUBJECTS_REQUIRE_SERVER=1 SIMSUBJECTS_REQUIRE_RAY=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 --ignore=tests/test_preload.py
-	$(PY) -m pytest -q -p no:xdist tests/test_preload.py
+	@# --no-loadscope-reorder keeps tests/conftest.py's longest-files-first order (see HEAVY_FIRST there)
+	SIMSUBJECTS_REQUIRE_SERVER=1 SIMSUBJECTS_REQUIRE_RAY=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10
 
 bench: setup-test  ## the benchmark tables (docs/benchmarks.md); lm-evaluation-harness is the reference
 	$(PIP) -e '.[bench]'

@@ -35,6 +35,7 @@ HEAVY_FIRST = [
     "test_sessions.py",
     "test_secrets.py",
     "test_session_players.py",
+    "test_preload.py",  # CLI runs through a fork server of its own (private cache folder)
     "test_batch_files.py",
     "test_ppi.py",
     "test_qualtrics.py",

@@ -110,7 +110,7 @@ def declaration(study: str) -> dict:
         import yaml
 
         text = data_path(SCENARIOS[study]).read_text(encoding="utf-8")
-        _DECLARED[study] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        _DECLARED[study] = yaml.safe_load(text)
     return _DECLARED[study]
 
 

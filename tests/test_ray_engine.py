@@ -61,7 +61,8 @@ def cluster():
         ray.shutdown()
         os.killpg(proc.pid, signal.SIGTERM)  # --block: the head stops its own Ray processes
         try:
-            proc.wait(timeout=60)
+            # its graceful stop took ~30 s of waiting; the cluster's folder is removed below either way
+            proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)

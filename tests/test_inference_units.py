@@ -219,6 +219,37 @@ def test_cj_anova_cregg_errors_match_r_survey_regtermtest(tmp_path):
     assert ours["p.value"] == pytest.approx(p, rel=1e-7) and ours["n_clusters"] == 60
 
 
+def test_cj_anova_cr2_with_a_respondent_who_alone_identifies_a_coefficient(tmp_path):
+    """A model with few respondents (as `make demo`'s conjoint): some respondent's rows alone identify an
+    attribute x group coefficient, so I - H_gg has an eigenvalue 0. CR2's (I - H_gg)^(-1/2) is then the
+    generalized inverse square root (that direction counts 0), as estimatr's; clipping the eigenvalue to
+    1e-12 moved F by 4e-6 in the demo. Reference: estimatr::lm_robust(se_type = "CR2") by Rscript."""
+    import shutil
+    import subprocess
+
+    from simsubjects.analyze.methods import conjoint as cj
+
+    if shutil.which("Rscript") is None:
+        pytest.skip("Rscript not installed")
+    d = _conjoint_null(np.random.default_rng(11))
+    few = d["id"].isin(sorted(d.loc[d["group"] == "model", "id"].unique())[:3])
+    d = d[(d["group"] == "people") | few].reset_index(drop=True)
+    d = d[(d["group"] == "people") | (d.groupby(["group", "id"]).cumcount() < 4)].reset_index(drop=True)
+    ours = cj.cj_anova(d, "chosen", ["A", "B", "C", "D"], "group", id="id").iloc[0]
+    d.to_csv(tmp_path / "d.csv", index=False)
+    code = f"""d <- read.csv("{tmp_path / 'd.csv'}"); d$cl <- paste(d$group, d$id)
+    for (v in c("A", "B", "C", "D", "group")) d[[v]] <- factor(d[[v]])
+    m <- estimatr::lm_robust(chosen ~ (A + B + C + D) * group, data = d, clusters = cl, se_type = "CR2")
+    k <- grepl("group", names(coef(m))) & !is.na(coef(m)); b <- coef(m)[k]; V <- vcov(m)[k, k]
+    e <- eigen(V, symmetric = TRUE); keep <- e$values > max(e$values) * nrow(V) * .Machine$double.eps
+    W <- sum(crossprod(e$vectors[, keep, drop = FALSE], b)^2 / e$values[keep])
+    cat(sprintf("%.17g", c(W / sum(keep), sum(keep))))"""
+    out = subprocess.run(["Rscript", "-e", code], capture_output=True, text=True, check=True).stdout.split()
+    F, q = map(float, out)
+    assert ours["df"] == q and ours["n_clusters"] == 33
+    assert ours["statistic"] == pytest.approx(F, rel=1e-9)
+
+
 def test_cj_anova_is_clustered_cr2_as_estimatr_and_statsmodels(tmp_path):
     """Issue 25 (audit finding 3): cj_anova is THE model-vs-people omnibus test, clustered by respondent. Its
     default: W = b' V^-1 b on the group and attribute x group coefficients, V CR2 (Bell-McCaffrey), F = W / q on

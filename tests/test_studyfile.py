@@ -534,3 +534,21 @@ def test_walkthrough_of_docs_works_verbatim(smollm2, tmp_path, monkeypatch, caps
     assert ran == ["study", "study", "collect", "analyze", "export", "report"]
     r = pd.read_parquet(tmp_path / "runs" / "my_survey" / "responses.parquet")
     assert "library" in set(r["item"]) and (tmp_path / "runs" / "my_survey" / "report.html").is_file()
+
+
+@pytest.mark.parametrize("base", ["examples/vignette_2x2/study.yaml", "examples/pd_tft/study.yaml",
+                                  "tests/data/obedience/bad/valid_base.yaml"])
+def test_every_kind_of_study_file_reads_one_header(base, tmp_path, capsys):
+    """Plain, session and obedience files share study_header(): a name with a trailing newline (which
+    SLUG.match let through in the session and obedience loaders) is one line, exit 2, for each kind."""
+    import re
+
+    from simsubjects.cli.commands import main
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / base).read_text()
+    bad = tmp_path / "study.yaml"
+    bad.write_text(re.sub(r"(?m)^study: (\S+)$", r'study: "\1\\n"', text, count=1))
+    assert main(["study", "check", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "use lower-case letters" in err and f"{bad}:" in err

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .limits import MAX_SEED
-from .load import StudyFileError, read_source
-from .spec import SLUG, Checker, placeholders
+from .spec import Checker, has_section, placeholders, study_header
 
 TOP = {"study", "title", "citation", "license", "description", "design", "obedience"}
 DESIGN = {"subjects", "seed", "max_stages", "max_tokens", "judge_rule"}
@@ -75,27 +74,12 @@ class ObedienceStudy:
 
 
 def is_obedience_file(path) -> bool:
-    """A study file with a top-level `obedience:` key (read cheaply: parsed once more by load_obedience)."""
-    try:
-        src = read_source(path)
-    except StudyFileError:
-        return False
-    return isinstance(src.data, dict) and "obedience" in src.data
+    return has_section(path, "obedience")
 
 
 def load_obedience(file, seed: int | None = None) -> ObedienceStudy:
-    src = read_source(file)
-    c = Checker(src)
-    if src.data is None:
-        raise StudyFileError(f"{src.file}: the file is empty")
-    d = c.mapping(src.data, (), TOP, required=("study", "title", "obedience"))
-    name = c.text(d, "study", ())
-    if not SLUG.match(name):
-        raise c.err(("study",), f"{name!r}: use lower-case letters, digits, - and _, starting with a letter")
-    scen = _scenario(c, d["obedience"])
-    s = ObedienceStudy(file=src.file, name=name, title=c.text(d, "title", (), required=True), scenario=scen,
-                       raw=src.raw, citation=c.text(d, "citation", (), ""), license=c.text(d, "license", (), ""),
-                       description=c.text(d, "description", (), ""))
+    src, c, d, head = study_header(file, TOP, ("study", "title", "obedience"))
+    s = ObedienceStudy(file=src.file, scenario=_scenario(c, d["obedience"]), raw=src.raw, **head)
     s.files[src.file.name] = src.file
     _design(c, d.get("design") or {}, s, seed)
     return s

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from . import expr as X
-from .load import StudyFileError, did_you_mean, read_source
+from .load import did_you_mean
 from .players import Player, parse_player
-from .spec import (NAME, RESERVED, SLUG, Checker, Item, Response, Study, _design, _prompt, parse_response,
-                   placeholders)
+from .spec import (NAME, RESERVED, Checker, Item, Response, Study, _design, _prompt, has_section, parse_response,
+                   placeholders, study_header)
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "response", "response_types", "design",
        "session", "analyses", "human"}
@@ -101,26 +101,12 @@ class SessionStudy(Study):
 
 
 def is_session_file(path) -> bool:
-    """A study file with a top-level `session:` key (read cheaply: the YAML is parsed once more later)."""
-    try:
-        src = read_source(path)
-    except StudyFileError:
-        return False
-    return isinstance(src.data, dict) and "session" in src.data
+    return has_section(path, "session")
 
 
 def load_session(file, seed: int | None = None) -> SessionStudy:
-    src = read_source(file)
-    c = Checker(src)
-    if src.data is None:
-        raise StudyFileError(f"{src.file}: the file is empty")
-    d = c.mapping(src.data, (), TOP, required=("study", "title", "session"))
-    name = c.text(d, "study", ())
-    if not SLUG.match(name):
-        raise c.err(("study",), f"{name!r}: use lower-case letters, digits, - and _, starting with a letter")
-    s = SessionStudy(file=src.file, source=src, name=name, title=c.text(d, "title", (), required=True),
-                     citation=c.text(d, "citation", (), ""), license=c.text(d, "license", (), ""),
-                     description=c.text(d, "description", (), ""))
+    src, c, d, head = study_header(file, TOP, ("study", "title", "session"))
+    s = SessionStudy(file=src.file, source=src, **head)
     s.files[src.file.name] = src.file
     s.raw[src.file.name] = src.raw  # the bytes hashed and parsed: what the run's copy gets (runcopy.copy_files)
     _prompt(c, {"prompt": d.get("prompt") or {"template": "${question}\n${options}"}}, s)

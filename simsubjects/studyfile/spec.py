@@ -357,21 +357,38 @@ def _generated(c: Checker, d: dict, path, kind: str, named) -> Response:
 
 # ----------------------------------------------------------------------------------------- the study
 
-def load_study(file, seed: int | None = None, allow_code: bool = False) -> Study:
-    """The study of `file`; `seed` (collect --seed) replaces design.seed before any seeded table is drawn.
-    `allow_code`: its `type: function` analyses may run (the user's own file, given with --allow-code)."""
+def study_header(file, top: set, required: tuple, empty: str = ""):
+    """The top of any study file (plain, session, obedience): (source, checker, top-level mapping, and the
+    fields every kind shares: name, title, citation, license, description). `empty`: a hint after
+    "the file is empty"."""
     src = read_source(file)
     c = Checker(src)
-    data = src.data
-    if data is None:
-        raise StudyFileError(f"{src.file}: the file is empty; start from `simsubjects study new survey DIR`")
-    d = c.mapping(data, (), TOP, required=("study", "title", "prompt", "items"))
+    if src.data is None:
+        raise StudyFileError(f"{src.file}: the file is empty{empty}")
+    d = c.mapping(src.data, (), top, required=required)
     name = c.text(d, "study", ())
     if not SLUG.fullmatch(name):  # fullmatch: `$` alone lets a trailing newline through
         raise c.err(("study",), f"{name!r}: use lower-case letters, digits, - and _, starting with a letter")
-    s = Study(file=src.file, source=src, name=name, title=c.text(d, "title", (), required=True),
-              citation=c.text(d, "citation", (), ""), license=c.text(d, "license", (), ""),
-              description=c.text(d, "description", (), ""), allow_code=allow_code)
+    return src, c, d, {"name": name, "title": c.text(d, "title", (), required=True),
+                       "citation": c.text(d, "citation", (), ""), "license": c.text(d, "license", (), ""),
+                       "description": c.text(d, "description", (), "")}
+
+
+def has_section(path, key: str) -> bool:
+    """A study file with a top-level `key:` (session:, obedience:), read cheaply: its loader parses it again."""
+    try:
+        src = read_source(path)
+    except StudyFileError:
+        return False
+    return isinstance(src.data, dict) and key in src.data
+
+
+def load_study(file, seed: int | None = None, allow_code: bool = False) -> Study:
+    """The study of `file`; `seed` (collect --seed) replaces design.seed before any seeded table is drawn.
+    `allow_code`: its `type: function` analyses may run (the user's own file, given with --allow-code)."""
+    src, c, d, head = study_header(file, TOP, ("study", "title", "prompt", "items"),
+                                   "; start from `simsubjects study new survey DIR`")
+    s = Study(file=src.file, source=src, **head, allow_code=allow_code)
     s.files[src.file.name] = src.file
     s.raw[src.file.name] = src.raw
     _prompt(c, d, s)

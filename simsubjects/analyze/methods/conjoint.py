@@ -41,6 +41,8 @@ from scipy import sparse, stats
 
 from simsubjects.errors import UserError
 
+from .regression import inv_sqrt_eigenvalues
+
 SE_TYPES = ("cregg", "stata", "CR2")
 
 
@@ -180,10 +182,9 @@ def _cluster_matrix(cluster: np.ndarray) -> sparse.csr_matrix:
 def _cr2_meat(Xt: np.ndarray, et: np.ndarray, A: np.ndarray, cluster: np.ndarray) -> np.ndarray:
     """Bell-McCaffrey: sum_g X_g' M_g e_g e_g' M_g X_g with M_g = (I - H_gg)^(-1/2), clusters batched by size.
 
-    M_g is the generalized inverse square root, as estimatr's and clubSandwich's: an eigenvalue of
-    I - H_gg at or below 1e-12 (a respondent who alone identifies a coefficient, common when a model has
-    few respondents) contributes 0, not 1e6. Clipping it to 1e-12 instead moved `make demo`'s cj_anova F
-    by 4e-6 from estimatr's (27.8097718 against 27.8097677)."""
+    M_g is the generalized inverse square root (regression.inv_sqrt_eigenvalues), as estimatr's: with few
+    model respondents one alone can identify a coefficient; a clip to 1e-12 there moved `make demo`'s
+    cj_anova F by 4e-6 from estimatr's (27.8097718 against 27.8097677)."""
     order = np.argsort(cluster, kind="stable")
     c = cluster[order]
     starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
@@ -194,8 +195,7 @@ def _cr2_meat(Xt: np.ndarray, et: np.ndarray, A: np.ndarray, cluster: np.ndarray
         Xg, eg = Xt[idx], et[idx]  # (G_s, s, p), (G_s, s)
         H = (Xg @ A) @ Xg.transpose(0, 2, 1)  # batched products: einsum's three-way loop took seconds
         vals, vecs = np.linalg.eigh(np.eye(s) - H)
-        inv_sqrt = np.where(vals > 1e-12, 1 / np.sqrt(np.maximum(vals, 1e-12)), 0.0)
-        M = (vecs * inv_sqrt[:, None, :]) @ vecs.transpose(0, 2, 1)
+        M = (vecs * inv_sqrt_eigenvalues(vals)[:, None, :]) @ vecs.transpose(0, 2, 1)
         u = (Xg.transpose(0, 2, 1) @ (M @ eg[:, :, None]))[:, :, 0]
         meat += u.T @ u
     return meat

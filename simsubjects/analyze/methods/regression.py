@@ -14,6 +14,13 @@ from ...errors import UserError
 SE_TYPES = ("CR0", "stata", "cregg", "CR2")
 
 
+def inv_sqrt_eigenvalues(w: np.ndarray) -> np.ndarray:
+    """CR2's (I - H_gg)^(-1/2) from its eigenvalues: the generalized inverse square root, as estimatr's
+    and clubSandwich's; an eigenvalue at or below 1e-12 (a cluster that alone identifies a coefficient)
+    counts 0 (a clip to 1e-12 would weight it by 1e6)."""
+    return np.where(w > 1e-12, 1.0 / np.sqrt(np.maximum(w, 1e-12)), 0.0)
+
+
 def _cr2_parts(X, e, groups, M):
     """CR2 meat half-rows and estimatr's Satterthwaite df, unweighted, no fixed effects."""
     r, G = X.shape[1], len(groups)
@@ -24,10 +31,7 @@ def _cr2_parts(X, e, groups, M):
     for gi, idx in enumerate(groups):
         Xg = X[idx]
         w, Q = np.linalg.eigh(np.eye(idx.size) - Xg @ M @ Xg.T)
-        inv_sqrt = np.zeros_like(w)
-        ok = w > 1e-12
-        inv_sqrt[ok] = 1.0 / np.sqrt(w[ok])
-        AX = (Q * inv_sqrt) @ Q.T @ Xg  # A_g X_g
+        AX = (Q * inv_sqrt_eigenvalues(w)) @ Q.T @ Xg  # A_g X_g
         half[gi] = e[idx] @ AX
         ME = M @ AX.T  # rows: c_g for each coefficient
         p_diag[:, gi] = (ME ** 2).sum(1)

@@ -249,8 +249,14 @@ def test_analysis_r_reproduces_the_study_file_tables(runs, tmp_path):
     studies.append({"study": "pd_tft", "folder": "pd_tft", "exported": ["rds"],
                     "parameters": {"studyfile": {"file": "study/study.yaml"}}})
     shutil.copytree(ROOT / "examples" / "pd_tft", rep / "pd_tft" / "study")
+    # a Milgram obedience file's run: one line too (writing analysis.R used to fail on it after collecting)
+    studies.append({"study": "milgram", "folder": "milgram", "exported": ["rds"],
+                    "parameters": {"studyfile": {"file": "study/study.yaml"}}})
+    (rep / "milgram" / "study").mkdir(parents=True)
+    shutil.copyfile(ROOT / "examples" / "milgram" / "study.yaml", rep / "milgram" / "study" / "study.yaml")
     text = r_script({"command": "simsubjects replicate ...", "studies": studies}, rep)
     assert text.count("replicate_study_file(") == 3 and "pd_tft: no R twin yet" in text
+    assert "milgram: no R twin yet" in text
     # a level, item or name is an escaped R string literal: a quote or a line break cannot end it
     from simsubjects.cli.replicate import _r_value
 

@@ -403,17 +403,18 @@ def _r_block(study, entry: dict, out: Path | None = None) -> str:
 
 def _study_file_spec(entry: dict, out: Path | None):
     """The study file of a study-file run, as its run folder's copy holds it (what was collected), or None
-    for a session file (no R twins) or without the replication folder."""
+    for a session or obedience file (no R twins of their analyses yet) or without the replication folder."""
     if out is None:
         return None
-    from simsubjects.studyfile.session import is_session_file
-    from simsubjects.studyfile.spec import load_study
+    from simsubjects.studyfile.spec import has_section, load_study
 
     run = (Path(out) / entry["folder"]).resolve()
     rel = file_of(entry.get("parameters") or {})
     path = (run / rel).resolve()
-    if not rel or not path.is_relative_to(run) or not path.is_file() or is_session_file(path):
+    if not rel or not path.is_relative_to(run) or not path.is_file():
         return None  # a manifest's path leads nowhere outside the study's own folder
+    if has_section(path, "session") or has_section(path, "obedience"):
+        return None
     return load_study(path)
 
 

@@ -131,3 +131,22 @@ test_that("conjoint_wald(se_type = 'cregg') is survey::regTermTest's Wald F, clu
   expect_equal(cr2$statistic, w / sum(k), tolerance = 1e-10)
   expect_equal(cr2$df.residual, 30 - length(coef(e)))
 })
+
+test_that("conjoint_wald's CR2 through clubSandwich is estimatr's, with aliased cells and a lone respondent", {
+  skip_if_not_installed("clubSandwich")
+  # an empty restricted cell (A = z with B = z) leaves aliased columns, whose choice is estimatr's; three model
+  # respondents with four profiles each: one of them alone identifies a coefficient (I - H_gg singular)
+  set.seed(11)
+  d <- data.frame(id = c(rep(1:40, each = 8), rep(41:43, each = 4)),
+                  group = c(rep("people", 320), rep("model", 12)))
+  for (v in c("A", "B", "C")) d[[v]] <- sample(c("x", "y", "z"), nrow(d), TRUE)
+  d$B[d$A == "z" & d$B == "z"] <- "y"
+  d$chosen <- rbinom(nrow(d), 1, 0.4 + 0.2 * (d$A == "y"))
+  fast <- conjoint_wald(d, "chosen", c("A", "B", "C"), by = "group", id = "id", constraints = "A:B")
+  old <- options(simsubjects.clubSandwich = FALSE)
+  on.exit(options(old))
+  slow <- conjoint_wald(d, "chosen", c("A", "B", "C"), by = "group", id = "id", constraints = "A:B")
+  expect_equal(fast$statistic, slow$statistic, tolerance = 1e-10)
+  expect_equal(fast[c("df", "df.residual", "n_clusters")], slow[c("df", "df.residual", "n_clusters")])
+  expect_equal(fast$p.value, slow$p.value, tolerance = 1e-9)
+})

@@ -144,3 +144,18 @@ def test_rpy2_and_r_version_advice(rpy2, r, fits):
     assert (advice is None) == fits
     if not fits:
         assert "rpy2==3.5.17" in advice and "R 4.2.2" in advice
+
+
+def test_a_runs_versions_are_read_without_importing_torch():
+    """A collection on a server's model records torch's and transformers' versions from their installed
+    metadata: importing them only for the manifest took several seconds of every such `collect`."""
+    import subprocess
+    import sys
+
+    import torch
+    import transformers
+
+    code = ("import sys; from simsubjects.collect.pipeline import versions; v = versions(); "
+            "print(v['torch'], v['transformers'], 'torch' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [torch.__version__, transformers.__version__, "False", "False"]

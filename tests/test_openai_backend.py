@@ -27,7 +27,7 @@ from simsubjects.collect.models.openai_api import (
 )
 from simsubjects.errors import UserError
 from tests.fault_proxy import FaultProxy
-from tests.llama_server import free_port, gguf_path, llama_server, llama_server_bos  # noqa: F401 (fixtures)
+from tests.llama_server import free_port, llama_server, llama_server_bos  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.server
 
@@ -69,14 +69,13 @@ def _assert_exact(r, k):
 # -- an independent computation: transformers on the same GGUF ----------------------------------------
 
 @pytest.fixture(scope="module")
-def hf_reference():
-    """log p(c | s) = log p(s·c) - log p(s) from transformers on the dequantized GGUF weights."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    path = gguf_path()
-    tok = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        path.parent, gguf_file=path.name, torch_dtype=torch.float32).eval()
+def hf_reference(smollm2):
+    """log p(c | s) = log p(s·c) - log p(s) from transformers on the dequantized GGUF weights: the session's
+    model object (transformers' GGUF load, read back from the weight cache that test_fast.py checks; loading
+    the GGUF again here took 30 s), its logits summed here, not by the package's scorer."""
+    import torch
+
+    tok, model = smollm2.tokenizer, smollm2.model
 
     cache: dict = {}
 

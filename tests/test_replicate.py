@@ -312,15 +312,23 @@ def test_analysis_r_runs_and_agrees_with_python(replication, tmp_path):
     assert list(people.groupby("feature", sort=False)["level"].first()[["Education", "Job", "CountryOfOrigin",
                                                                          "LanguageSkills"]]) == \
         ["No Formal", "Janitor", "India", "Fluent English"]
-    # a difference is caught: one Python number moved by 1e-6, the script exits 1 and names the table
+    # a difference is caught: one Python number moved by 1e-6, the script exits 1 and names the table; run
+    # for the ultimatum folder alone (`Rscript analysis.R ultimatum`), it checks that study's tables only
     bad = out / "ultimatum" / "analysis" / "pairing_tests.csv"
     t = pd.read_csv(bad)
     t.loc[t["test"].str.startswith("Welch"), "estimate"] += 1e-6
     t.to_csv(bad, index=False)
-    res = subprocess.run(["Rscript", "analysis.R"], cwd=out, env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(["Rscript", "analysis.R", "ultimatum"], cwd=out, env=env, capture_output=True, text=True,
+                         timeout=300)
     assert res.returncode == 1
     assert [line for line in res.stdout.splitlines() if "DIFFERS" in line] and "ultimatum/pairing_tests" in \
         next(line for line in res.stdout.splitlines() if "DIFFERS" in line)
+    assert {line.split()[1].split("/")[0] for line in res.stdout.splitlines() if line.startswith("check ")} == \
+        {"ultimatum"}
+    res = subprocess.run(["Rscript", "analysis.R", "ultimatum", "nosuch"], cwd=out, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 2 and res.stderr.strip().splitlines() == [
+        "error: no study folder 'nosuch' here; name study folders of this replication"]
 
 
 def test_stata_and_spss_exports_give_the_package_numbers(replication, tmp_path):

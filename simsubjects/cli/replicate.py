@@ -330,6 +330,7 @@ R_HEADER = r'''# R side of a simsubjects replication: the R twins of the Python 
 # (<study>/analysis/*.csv): one line per table with the largest difference; the script exits with
 # status 1 when a table differs. Run from this folder, with no checkout and no Python:
 #   Rscript analysis.R
+# or, for some study folders only (their R twins and checks): Rscript analysis.R ultimatum moca
 # It uses the R package simsubjects: installed (R CMD INSTALL r-package/simsubjects, from this folder),
 # or SIMSUBJECTS_R_SOURCE=<checkout>/R, or else the package source in r-package/simsubjects/R.
 # Results go to r_results/<study>/<table>.csv (the Python table's name and columns);
@@ -355,8 +356,16 @@ options(width = 160)
 dir.create("r_results", showWarnings = FALSE)
 cat("R package:", r_package, "| folder written by simsubjects __VERSION__ at commit __COMMIT__\n")
 checks <- list()
+only <- commandArgs(trailingOnly = TRUE)
+unknown <- setdiff(only, list.dirs(".", full.names = FALSE, recursive = FALSE))
+if (length(unknown)) {
+  cat(sprintf("error: no study folder '%s' here; name study folders of this replication\n", unknown[1]),
+      file = stderr())
+  quit(status = 2)
+}
 # one study: its R tables written to r_results/<folder>/ and compared with <folder>/analysis/*.csv
 study <- function(folder, results) {
+  if (length(only) && !folder %in% only) return(invisible())  # `results` is then never computed
   write_results(results, file.path("r_results", folder))
   checks[[folder]] <<- check_results(results, folder)
 }

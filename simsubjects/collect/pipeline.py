@@ -24,12 +24,21 @@ from .store import RunStore, stable_hash
 
 
 def versions() -> dict:
+    """The versions a run records. torch and transformers are read from their installed metadata (the same
+    strings as their __version__), not imported: a run on a server's model never needs them, and importing
+    them costs a collection several seconds. None: not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
     import numpy
-    import torch
-    import transformers
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
 
     return {"simsubjects": __version__, "python": platform.python_version(), "pandas": pd.__version__,
-            "numpy": numpy.__version__, "torch": torch.__version__, "transformers": transformers.__version__}
+            "numpy": numpy.__version__, "torch": installed("torch"), "transformers": installed("transformers")}
 
 
 def base_manifest(study: str, model, params: dict, datasets: list[str], templates: list[str] | None,

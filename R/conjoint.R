@@ -240,7 +240,9 @@ conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NUL
 #' samples of respondents. \code{conjoint_anova()}: cregg's \code{cj_anova}, the F test of
 #' \code{y ~ features} against \code{y ~ (features) * by} (OLS, neither clustered nor weighted, as cregg).
 #' \code{conjoint_wald()}: the same null (\code{by} changes nothing) as a Wald F with errors clustered by
-#' respondent (\code{id} within its group): by default CR2 (\code{estimatr::lm_robust(se_type = "CR2")})
+#' respondent (\code{id} within its group): by default CR2 (\code{estimatr::lm_robust(se_type = "CR2")};
+#' computed by \code{clubSandwich::vcovCR} on estimatr's columns where clubSandwich is installed: the same
+#' matrix, several times faster; \code{options(simsubjects.clubSandwich = FALSE)} uses estimatr's own)
 #' and F on (q, clusters - coefficients) df, as \code{clubSandwich::Wald_test(test = "Naive-Fp")};
 #' \code{se_type = "cregg"} is \code{survey::regTermTest(svyglm(y ~ (features) * by,
 #' svydesign(ids = ~id)), method = "Wald")}, \code{"stata"} CR1. A respondent answers several tasks, so

@@ -72,13 +72,15 @@ def smollm2_f64(smollm2):
 @pytest.mark.parametrize("k", [4])
 def test_orderings_scored_together_equal_each_alone(smollm2_f64, smollm2, k):
     """All k! orderings in one trie-packed pass give the log-probabilities each ordering gets alone:
-    to 1e-6 in float64, and to float32 rounding with the model as loaded."""
+    to 1e-6 in float64, and to float32 rounding with the model as loaded. Alone: every fourth ordering
+    and the last (7 of 24, each option first in some of them; a float64 forward each)."""
     reqs = _orderings(["Always", "Most of the time", "Some of the time", "Never"], k)
     smollm2_f64.stats = dict.fromkeys(smollm2_f64.stats, 0)
     together = smollm2_f64.score(reqs)
     assert smollm2_f64.stats["forwards"] == 1  # one pass for all orderings
-    alone = [smollm2_f64.score([r])[0] for r in reqs]
-    d64 = np.max(np.abs(np.array(together) - np.array(alone)))
+    picked = sorted({*range(0, len(reqs), 4), len(reqs) - 1})
+    alone = np.array([smollm2_f64.score([reqs[i]])[0] for i in picked])
+    d64 = np.max(np.abs(np.array(together)[picked] - alone))
     assert d64 < 1e-6, d64
-    d32 = np.max(np.abs(np.array(smollm2.score(reqs)) - np.array(alone)))
+    d32 = np.max(np.abs(np.array(smollm2.score(reqs))[picked] - alone))
     assert d32 < 1e-4, d32

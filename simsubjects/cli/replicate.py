@@ -296,7 +296,9 @@ def _readme_r(manifest: dict) -> list[str]:
         "It writes `r_results/<study>/<table>.csv` under the names and columns of the Python tables, prints one "
         "line per table with the largest difference from `<study>/analysis/<table>.csv`, exits with status 1 "
         "when one differs, and records `sessionInfo()`, the R package version and the commit in "
-        "`r_results/session.txt`.",
+        "`r_results/session.txt`. `Rscript analysis.R <study folder> ...` re-runs those studies only. With "
+        "the suggested package clubSandwich installed, the conjoint's clustered CR2 test uses it (the same "
+        "numbers as estimatr's; 2 s instead of 17 s for HHY's 13,960 profiles).",
         "",
         "Stata users: the exports are `*/export/*.dta` with value labels in the design's order (baseline first). "
         "`do analysis.do` computes with Stata's own commands the Ultimatum Game's acceptance by offer and the "

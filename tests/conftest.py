@@ -12,6 +12,11 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# ppi-python (a test reference only; the package has no numba code) compiles its @njit functions with
+# numba on first call: 10-20 s per process for inputs of a few hundred rows. Run as the plain Python
+# they are written in, the same functions give the same numbers (every comparison still holds to its
+# tolerance) in milliseconds. Set before numba is first imported.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # "gw0", "gw1", ... under xdist; None in a plain run
 if WORKER:

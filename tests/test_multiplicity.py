@@ -110,21 +110,6 @@ def test_paired_comparisons_family():
 
 # ---------------------------------------------------------------- planning
 
-def test_ppi_corr_agrees_with_ppi_python():
-    ppi_py = pytest.importorskip("ppi_py")
-    rng = np.random.default_rng(4)
-    n = 120
-    X = np.column_stack([np.ones(n), rng.integers(0, 2, n)])
-    y = X @ [0.3, 0.2] + rng.normal(0, 0.3, n)
-    yhat = y + rng.normal(0.1, 0.3, n)
-    s2, rho = plan.pilot_moments(y, yhat)
-    ref = ppi_py.ppi_mean_power(y, yhat, cost_Y=1, cost_Yhat=0.01, budget=100)
-    assert abs(rho - ref["ppi_corr"]) < 1e-10
-    s2, rho = plan.pilot_moments(y, yhat, X, coord=1)
-    ref = ppi_py.ppi_ols_power(X, y, yhat, cost_X=0, cost_Y=1, cost_Yhat=0.01, coord=1, budget=100)
-    assert abs(rho - ref["ppi_corr"]) < 1e-10
-
-
 def test_plan_table_and_formula():
     t = plan.plan_table(0.25, 0.8, n_model=1000, width=0.1, effect=0.05, humans=100)
     h, pool, inf = t.itertuples()

@@ -268,3 +268,22 @@ def test_constant_predictions_get_lambda_zero_as_in_ppi_python():
     # in test_ppi.py; ppi_ols_ci is not called here: its first call compiles for ~40 s)
     for col in ("estimate", "std.error", "conf.low", "conf.high"):
         assert t.loc["prediction-powered", col] == t.loc["human-only", col]
+
+
+def test_ppi_corr_agrees_with_ppi_python():
+    """`simsubjects plan`'s pilot correlation is ppi-python's ppi_corr. Here beside the other ppi-python
+    comparisons: ppi-python compiles its OLS statistics with numba on first use, once per process."""
+    from simsubjects.analyze.methods import plan
+
+    ppi_py = pytest.importorskip("ppi_py")
+    rng = np.random.default_rng(4)
+    n = 120
+    X = np.column_stack([np.ones(n), rng.integers(0, 2, n)])
+    y = X @ [0.3, 0.2] + rng.normal(0, 0.3, n)
+    yhat = y + rng.normal(0.1, 0.3, n)
+    s2, rho = plan.pilot_moments(y, yhat)
+    ref = ppi_py.ppi_mean_power(y, yhat, cost_Y=1, cost_Yhat=0.01, budget=100)
+    assert abs(rho - ref["ppi_corr"]) < 1e-10
+    s2, rho = plan.pilot_moments(y, yhat, X, coord=1)
+    ref = ppi_py.ppi_ols_power(X, y, yhat, cost_X=0, cost_Y=1, cost_Yhat=0.01, coord=1, budget=100)
+    assert abs(rho - ref["ppi_corr"]) < 1e-10

@@ -19,11 +19,24 @@ from pathlib import Path
 COMPLETE = "complete"  # written last inside the temporary folder: an entry without it is ignored
 
 
+# (path, size, mtime) -> sha256: a process that loads the same weights again (a dry run, then the model;
+# a fork server; a test session) hashes the file once. A changed file has another size or mtime.
+_HASHED: dict[tuple, str] = {}
+
+
 def file_sha256(path: Path, limit: int = 4 << 30) -> str:
     """Content hash of a weight file; files above `limit` are identified by name and size."""
+    st = path.stat()
+    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _HASHED:
+        _HASHED[key] = _sha256(path, st.st_size, limit)
+    return _HASHED[key]
+
+
+def _sha256(path: Path, size: int, limit: int) -> str:
     h = hashlib.sha256()
-    if path.stat().st_size > limit:
-        h.update(f"{path.name}:{path.stat().st_size}".encode())
+    if size > limit:
+        h.update(f"{path.name}:{size}".encode())
     else:
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):

@@ -402,8 +402,9 @@ conjoint_wald <- function(data, outcome, features = NULL, by, id, constraints = 
   if (se_type == "CR2") {
     # Bell-McCaffrey CR2 clustered by respondent, as estimatr::lm_robust(se_type = "CR2"), whose aliased
     # columns it keeps out (they are not lm's: estimatr sorts the rows by cluster before its QR)
-    full <- estimatr::lm_robust(fo, data = d, clusters = .id, se_type = if (.fast_cr2()) "CR0" else "CR2")
-    V <- if (.fast_cr2()) .cr2_vcov(fo, d, full) else stats::vcov(full)
+    fast <- .fast_cr2()
+    full <- estimatr::lm_robust(fo, data = d, clusters = .id, se_type = if (fast) "CR0" else "CR2")
+    V <- if (fast) .cr2_vcov(fo, d, full) else stats::vcov(full)
   } else {
     full <- stats::lm(fo, data = d)
     # survey::svyglm(ids = ~respondent)'s linearization variance is vcovCL's HC0 with G / (G - 1)

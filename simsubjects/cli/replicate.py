@@ -417,14 +417,14 @@ def _study_file_spec(entry: dict, out: Path | None):
     for a session or obedience file (no R twins of their analyses yet) or without the replication folder."""
     if out is None:
         return None
-    from simsubjects.studyfile.spec import has_section, load_study
+    from simsubjects.studyfile.spec import load_study, study_kind
 
     run = (Path(out) / entry["folder"]).resolve()
     rel = file_of(entry.get("parameters") or {})
     path = (run / rel).resolve()
     if not rel or not path.is_relative_to(run) or not path.is_file():
         return None  # a manifest's path leads nowhere outside the study's own folder
-    if has_section(path, "session") or has_section(path, "obedience"):
+    if study_kind(path) != "plain":
         return None
     return load_study(path)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .limits import MAX_SEED
-from .spec import Checker, has_section, placeholders, study_header
+from .spec import Checker, placeholders, study_header, study_kind
 
 TOP = {"study", "title", "citation", "license", "description", "design", "obedience"}
 DESIGN = {"subjects", "seed", "max_stages", "max_tokens", "judge_rule"}
@@ -74,7 +74,7 @@ class ObedienceStudy:
 
 
 def is_obedience_file(path) -> bool:
-    return has_section(path, "obedience")
+    return study_kind(path) == "obedience"
 
 
 def load_obedience(file, seed: int | None = None) -> ObedienceStudy:

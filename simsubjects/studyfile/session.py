@@ -14,8 +14,8 @@ import pandas as pd
 from . import expr as X
 from .load import did_you_mean
 from .players import Player, parse_player
-from .spec import (NAME, RESERVED, Checker, Item, Response, Study, _design, _prompt, has_section, parse_response,
-                   placeholders, study_header)
+from .spec import (NAME, RESERVED, Checker, Item, Response, Study, _design, _prompt, parse_response,
+                   placeholders, study_header, study_kind)
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "response", "response_types", "design",
        "session", "analyses", "human"}
@@ -101,7 +101,7 @@ class SessionStudy(Study):
 
 
 def is_session_file(path) -> bool:
-    return has_section(path, "session")
+    return study_kind(path) == "session"
 
 
 def load_session(file, seed: int | None = None) -> SessionStudy:

@@ -374,13 +374,16 @@ def study_header(file, top: set, required: tuple, empty: str = ""):
                        "description": c.text(d, "description", (), "")}
 
 
-def has_section(path, key: str) -> bool:
-    """A study file with a top-level `key:` (session:, obedience:), read cheaply: its loader parses it again."""
+def study_kind(path) -> str:
+    """"session", "obedience" (a top-level `session:` or `obedience:` key) or "plain": which loader reads the
+    file, from one parse (the loader parses it again); a file that cannot be read is "plain", whose loader
+    then says why."""
     try:
         src = read_source(path)
     except StudyFileError:
-        return False
-    return isinstance(src.data, dict) and key in src.data
+        return "plain"
+    data = src.data if isinstance(src.data, dict) else {}
+    return next((k for k in ("session", "obedience") if k in data), "plain")
 
 
 def load_study(file, seed: int | None = None, allow_code: bool = False) -> Study:

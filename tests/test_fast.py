@@ -68,6 +68,28 @@ def test_a_half_written_entry_is_ignored(tiny_folder, tmp_path, monkeypatch):
     assert again.weights_cached and again.score(REQUESTS) == model.score(REQUESTS)
 
 
+def test_an_entrys_tokenizer_is_read_once_per_process(tiny_folder, tmp_path, monkeypatch):
+    """Dry runs ask for the tokenizer once per study: the entry's tokenizer.json is parsed once per
+    process, and read again when the entry is rewritten."""
+    import shutil
+
+    from transformers import PreTrainedTokenizerFast
+
+    entry = tmp_path / "entry"
+    shutil.copytree(tiny_folder, entry)
+    reads = []
+    real = PreTrainedTokenizerFast.from_pretrained.__func__
+    monkeypatch.setattr(PreTrainedTokenizerFast, "from_pretrained",
+                        classmethod(lambda cls, *a, **k: reads.append(a) or real(cls, *a, **k)))
+    first = weight_cache.load_tokenizer(entry)
+    assert weight_cache.load_tokenizer(entry) is first and len(reads) == 1
+    text = (entry / "tokenizer.json").read_text()
+    (entry / "tokenizer.json").write_text(text + "\n")  # rewritten: another size
+    again = weight_cache.load_tokenizer(entry)
+    assert again is not first and len(reads) == 2
+    assert again("a test, 1 2 3").input_ids == first("a test, 1 2 3").input_ids
+
+
 def test_bfloat16_on_cpu_differs_only_slightly(smollm2):
     bf16 = load_model("smollm2", dtype="bfloat16")
     assert bf16.info.details["dtype"] == "bfloat16" and bf16.fingerprint()["dtype"] == "bfloat16"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import functools
 import hashlib
 from pathlib import Path
 
@@ -85,8 +86,19 @@ def load_tokenizer(folder: Path):
 
     AutoTokenizer first resolves the model's config class, which imports the modeling stack
     (torch.distributed, dynamo: ~2-5 s on 2 cores); the entry always holds a fast tokenizer,
-    so the fast class reads it directly in ~0.2 s (identical ids and chat template).
+    so the fast class reads it directly (identical ids and chat template).
+
+    One object per entry and process: parsing the 3.5 MB tokenizer.json takes ~0.4 s of CPU, and
+    a `replicate --dry-run` or an imported survey's dry run asked for it once per study. Sharing
+    it is safe because the package only reads it (and sets the pad token to EOS, the same value
+    for every user); a rewritten entry (other size or time) is read again.
     """
+    st = (Path(folder) / "tokenizer.json").stat()
+    return _load_tokenizer(str(folder), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_tokenizer(folder: str, _size: int, _mtime_ns: int):
     from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast.from_pretrained(folder)

@@ -16,13 +16,13 @@ PROMPTS = [
 
 
 def rows_for(tok, prompts, **kw):
-    return [Row(tok(p).input_ids, seed=k, **{"max_tokens": 20, **kw}) for k, p in enumerate(prompts)]
+    return [Row(tok(p).input_ids, seed=k, **{"max_tokens": 12, **kw}) for k, p in enumerate(prompts)]
 
 
 def test_rows_decoded_together_equal_rows_alone(smollm2):
     model, tok = smollm2.model, smollm2.tokenizer
     for temperature in (0.0, 1.0):
-        rows = rows_for(tok, PROMPTS, temperature=temperature, max_tokens=12)  # four prompt lengths: left padding
+        rows = rows_for(tok, PROMPTS, temperature=temperature)  # four prompt lengths: left padding
         alone = [generate(model, tok, [r])[0] for r in rows]
         assert generate(model, tok, rows) == alone
         assert all(alone) and len(set(alone)) == len(alone)
@@ -54,14 +54,16 @@ def test_milgram_settled_stop_keeps_the_first_sentence(smollm2):
     together (rows together equal rows alone, tested above), a batch with and one without the stop."""
     model, tok = smollm2.model, smollm2.tokenizer
     prompts = [PROMPTS[3].replace("Ms. Lee", name) for name in ("Mr. Smith", "Ms. Garcia", "Mr. Nguyen", "Ms. Begay")]
-    full = [Row(tok(p).input_ids, seed=seed, max_tokens=40) for seed in range(2) for p in prompts]
+    # seeds 0 and 1 alternate: with them three rows settle early and the fourth (Ms. Begay, seed 1) has no
+    # sentence end within 40 tokens, so the cut row must equal the full one
+    full = [Row(tok(p).input_ids, seed=k % 2, max_tokens=40) for k, p in enumerate(prompts)]
     cut = [Row(r.ids, seed=r.seed, max_tokens=40, settled=SETTLED) for r in full]
-    saved = 0
+    shorter = []
     for a, b in zip(generate(model, tok, full), generate(model, tok, cut)):
         assert first_sentence(b) == first_sentence(a), (a, b)
         assert a.startswith(b)
-        saved += len(a) - len(b)
-    assert saved > 0
+        shorter.append(len(b) < len(a))
+    assert any(shorter) and not all(shorter)  # early stops, and a row that never settled ran to its end
 
 
 def test_complete_returns_n_texts_per_request_cut_at_stop(smollm2):

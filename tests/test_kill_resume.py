@@ -19,24 +19,21 @@ Run: python -m pytest tests/test_kill_resume.py -q -s -m slow   (12 starts, each
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import random
 import signal
 import sqlite3
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from tests import forked
+
 PAIRS, BATCH = 2, 2
 TRIALS = PAIRS * 11
 ARGS = ["collect", "ultimatum", "--pairs", str(PAIRS), "--batch-size", str(BATCH), "--quiet"]
-# what the fork server imports once: a start then costs the model load, not the torch import
-PRELOAD = ["torch", "transformers", "transformers.models.llama.modeling_llama", "simsubjects.cli.commands",
-           "simsubjects.collect.models.hf", "simsubjects.collect.pipeline"]
 KILLS = 10
 SEED = 7
 START_TIMEOUT = 420  # seconds for one start to load the model on a busy 2-core machine
@@ -87,47 +84,17 @@ def writing_tables(out: Path, stamp) -> bool:
     return any(n.startswith((".responses.parquet.", ".items.parquet.")) for n in names) or table_stamp(out) != stamp
 
 
-def _collect(out: str, log: str) -> None:
-    """A start: `simsubjects collect ...` in this (forked) process, its output appended to `log`."""
-    from simsubjects.cli.commands import main
-
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    sys.exit(main(ARGS + ["--out", out]))
-
-
-class Start:
-    """A start as the loop below needs it: poll(), returncode, pid (for SIGKILL), kill() and wait()."""
-
-    def __init__(self, ctx, out: Path, log: Path):
-        self.proc = ctx.Process(target=_collect, args=(str(out), str(log)))
-        self.proc.start()
-        self.pid = self.proc.pid
-
-    def poll(self):
-        return self.proc.exitcode
-
-    returncode = property(poll)
-
-    def wait(self):
-        self.proc.join()
-        return self.proc.exitcode
-
-    def kill(self):
-        self.proc.kill()
-
-
 @pytest.fixture(scope="module")
 def forkserver():
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
-    return ctx
+    return forked.context()
+
+
+def start(ctx, out: Path, log: Path) -> forked.Start:
+    return forked.Start(ctx, ARGS + ["--out", str(out)], log)
 
 
 def run_to_end(ctx, out: Path, log: Path) -> int:
-    proc = Start(ctx, out, log)
-    return proc.wait()
+    return start(ctx, out, log).wait()
 
 
 @pytest.mark.slow
@@ -159,7 +126,7 @@ def test_ten_random_kills_lose_no_rows(tmp_path, forkserver):
         else:
             target, extra = min(TRIALS, before + BATCH * rng.randint(0, 1)), rng.uniform(0.0, per_batch)
         stamp, tables = manifest_stamp(out), table_stamp(out)
-        proc = Start(forkserver, out, log)
+        proc = start(forkserver, out, log)
         try:
             deadline = time.monotonic() + START_TIMEOUT
             while manifest_stamp(out) == stamp and proc.poll() is None:  # the model is loading

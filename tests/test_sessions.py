@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ import pytest
 from simsubjects.cli.commands import main
 from simsubjects.studyfile import expr as X
 from simsubjects.studyfile.session import load_session
+from tests import forked
 from tests.bad_input import assert_one_line_exit_2
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,24 +227,24 @@ def _answers(out: Path) -> int:
 
 
 def test_sigkill_mid_session_resumes_with_identical_rows(smollm2, tmp_path):
+    """SIGKILL after a few cached answers, then the same command again: the rows equal an uninterrupted
+    run's exactly. Each start is forked from a fork server that imported torch once (tests/forked.py)."""
     (tmp_path / "s.yaml").write_text(SMALL)
     _, ref = _run(tmp_path / "s.yaml", tmp_path / "ref", smollm2, batch_size=4)
-    out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "simsubjects", "collect", str(tmp_path / "s.yaml"), "--out", str(out), "-q",
-           "--batch-size", "4"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    out, log = tmp_path / "killed", tmp_path / "killed.log"
+    argv = ["collect", str(tmp_path / "s.yaml"), "--out", str(out), "-q", "--batch-size", "4"]
+    ctx = forked.context()
+    proc = forked.Start(ctx, argv, log)
     deadline = time.time() + 400
     while _answers(out) < 3 and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     assert proc.poll() is None, "the run finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
+    os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     killed_at = _answers(out)
     assert 0 < killed_at < ref["trial"][ref["condition"] == "decision"].nunique()
     assert not (out / "responses.parquet").exists()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    assert forked.Start(ctx, argv, log).wait() == 0, log.read_text(errors="replace")[-2000:]
     got = pd.read_parquet(out / "responses.parquet")
     pd.testing.assert_frame_equal(got.reset_index(drop=True), ref.reset_index(drop=True), check_exact=True)
 

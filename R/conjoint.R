@@ -24,9 +24,8 @@
 
 #' Coefficients and their clustered variance: survey::svyglm (cregg) or lm + sandwich::vcovCL
 #' @noRd
-.cj_fit <- function(d, formula, se_type) {
+.cj_fit <- function(d, formula, se_type, design = .cj_design(d, se_type)) {
   if (se_type == "cregg") {
-    design <- survey::svydesign(ids = ~.id, weights = ~.w, data = d)
     mod <- survey::svyglm(formula, design = design)
     V <- stats::vcov(mod)
   } else {
@@ -36,6 +35,13 @@
     V <- sandwich::vcovCL(mod, cluster = d$.id, type = if (se_type == "stata") "HC1" else "HC2")
   }
   list(coef = stats::coef(mod), vcov = V, n = nrow(d))
+}
+
+#' The survey design of a prepared table (se_type "cregg"), else NULL: built once per table, as
+#' conjoint_mm fits one model per feature on the same rows and svydesign costs as much as the fit
+#' @noRd
+.cj_design <- function(d, se_type) {
+  if (se_type == "cregg") survey::svydesign(ids = ~.id, weights = ~.w, data = d)
 }
 
 #' @noRd
@@ -218,10 +224,11 @@ conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NUL
   id <- .column_arg(id, "id")
   weights <- .column_arg(weights, "weights")
   d <- .cj_prepare(data, outcome, features, id, weights)
+  design <- .cj_design(d, se_type)
   rows <- list()
   for (i in seq_along(features)) {
     fi <- paste0("F", i)
-    fit <- .cj_fit(d, stats::as.formula(paste("y ~ 0 +", fi)), se_type)
+    fit <- .cj_fit(d, stats::as.formula(paste("y ~ 0 +", fi)), se_type, design)
     for (l in levels(d[[fi]])) {
       k <- paste0(fi, l)
       rows[[length(rows) + 1]] <- .cj_row(features[i], l, unname(fit$coef[k]), fit$vcov[k, k], fit$n, alpha, h0)
@@ -281,6 +288,13 @@ conjoint_mm_diffs <- function(data, outcome, features = NULL, by, id = NULL, wei
     tidy.simsubjects_result(conjoint_mm(data[as.character(g) %in% k, , drop = FALSE], outcome, features, id = id,
                      weights = weights, se_type = se_type, conf.level = conf.level))
   })
+  .mm_diff_rows(mms, groups, conf.level, h0)
+}
+
+#' conjoint_mm_diffs from the groups' marginal means (tidy frames, first group first): replicate_conjoint
+#' has them already, and an MM of HHY's 13,960 profiles is the slow part
+#' @noRd
+.mm_diff_rows <- function(mms, groups, conf.level = 0.95, h0 = 0) {
   q <- stats::qnorm(1 - (1 - conf.level) / 2)
   base <- mms[[1]]
   out <- lapply(seq_along(groups)[-1], function(i) {
@@ -447,7 +461,10 @@ conjoint_wald <- function(data, outcome, features = NULL, by, id, constraints = 
   b <- stats::coef(fit)
   X <- stats::model.matrix(fo, d)[, names(b)[!is.na(b)], drop = FALSE]
   y <- d$y
-  V <- as.matrix(clubSandwich::vcovCR(stats::lm(y ~ 0 + X), cluster = d$.id, type = "CR2"))
+  # the clusters as the integer codes of the factor clubSandwich would make (the same order, so the same
+  # matrix to the bit): it compares the cluster with each of its values, ~2x slower on a factor
+  cl <- as.integer(factor(d$.id))
+  V <- as.matrix(clubSandwich::vcovCR(stats::lm(y ~ 0 + X), cluster = cl, type = "CR2"))
   dimnames(V) <- list(colnames(X), colnames(X))
   V
 }

@@ -26,9 +26,12 @@
 #'   \code{anova_model_vs_people} (\code{\link{conjoint_wald}}).
 #' @examples
 #' folder <- system.file("extdata", "replication", "conjoint_immigration", package = "simsubjects")
+#' \donttest{
+#' # ~8 s (HHY's 13,960 profiles); the vignette runs these lines, the tests check the numbers
 #' res <- replicate_conjoint(folder)
 #' check_results(res, folder)
 #' head(as_cregg(res$amce, outcome = "chosen"))
+#' }
 #' @family replication
 #' @export
 replicate_conjoint <- function(folder, features = .hhy_features,
@@ -45,13 +48,14 @@ replicate_conjoint <- function(folder, features = .hhy_features,
   p$outcome_kind <- as.character(p$outcome_kind)
   amce_rows <- list()
   mm_rows <- list()
+  mms <- list()
   for (src in unique(p$source)) {
     g <- p[p$source == src, , drop = FALSE]
     h0 <- if (g$outcome_kind[1] == "rating") 4 else 0.5
     amce_rows[[src]] <- cbind(source = src, conjoint_amce(g, "chosen", features, id = "id",
                                                           constraints = constraints), model = src)
-    mm_rows[[src]] <- cbind(source = src, conjoint_mm(g, "chosen", features, id = "id", h0 = h0),
-                            model = src)
+    mms[[src]] <- tidy.simsubjects_result(conjoint_mm(g, "chosen", features, id = "id", h0 = h0))
+    mm_rows[[src]] <- cbind(source = src, mms[[src]], model = src)
   }
   out <- list(amce = .rows(amce_rows), mm = .rows(mm_rows))
   # each model beside the people: MM differences and the omnibus Wald F clustered by respondent (a
@@ -64,7 +68,9 @@ replicate_conjoint <- function(folder, features = .hhy_features,
     if (!people %in% choice$source) break
     pair <- choice[choice$source %in% c(people, m), , drop = FALSE]
     pair$group <- factor(ifelse(pair$source == people, "people", "model"), c("people", "model"))
-    diffs[[m]] <- cbind(conjoint_mm_diffs(pair, "chosen", features, by = "group", id = "id"), model = m)
+    # conjoint_mm_diffs(pair, "chosen", features, by = "group", id = "id"), from the MMs above (the
+    # same rows of each source; estimate and std.error do not depend on h0)
+    diffs[[m]] <- cbind(.mm_diff_rows(mms[c(people, m)], c("people", "model")), model = m)
     tests[[m]] <- cbind(conjoint_wald(pair, "chosen", features, by = "group", id = "id",
                                       constraints = constraints), model = m)
   }

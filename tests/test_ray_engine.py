@@ -73,12 +73,13 @@ def cluster():
 
 
 @pytest.fixture(scope="module")
-def local_rows(tmp_path_factory):
+def local_rows(smollm2, tmp_path_factory):
     from simsubjects.collect.pipeline import run_study
     from simsubjects.collect.studies.registry import get_study
 
     out = tmp_path_factory.mktemp("local") / "run"
-    rows, _ = run_study(get_study("ultimatum"), "smollm2", out, params=PARAMS, batch_size=BATCH, show_progress=False)
+    rows, _ = run_study(get_study("ultimatum"), "smollm2", out, params=PARAMS, batch_size=BATCH, show_progress=False,
+                        model=smollm2)
     return rows
 
 

@@ -198,7 +198,7 @@ def test_sampling_path_counts_draws(llama_server):
     with _model(llama_server, logprobs="off") as m:
         r, impossible = m.choose([
             ChoiceRequest("The capital of France is", (" Paris", " London"), n=8),
-            ChoiceRequest("The capital of France is", ("zqxv", "qqzvx"), n=2),
+            ChoiceRequest("The capital of France is", ("zqxv", "qqzvx"), n=1),
         ])
         details = m.info.details
     assert details["choice_method"] == "sample"
@@ -208,9 +208,10 @@ def test_sampling_path_counts_draws(llama_server):
     assert r.n_queries >= 8 and r.validity == pytest.approx(8 / r.n_queries)
     assert math.isclose(sum(r.probs), 1.0)
     assert r.counts[0] > r.counts[1]  # Paris is the likelier answer by far
-    # A choice nobody gives stops at the cap of 20*n draws and says so; it is an answer, not a failure.
-    assert impossible.failed is None and "of 2 valid answers" in impossible.short
-    assert impossible.n_queries == 40 and impossible.n_samples == 0
+    # A choice nobody gives stops at the cap of 20*n draws (n=1 here: 20 requests; test_choice.py checks
+    # the cap for n=2) and says so; it is an answer, not a failure.
+    assert impossible.failed is None and "only 0 of 1 valid" in impossible.short and "in 20 draws" in impossible.short
+    assert impossible.n_queries == 20 and impossible.n_samples == 0
 
 
 def test_n_per_request_where_the_server_supports_it(llama_server):

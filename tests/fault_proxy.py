@@ -3,9 +3,9 @@
 It forwards every request to an upstream server (llama-cpp-python's OpenAI-compatible server) and,
 at configured rates drawn from a seeded RNG, instead answers 429 (with Retry-After), answers 500,
 stalls past the client's timeout, or cuts the connection without a response. `counts` says what it
-injected and, under "GET /v1/models" and "POST /v1/completions" style keys, how many requests each
-path received (faults included). Requests whose body contains `always_fail` (a marker string) always get a 500, to test a
-request that never succeeds. With `emulate_n`, a request for n > 1 choices (which llama-cpp-python
+injected and, under keys such as "GET /v1/models" and "POST /v1/completions", how many requests each
+route received (faults included). Requests whose body contains `always_fail` (a marker string)
+always get a 500, to test a request that never succeeds. With `emulate_n`, a request for n > 1 choices (which llama-cpp-python
 ignores) is forwarded n times with seeds seed..seed+n-1 and answered with n choices, as OpenAI and
 vLLM would. Headers are forwarded but never recorded (they carry the API key).
 

@@ -5,9 +5,9 @@ at configured rates drawn from a seeded RNG, instead answers 429 (with Retry-Aft
 stalls past the client's timeout, or cuts the connection without a response. `counts` says what it
 injected and, under keys such as "GET /v1/models" and "POST /v1/completions", how many requests each
 route received (faults included). Requests whose body contains `always_fail` (a marker string)
-always get a 500, to test a request that never succeeds. With `emulate_n`, a request for n > 1 choices (which llama-cpp-python
-ignores) is forwarded n times with seeds seed..seed+n-1 and answered with n choices, as OpenAI and
-vLLM would. Headers are forwarded but never recorded (they carry the API key).
+always get a 500, to test a request that never succeeds. With `emulate_n`, a request for n > 1
+choices (which llama-cpp-python ignores) is forwarded n times with seeds seed..seed+n-1 and answered
+with n choices, as OpenAI and vLLM would. Headers are forwarded but never recorded (they carry the API key).
 
     with FaultProxy("http://127.0.0.1:8000", rate_429=0.05, rate_500=0.05, seed=1) as proxy:
         OpenAIModel("smollm2", proxy.base_url)  # proxy.base_url ends in /v1

@@ -3,10 +3,11 @@
 It forwards every request to an upstream server (llama-cpp-python's OpenAI-compatible server) and,
 at configured rates drawn from a seeded RNG, instead answers 429 (with Retry-After), answers 500,
 stalls past the client's timeout, or cuts the connection without a response. `counts` says what it
-injected. Requests whose body contains `always_fail` (a marker string) always get a 500, to test a
-request that never succeeds. With `emulate_n`, a request for n > 1 choices (which llama-cpp-python
-ignores) is forwarded n times with seeds seed..seed+n-1 and answered with n choices, as OpenAI and
-vLLM would. Headers are forwarded but never recorded (they carry the API key).
+injected and, under keys such as "GET /v1/models" and "POST /v1/completions", how many requests each
+route received (faults included). Requests whose body contains `always_fail` (a marker string)
+always get a 500, to test a request that never succeeds. With `emulate_n`, a request for n > 1
+choices (which llama-cpp-python ignores) is forwarded n times with seeds seed..seed+n-1 and answered
+with n choices, as OpenAI and vLLM would. Headers are forwarded but never recorded (they carry the API key).
 
     with FaultProxy("http://127.0.0.1:8000", rate_429=0.05, rate_500=0.05, seed=1) as proxy:
         OpenAIModel("smollm2", proxy.base_url)  # proxy.base_url ends in /v1
@@ -79,6 +80,9 @@ class FaultProxy:
     def stop(self) -> None:
         self._stopping.set()  # wakes handlers stalled in a delay fault
         if self._server is not None:
+            from simsubjects.collect.models.openai_probe import forget_endpoints
+
+            forget_endpoints(self.base_url)  # a later proxy on this port may forward elsewhere
             self._server.shutdown()
             self._server.server_close()
             self._server = None
@@ -104,9 +108,11 @@ class FaultProxy:
         return sum(self.counts[k] for k in ("429", "500", "delay", "cut", "always_fail"))
 
     # -- decisions ----------------------------------------------------------------------------------
-    def _decide(self, body: bytes) -> str:
+    def _decide(self, body: bytes, route: str = "") -> str:
         with self._lock:
             self.counts["requests"] += 1
+            if route:
+                self.counts[route] += 1
             if self.always_fail and self.always_fail in body:
                 self.counts["always_fail"] += 1
                 return "always_fail"
@@ -137,7 +143,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        kind = self.owner._decide(body)
+        kind = self.owner._decide(body, f"{self.command} {self.path.split('?')[0]}")
         if kind == "429":
             self._reply(429, {"error": {"message": "injected rate limit", "type": "rate_limit"}},
                         {"Retry-After": self.owner.retry_after})

@@ -101,6 +101,9 @@ def start_llama_server(*extra_args: str, log_dir: Path | None = None, n_threads:
             time.sleep(0.25)
         yield base + "/v1"
     finally:
+        from simsubjects.collect.models.openai_probe import forget_endpoints
+
+        forget_endpoints(base + "/v1")  # the backend's probe verdicts; another server may get this port
         proc.terminate()
         try:
             proc.wait(timeout=15)

@@ -44,7 +44,7 @@ def run_batch(url: str, requests_file, results_file) -> int:
     return len(out)
 
 
-def collect(url, out, *extra, pairs="2", seed="0"):
+def collect(url, out, *extra, pairs="1", seed="0"):
     return main(["collect", "ultimatum", "--model", f"openai:{MODEL}@{url}", "--pairs", pairs, "--seed", seed,
                  "--quiet", "--out", str(out), *extra])
 
@@ -79,8 +79,8 @@ def exported(llama_server, tmp_path_factory):  # noqa: F811
 
 def test_export_lines_are_batch_requests_keyed_by_cache_key(exported):
     d, lines = exported
-    assert len(lines) == 22  # 2 name pairs x 11 offers: one line per trial
-    assert len({x["custom_id"] for x in lines}) == 22
+    assert len(lines) == 11  # 1 name pair x 11 offers: one line per trial
+    assert len({x["custom_id"] for x in lines}) == 11
     assert all(len(x["custom_id"]) == 64 for x in lines)  # the sha256 cache key
     body = lines[0]["body"]
     assert lines[0]["url"] == "/v1/completions"
@@ -94,7 +94,7 @@ def test_round_trip_gives_the_direct_paths_rows(exported, llama_server, tmp_path
     assert collect(llama_server, run, "--batch-export", str(tmp_path / "again.jsonl")) == 0
     assert (tmp_path / "again.jsonl").read_bytes() == (d / "requests.jsonl").read_bytes()
     assert collect(llama_server, run, "--batch-import", str(d / "results.jsonl")) == 0
-    assert len(cache_rows(run)) == 22
+    assert len(cache_rows(run)) == 11
     # the same command finishes from the cache: no request reaches a server
     assert collect("http://127.0.0.1:9/v1", run) == 0
     manifest = json.loads((run / "manifest.json").read_text())
@@ -114,22 +114,22 @@ def test_round_trip_gives_the_direct_paths_rows(exported, llama_server, tmp_path
 def test_split_files_and_partial_import_then_the_rest(exported, llama_server, tmp_path, capsys):  # noqa: F811
     d, _ = exported
     run = tmp_path / "run"
-    assert collect(llama_server, run, "--batch-export", str(tmp_path / "part.jsonl"), "--batch-max-requests", "10") == 0
+    assert collect(llama_server, run, "--batch-export", str(tmp_path / "part.jsonl"), "--batch-max-requests", "4") == 0
     parts = sorted(tmp_path.glob("part-*.jsonl"))
-    assert [len(p.read_text().splitlines()) for p in parts] == [10, 10, 2]
+    assert [len(p.read_text().splitlines()) for p in parts] == [4, 4, 3]
     results = d / "results.jsonl"
     half = tmp_path / "half.jsonl"
-    half.write_text("".join(results.read_text().splitlines(keepends=True)[:15]))
+    half.write_text("".join(results.read_text().splitlines(keepends=True)[:8]))
     capsys.readouterr()
     assert collect(llama_server, run, "--batch-import", str(half)) == 0
-    assert "7 requests missing" in capsys.readouterr().err
-    assert len(cache_rows(run)) == 15
-    # a new export asks for the 7 that are missing only
+    assert "3 requests missing" in capsys.readouterr().err
+    assert len(cache_rows(run)) == 8
+    # a new export asks for the 3 that are missing only
     assert collect(llama_server, run, "--batch-export", str(tmp_path / "rest.jsonl")) == 0
-    assert len((tmp_path / "rest.jsonl").read_text().splitlines()) == 7
-    # the same command finishes: the server is asked for the 7 missing trials only
+    assert len((tmp_path / "rest.jsonl").read_text().splitlines()) == 3
+    # the same command finishes: the server is asked for the 3 missing trials only
     assert collect(llama_server, run) == 0
-    assert json.loads((run / "manifest.json").read_text())["usage"]["requests"] == 7
+    assert json.loads((run / "manifest.json").read_text())["usage"]["requests"] == 3
 
 
 def _other_run_ids(tmp_path) -> list[str]:

@@ -32,6 +32,7 @@ from tests.llama_server import free_port, llama_server, llama_server_bos  # noqa
 pytestmark = pytest.mark.server
 
 MODEL = "smollm2"
+COMPLETIONS, MODELS = "POST /v1/completions", "GET /v1/models"  # FaultProxy's counts per route
 # Single-token completions (all in the next-token top 20 of this model), so the default server,
 # whose only exact path is the next-token top list, scores them exactly.
 ITEMS = [
@@ -197,7 +198,7 @@ def test_sampling_path_counts_draws(llama_server):
     with _model(llama_server, logprobs="off") as m:
         r, impossible = m.choose([
             ChoiceRequest("The capital of France is", (" Paris", " London"), n=8),
-            ChoiceRequest("The capital of France is", ("zqxv", "qqzvx"), n=2),
+            ChoiceRequest("The capital of France is", ("zqxv", "qqzvx"), n=1),
         ])
         details = m.info.details
     assert details["choice_method"] == "sample"
@@ -207,9 +208,10 @@ def test_sampling_path_counts_draws(llama_server):
     assert r.n_queries >= 8 and r.validity == pytest.approx(8 / r.n_queries)
     assert math.isclose(sum(r.probs), 1.0)
     assert r.counts[0] > r.counts[1]  # Paris is the likelier answer by far
-    # A choice nobody gives stops at the cap of 20*n draws and says so; it is an answer, not a failure.
-    assert impossible.failed is None and "of 2 valid answers" in impossible.short
-    assert impossible.n_queries == 40 and impossible.n_samples == 0
+    # A choice nobody gives stops at the cap of 20*n draws (n=1 here: 20 requests; test_choice.py checks
+    # the cap for n=2) and says so; it is an answer, not a failure.
+    assert impossible.failed is None and "only 0 of 1 valid" in impossible.short and "in 20 draws" in impossible.short
+    assert impossible.n_queries == 20 and impossible.n_samples == 0
 
 
 def test_n_per_request_where_the_server_supports_it(llama_server):
@@ -244,14 +246,22 @@ def test_complete_returns_text_and_respects_seed(llama_server):
 
 # -- concurrency, several URLs, rate limit --------------------------------------------------------------
 
-def test_several_base_urls_spread_the_load(llama_server):
-    # The same server under two URLs (two clean proxies), as if it were two replicas.
+@pytest.fixture(scope="module")
+def spread_run(llama_server):  # noqa: F811
+    """FAULT_ITEMS[:16] through two clean proxies of the same server, as if it were two replicas: the
+    load-spreading test's run, and the clean reference of the fault-injection test (the proxies
+    forward bodies unchanged, so it is the server's own answer)."""
     with FaultProxy(llama_server.removesuffix("/v1")) as p1, FaultProxy(llama_server.removesuffix("/v1")) as p2:
         with _model([p1.base_url, p2.base_url], concurrency=2) as m:
             results = m.choose(FAULT_ITEMS[:16])
-            assert m.fingerprint()["n_base_urls"] == 2
+            n_base_urls = m.fingerprint()["n_base_urls"]
+    return results, (p1.counts["forwarded"], p2.counts["forwarded"]), n_base_urls
+
+
+def test_several_base_urls_spread_the_load(spread_run):
+    results, (a, b), n_base_urls = spread_run
+    assert n_base_urls == 2
     assert all(r.failed is None and r.method == "exact" for r in results)
-    a, b = p1.counts["forwarded"], p2.counts["forwarded"]
     assert a + b >= 16 and min(a, b) >= 0.25 * (a + b), (a, b)
 
 
@@ -268,22 +278,23 @@ def test_rate_limit_per_endpoint(llama_server):
 # -- reliability ------------------------------------------------------------------------------------------
 
 
-def test_faults_are_retried_to_the_same_probabilities(llama_server):
-    with _model(llama_server) as m:
-        clean = m.choose(FAULT_ITEMS)
+def test_faults_are_retried_to_the_same_probabilities(llama_server, spread_run):
+    clean, _, _ = spread_run  # FAULT_ITEMS[:16], through clean proxies
     assert all(r.failed is None and r.method == "exact" for r in clean)
 
-    with FaultProxy(llama_server.removesuffix("/v1"), rate_429=0.05, rate_500=0.05, rate_delay=0.05,
-                    rate_cut=0.05, delay=5.0, retry_after="1", seed=1234) as proxy:
+    # Seed 1428 with these rates injects every kind of fault (one stall past the timeout, since each
+    # costs a 4 s wait) among the ~25 requests: the probe's and the 16 items'.
+    with FaultProxy(llama_server.removesuffix("/v1"), rate_429=0.06, rate_500=0.06, rate_delay=0.06,
+                    rate_cut=0.06, delay=5.0, retry_after="1", seed=1428) as proxy:
         with _model(proxy.base_url, timeout=4.0, max_retries=8, concurrency=2) as m:
             t = time.monotonic()
-            faulty = m.choose(FAULT_ITEMS)
+            faulty = m.choose(FAULT_ITEMS[:16])
             elapsed = time.monotonic() - t
             stats = dict(m.stats)
-    assert proxy.injected > 0, proxy.counts
-    assert stats.get("retries", 0) >= 1
+    assert all(proxy.counts[k] >= 1 for k in ("429", "500", "delay", "cut")), proxy.counts
+    assert stats.get("retries", 0) >= 4
     assert elapsed < 120
-    for c, f in zip(clean, faulty):
+    for c, f in zip(clean, faulty, strict=True):
         assert f.failed is None, f.failed
         # llama.cpp may reuse a cached prompt prefix, which changes float rounding slightly.
         assert f.probs == pytest.approx(c.probs, abs=1e-4)
@@ -337,17 +348,29 @@ def _assert_same_table(a, b):
     pd.testing.assert_frame_equal(a[floats], b[floats], check_exact=False, atol=1e-4, rtol=0)
 
 
-def test_collection_through_faults_equals_a_clean_collection(llama_server, tmp_path, short_backoff):
-    assert _collect_ultimatum(llama_server, tmp_path / "clean") == 0
+@pytest.fixture(scope="module")
+def clean_ultimatum(llama_server, tmp_path_factory):  # noqa: F811
+    """One clean `collect ultimatum --pairs 2` through a clean proxy, kept open for the module: the
+    reference table of the two collection tests below, and the request count of a first run there."""
+    out = tmp_path_factory.mktemp("clean-ultimatum") / "clean"
+    with FaultProxy(llama_server.removesuffix("/v1")) as proxy:
+        assert _collect_ultimatum(proxy.base_url, out) == 0
+        counts = proxy.counts.copy()
+        yield proxy, out, counts
+        proxy.always_fail = None
+
+
+def test_collection_through_faults_equals_a_clean_collection(llama_server, clean_ultimatum, tmp_path, short_backoff):
+    _, clean, _ = clean_ultimatum
     with FaultProxy(llama_server.removesuffix("/v1"), rate_429=0.06, rate_500=0.06, rate_delay=0.04,
                     rate_cut=0.06, delay=1.0, retry_after="1", seed=99) as proxy:
         assert _collect_ultimatum(proxy.base_url, tmp_path / "faulty") == 0
     assert proxy.injected >= 2, proxy.counts  # 22 trials, about one request in five disturbed
     assert json.loads((tmp_path / "faulty" / "manifest.json").read_text())["failures"] == []
-    _assert_same_table(_table(tmp_path / "clean"), _table(tmp_path / "faulty"))
+    _assert_same_table(_table(clean), _table(tmp_path / "faulty"))
 
 
-def test_failed_trials_are_listed_and_a_rerun_asks_only_for_them(llama_server, tmp_path, short_backoff):
+def test_failed_trials_are_listed_and_a_rerun_asks_only_for_them(clean_ultimatum, tmp_path, short_backoff):
     from simsubjects.collect.studies.ultimatum import build_trials
 
     trials, _ = build_trials(pairs=2)
@@ -355,27 +378,70 @@ def test_failed_trials_are_listed_and_a_rerun_asks_only_for_them(llama_server, t
     expected = set(trials.loc[trials["prompt"].str.contains(marker, regex=False), "trial"])
     assert 0 < len(expected) < len(trials)
     out = tmp_path / "run"
-    with FaultProxy(llama_server.removesuffix("/v1")) as proxy:
-        assert _collect_ultimatum(proxy.base_url, tmp_path / "clean") == 0
-        clean = proxy.counts["forwarded"]  # the backend's start-up probe + every trial's requests
+    n_all, n_failed = len(trials), len(expected)
+    proxy, clean_out, clean_counts = clean_ultimatum  # its first run: listing, probe, every trial
+    assert clean_counts[MODELS] == 1 and clean_counts["requests"] == clean_counts[COMPLETIONS] + 1
+    clean = clean_counts[COMPLETIONS]
+    assert proxy.counts == clean_counts  # nothing else went through this proxy since
+    try:
         proxy.always_fail = marker.encode()
         assert _collect_ultimatum(proxy.base_url, out) == 0  # the rest finishes
-        first = proxy.counts["forwarded"] - clean
+        first = proxy.counts["forwarded"] - clean_counts["forwarded"] - 1  # the listing; no probe: remembered
+        assert proxy.counts[MODELS] == 2
         failures = json.loads((out / "manifest.json").read_text())["failures"]
         assert {f["trial"] for f in failures} == expected
         assert all("500" in f["reason"] for f in failures)
-        per_trial = (clean - first) / len(expected)
-        assert per_trial >= 1
+        per_trial, rest = divmod(first, n_all - n_failed)  # every trial asks the same number of requests
+        assert per_trial >= 1 and rest == 0
+        probe = clean - n_all * per_trial
+        assert probe >= 3  # the first run probed (API, top list, echo check)
         proxy.always_fail = None  # the server recovers; the same command runs again, twice
         asked = []
         for _ in range(2):
             before = proxy.counts["requests"]
             assert _collect_ultimatum(proxy.base_url, out) == 0
             asked.append(proxy.counts["requests"] - before)
-    probe = clean - len(trials) * per_trial
-    assert asked == [probe + len(expected) * per_trial, 0]  # only the failed trials; then nothing
+    finally:
+        proxy.always_fail = None
+    # only the failed trials, after the one-GET first contact; then nothing (no model is even made)
+    assert asked == [1 + n_failed * per_trial, 0]
     assert json.loads((out / "manifest.json").read_text())["failures"] == []
-    _assert_same_table(_table(tmp_path / "clean"), _table(out))
+    _assert_same_table(_table(clean_out), _table(out))
+
+
+def test_a_second_model_on_the_same_endpoint_does_not_probe_again(llama_server, monkeypatch):
+    """The probe's verdict is remembered per endpoint for the process (a `replicate` of several studies
+    probes once); other model ids, settings, keys or URLs probe afresh; the cache holds no secret."""
+    from simsubjects.collect.models import openai_probe
+
+    item = [ChoiceRequest(*ITEMS[0])]
+    with FaultProxy(llama_server.removesuffix("/v1")) as proxy:
+        with _model(proxy.base_url) as a:
+            (ra,) = a.choose(item)
+        first = proxy.counts[COMPLETIONS]
+        assert first - ra.n_queries >= 3  # the probe: API, top list, echo check
+        with _model(proxy.base_url) as b:
+            (rb,) = b.choose(item)
+            assert b.info.details["choice_method"] == a.info.details["choice_method"] == "top"
+        assert proxy.counts[COMPLETIONS] - first == rb.n_queries  # no probe request
+        assert proxy.counts[MODELS] == 2  # the first contact is still made (a server gone is found at once)
+        assert rb.probs == pytest.approx(ra.probs, abs=1e-4)
+        for kw in ({"api": "chat"}, {"logprobs": "off"}):  # other settings: their own verdict
+            before = proxy.counts["requests"]
+            with _model(proxy.base_url, **kw) as c:
+                c.complete([CompletionRequest("Hello", max_tokens=2)])
+            assert proxy.counts["requests"] - before >= 3, kw  # listing, probe, the completion
+        secret = "sk-simsubjects-CACHE-MARKER-4be1"
+        monkeypatch.setenv("OPENAI_API_KEY", secret)
+        before = proxy.counts[COMPLETIONS]
+        with _model(proxy.base_url) as d:  # another key: the server may answer it differently
+            (rd,) = d.choose(item)
+        assert proxy.counts[COMPLETIONS] - before - rd.n_queries >= 3
+        assert secret not in repr(openai_probe._VERDICTS) and proxy.base_url not in repr(openai_probe._VERDICTS)
+    with FaultProxy(llama_server.removesuffix("/v1")) as other:  # another URL (a proxy stopping forgets its own)
+        with _model(other.base_url) as e:
+            (re_,) = e.choose(item)
+        assert other.counts[COMPLETIONS] - re_.n_queries >= 3
 
 
 def test_unreachable_server_is_a_user_error():

@@ -35,7 +35,7 @@ from simsubjects.errors import UserError
 from simsubjects.redact import mask_secrets, redact, redact_url, register_secret, register_url
 
 from .. import choice as _choice  # a module reference: collect/choice.py imports this package too
-from .openai_probe import PROBE_PROMPT, Mode, detect  # noqa: F401 (re-exported)
+from .openai_probe import PROBE_PROMPT, Mode, detect, endpoint_key, forget_endpoints  # noqa: F401 (re-exported)
 from .openai_scoring import (  # noqa: F401 (re-exported for tests and callers)
     Inexact,
     _prompt_logprob_tokens,
@@ -143,6 +143,8 @@ class OpenAIModel:
                 raise UserError(f"{ENV_KEY} is not set: export your OpenAI API key to use openai:{model}")
             key = NO_KEY
         register_secret(key)
+        # the probe's verdict is shared with other model objects on the same endpoint (openai_probe.py)
+        self._endpoint = endpoint_key(self.base_urls, model, api, logprobs, key)
         self._transport = Transport(model, self.base_urls, key, concurrency=int(concurrency), timeout=float(timeout),
                                     max_retries=int(max_retries), requests_per_second=requests_per_second,
                                     backoff=float(backoff), max_backoff=float(max_backoff))
@@ -240,7 +242,7 @@ class OpenAIModel:
         """The probe; its failures become one line naming the (redacted) URL."""
         url = redact_url(self.base_urls[0])
         try:
-            return await detect(self._transport, self.api, self.logprobs)
+            return await detect(self._transport, self.api, self.logprobs, remember=self._endpoint)
         except ClientError as exc:
             if exc.status in (401, 403):
                 raise UserError(f"the server rejected the API key (HTTP {exc.status}): set {ENV_KEY} "

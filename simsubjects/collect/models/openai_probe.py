@@ -11,11 +11,24 @@ answers, stops the run at once with one line naming the (redacted) URL.
 
 What the server says about itself (model ids, the answering model) is kept redacted and bounded
 (simsubjects.redact.server_string); nothing else of its replies is kept.
+
+The verdict is remembered for the life of the process, per endpoint (`endpoint_key`: the base URLs,
+the model id, the api and logprobs settings and the API key), so a `replicate` of several studies,
+or a second model object on the same server, probes once: on llama-cpp-python each log-probability
+request costs 0.25-0.5 s of server CPU (a log-softmax over every prompt position), and the probe is
+about six of them. Only the first contact (the model listing, one cheap GET) is repeated: it still
+finds a server that went away at once. The key is a salted digest, so no URL credential or API key
+is held by the cache; `forget_endpoints(url)` drops the verdicts for a URL (tests call it when a server
+or proxy stops, since another one may later listen on the same port).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import logging
+import os
 
 from ...redact import server_string
 from .openai_scoring import (  # noqa: F401 (ECHO_TOLERANCE, Mode: re-exported)
@@ -42,10 +55,49 @@ PROBE_RETRIES = 1
 # "temperature 1" sampling; these neutral values are tried first on non-OpenAI hosts.
 _NEUTRAL_SAMPLERS = ({"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}, {"top_k": -1, "min_p": 0.0}, {})
 
+# Verdicts found in this process, by endpoint_key (never written anywhere).
+_VERDICTS: dict[tuple, Mode] = {}
+_SALT = os.urandom(16)  # per process: a digest in memory cannot be matched against guessed secrets
 
-async def detect(tr: Transport, api: str = "auto", logprobs: str = "auto") -> Mode:
+
+def _digest(*parts) -> str:
+    return hashlib.sha256(_SALT + json.dumps(parts).encode()).hexdigest()
+
+
+def endpoint_key(base_urls, model: str, api: str, logprobs: str, api_key: str) -> tuple:
+    """What decides a verdict, as salted digests (no URL credential, no API key): one per base URL
+    (for forget_endpoints) and one of everything."""
+    urls = [u.rstrip("/") for u in base_urls]
+    return frozenset(_digest(u) for u in urls), _digest(urls, model, api, logprobs, api_key)
+
+
+def forget_endpoints(base_url: str | None = None) -> None:
+    """Drop the remembered verdicts that involve `base_url` (all of them without it): the next model
+    object there probes again."""
+    if base_url is None:
+        _VERDICTS.clear()
+        return
+    d = _digest(base_url.rstrip("/"))
+    for key in [k for k in _VERDICTS if d in k[0]]:
+        del _VERDICTS[key]
+
+
+async def detect(tr: Transport, api: str = "auto", logprobs: str = "auto", remember: tuple | None = None) -> Mode:
+    """What the endpoint supports. With `remember` (an endpoint_key), a verdict found earlier in this
+    process for the same key is reused after the model listing, and a new one is stored."""
+    served = await tr.list_models()
+    known = _VERDICTS.get(remember) if remember else None
+    if known is not None:  # the warning below was given when it was found
+        return dataclasses.replace(known, served_models=served, extras=dict(known.extras), n_ok=None)
+    m = await _detect(tr, served, api, logprobs)
+    if remember:
+        _VERDICTS[remember] = dataclasses.replace(m, extras=dict(m.extras), n_ok=None)
+    return m
+
+
+async def _detect(tr: Transport, served: list, api: str, logprobs: str) -> Mode:
     m = Mode()
-    m.served_models = await tr.list_models()
+    m.served_models = served
     if m.served_models and not any(s == tr.model or s.split(":")[0] == tr.model for s in m.served_models):
         log.warning("openai: %s is not among the models the server lists (%s)", tr.model,
                     ", ".join(m.served_models[:10]))

@@ -32,7 +32,9 @@ STUDIES = ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel", "su
 
 # the smallest designs that still give every analysis something to compute
 TINY = {
-    "ultimatum": {"pairs": 8},  # two name pairs per gender pairing: the Welch test runs
+    # two name pairs per gender pairing: the Welch test runs; offers $0 and $2 (the report's "rarely accepted"
+    # band and its $2 gender-pairing table), $5 and $10 (the "almost always accepted" band): 32 trials, not 88
+    "ultimatum": {"pairs": 8, "offers": "0,2,5,10"},
     "garden_path": {"names": 1, "set": "published"},
     "wisdom": {"participants": 2, "questions": "1,6"},
     "milgram": {"subjects": 1, "max_stages": 2, "max_tokens": 12},

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,9 @@ STUDIES = ["ultimatum", "garden_path", "wisdom", "milgram", "milgram_novel", "su
 
 # the smallest designs that still give every analysis something to compute
 TINY = {
-    "ultimatum": {"pairs": 8},  # two name pairs per gender pairing: the Welch test runs
+    # two name pairs per gender pairing: the Welch test runs; offers $0 and $2 (the report's "rarely accepted"
+    # band and its $2 gender-pairing table), $5 and $10 (the "almost always accepted" band): 32 trials, not 88
+    "ultimatum": {"pairs": 8, "offers": "0,2,5,10"},
     "garden_path": {"names": 1, "set": "published"},
     "wisdom": {"participants": 2, "questions": "1,6"},
     "milgram": {"subjects": 1, "max_stages": 2, "max_tokens": 12},
@@ -217,12 +220,24 @@ def test_report_has_tables_figures_and_references(replication):
     assert "Demo scale (0.001):" in head and head.index("Demo scale") < head.index("Validity rates")
 
 
-def test_report_command_on_a_replication_and_on_one_run(replication, tmp_path, capsys):
+def test_report_command_on_a_replication_and_on_one_run(replication, tmp_path, capsys, monkeypatch):
+    """`report` reads every study's analysis back from its folder (analysis/analysis.json is current: no
+    analysis runs), and the page is the one `replicate` wrote from the analyses it had just computed
+    (issue 27: both paths give the same HTML, on every study; tests/test_report.py covers stale records)."""
+    import simsubjects.publish.analysis as an
+
+    def computed_again(*a, **k):
+        raise AssertionError(f"analysis computed again for {a}")
+
+    monkeypatch.setattr(an, "analyze_runs", computed_again)
     out, _ = replication
     target = tmp_path / "r.html"
     assert main(["report", str(out), "--out", str(target)]) == 0
     assert capsys.readouterr().out.strip() == str(target)
-    assert target.read_text().count("<section id=") == len(STUDIES)
+    page = target.read_text(encoding="utf-8")
+    assert page.count("<section id=") == len(STUDIES) and 'class="error"' not in page
+    when = r"<dt>report written</dt><dd>[^<]*</dd>"
+    assert re.sub(when, "", page) == re.sub(when, "", (out / "report.html").read_text(encoding="utf-8"))
     single = tmp_path / "ug"
     shutil.copytree(out / "ultimatum", single)
     assert main(["report", str(single)]) == 0

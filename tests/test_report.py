@@ -107,3 +107,46 @@ def test_replication_manifest_drives_the_sections(tmp_path):
 def test_missing_folder_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="no such folder"):
         rp.render_report(tmp_path / "nope")
+
+
+def _without_time(page: str) -> str:
+    return re.sub(r"<dt>report written</dt><dd>[^<]*</dd>", "", page)
+
+
+def test_report_reads_a_current_analysis_back_and_recomputes_a_stale_one(tmp_path, monkeypatch):
+    """Issue 27: `report` reads the tables and figures the run folder holds when analysis/analysis.json
+    says they were computed from the run's files as they are now; the page is the same either way.
+    An edited table, a record that names a path, or a link is never read: the analysis is computed again."""
+    import simsubjects.publish.analysis as an
+
+    run = ultimatum_run(tmp_path / "ug")
+    assert main(["report", str(run)]) == 0  # computes the analysis and writes it with its record
+    computed = _without_time((run / "report.html").read_text(encoding="utf-8"))
+    record = json.loads((run / "analysis" / "analysis.json").read_text())
+    assert record["reusable"] is True and set(record["inputs"]) == {"manifest.json", "responses.parquet",
+                                                                   "items.parquet"}
+    calls = []
+    real = an.analyze_runs
+    monkeypatch.setattr(an, "analyze_runs", lambda *a, **k: calls.append(a) or real(*a, **k))
+
+    def report() -> str:
+        assert main(["report", str(run)]) == 0
+        return _without_time((run / "report.html").read_text(encoding="utf-8"))
+
+    assert report() == computed and calls == []  # read back: no analysis run, the same page
+    table = run / "analysis" / "acceptance_by_offer.csv"
+    table.write_text(table.read_text().replace("0.", "0.9", 1))  # a table edited by hand: stale
+    assert report() == computed and len(calls) == 1
+    record = json.loads((run / "analysis" / "analysis.json").read_text())
+    bad = {**record, "tables": {**record["tables"], "x/../../manifest": record["tables"]["validity"]}}
+    (run / "analysis" / "analysis.json").write_text(json.dumps(bad))  # a received folder's record names a path
+    assert report() == computed and len(calls) == 2
+    outside = tmp_path / "validity.csv"  # the same bytes, through a link: not read
+    outside.write_bytes((run / "analysis" / "validity.csv").read_bytes())
+    (run / "analysis" / "validity.csv").unlink()
+    (run / "analysis" / "validity.csv").symlink_to(outside)
+    assert report() == computed and len(calls) == 3
+    responses = pd.read_parquet(run / "responses.parquet")  # new responses: the old analysis is stale
+    responses.loc[0, "weight"] = responses.loc[0, "weight"] * 0.5
+    responses.to_parquet(run / "responses.parquet", index=False)
+    assert report() != computed and len(calls) == 4

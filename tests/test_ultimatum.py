@@ -91,3 +91,19 @@ def test_two_models_are_kept_apart():
     t = analyze_ultimatum(pd.concat([a, b]))
     assert set(t["acceptance_by_offer"]["model"]) == {"m", "other"}
     assert t["acceptance_by_offer"].groupby("model")["n"].sum().eq(36).all()
+
+
+def test_offers_option_selects_offers(tmp_path, capsys):
+    """--offers: a subset of the 11 offers (the tiny replication asks $0, $2, $5, $10); a bad one is one line, exit 2."""
+    from simsubjects.cli.commands import main
+    from simsubjects.collect.studies.ultimatum import STUDY
+
+    trials, items = STUDY.build(pairs=8, offers="0,2,5,10")
+    assert len(trials) == 8 * 4 and list(items["offer"]) == [0, 2, 5, 10]
+    assert len(STUDY.build(pairs=8)[0]) == 8 * 11 and len(STUDY.build(pairs=8, offers="all")[0]) == 8 * 11
+    for bad, message in (("0,11", "--offers: [11] not in 0..10"), ("two", "--offers two: give dollars")):
+        assert main(["collect", "ultimatum", "--model", "smollm2", "--pairs", "8", "--offers", bad,
+                     "--out", str(tmp_path / "run")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and "\n" not in err
+        assert not (tmp_path / "run" / "manifest.json").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -14,6 +15,7 @@ from ..errors import UserError
 from simsubjects.collect.store import staged_folder
 from simsubjects.analyze.tidy import stack_runs
 from simsubjects.collect.untrusted import check_table_name
+from . import saved
 
 
 @dataclass
@@ -73,15 +75,46 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     # or failed analyze leaves the previous complete set (simsubjects.collect.store).
     figures: list[Path] = []
     with staged_folder(outdir) as stage:
+        csv = {}
         for name, df in tables.items():
-            (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
+            csv[name] = df.to_csv(index=False).encode("utf-8")
+            (stage / f"{name}.csv").write_bytes(csv[name])
         if plots and spec.plot:
             figures = [outdir / Path(p).name for p in resolve(spec.plot)(tables, responses, stage)]
         for name, df in (extra(spec, responses, items, tables) if extra else {}).items():
             check_table_name(name, f"{dirs[0]}: analysis")
             (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
+        reusable = len(dirs) == 1 and code_from is None and out is None and not _is_study_file(runs[0][0])
+        record = saved.record(Path(dirs[0]), spec, tables, csv, stage, [p.name for p in figures],
+                              plotted=plots and bool(spec.plot)) if reusable else {"reusable": False}
+        (stage / saved.RECORD).write_bytes(json.dumps(record, indent=1).encode("utf-8"))
     shown = resolve(spec.summary)(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, outdir, figures)
+
+
+def _is_study_file(manifest: dict) -> bool:
+    from ..studyfile.origin import origin
+
+    return origin(manifest).is_study_file
+
+
+def saved_analysis(folder: str | Path) -> Analysis | None:
+    """The analysis that `analyze` (or `replicate`) already wrote into FOLDER/analysis, read back instead
+    of computed again, when it is current (see simsubjects.publish.saved); None when it is not."""
+    folder = Path(folder)
+    manifest, responses, items = load_run(folder)
+    if _is_study_file(manifest):  # its analyses come from the folder's copy of the file: always computed
+        return None
+    from ..studyfile.origin import study_def
+
+    spec = study_def(folder, manifest)
+    got = saved.read(folder, spec)
+    if got is None:
+        return None
+    tables, figures = got
+    responses = stack_runs([responses], _run_labels([folder]))
+    shown = resolve(spec.summary)(tables) if spec.summary else tables
+    return Analysis(spec.name, responses, items, tables, shown, folder / "analysis", figures)
 
 
 def _run_labels(dirs) -> list[str]:

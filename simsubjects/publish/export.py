@@ -148,18 +148,39 @@ def codebook(df: pd.DataFrame, names: dict[str, str], labels: dict[str, str] | N
     return pd.DataFrame(rows)
 
 
+class _Prepared:
+    """One table made ready for every format once: its flat cells, factor columns and their levels,
+    and the factor-coded copy .rds and .dta write. Computed per table, not per format: `replicate`
+    writes five formats, and flattening and level-finding were most of an export's time."""
+
+    def __init__(self, df: pd.DataFrame, design: dict[str, list[str]] | None = None):
+        design = design or {}
+        json_text = json_columns(df)
+        self.flat = flatten(df)
+        self.cats = categorical_columns(self.flat, json_text)
+        self.order = {c: level_order(self.flat[c], design.get(c)) for c in self.cats}
+        self._coded: pd.DataFrame | None = None
+
+    @property
+    def coded(self) -> pd.DataFrame:
+        """The flat table with its categorical columns as pd.Categorical (R factors, Stata value labels)."""
+        if self._coded is None:
+            out = self.flat.copy()
+            for c in self.cats:
+                out[c] = _category(out[c], self.order[c])
+            self._coded = out
+        return self._coded
+
+
 def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None = None,
-           design: dict[str, list[str]] | None = None) -> dict[str, str]:
+           design: dict[str, list[str]] | None = None, prepared: _Prepared | None = None) -> dict[str, str]:
     """Write one table; returns {original column: exported name}. Variable labels (.rds/.dta/.sav) are
     `labels` (the study's, from export_run), else the core columns' labels; `design` orders factor
     levels. Passed as arguments, not in df.attrs: pandas deep-copies attrs on every column access
-    (11 s of a tiny `replicate all`)."""
+    (11 s of a tiny `replicate all`). `prepared`: the table already made ready (export_run, once per table)."""
     labels = labels or study_labels()
-    design = design or {}
-    json_text = json_columns(df)
-    df = flatten(df)
-    cats = categorical_columns(df, json_text)
-    order = {c: level_order(df[c], design.get(c)) for c in cats}
+    p = prepared if prepared is not None else _Prepared(df, design)
+    df, cats, order = p.flat, p.cats, p.order
     tmp = path.with_name(f".{path.name}.tmp")
     names = {c: c for c in df.columns}
     try:
@@ -168,18 +189,13 @@ def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None
         elif fmt == "parquet":
             df.to_parquet(tmp, index=False)
         elif fmt == "rds":
-            out = df.copy()
-            for c in cats:
-                out[c] = _category(out[c], order[c])
-            write_labelled(out, tmp, labels)  # attr(x, "label") on every labelled column
+            write_labelled(p.coded, tmp, labels)  # attr(x, "label") on every labelled column
         elif fmt in ("dta", "sav"):
             taken: set[str] = set()
             names = {c: stata_name(c, taken) for c in df.columns}
-            out = df.rename(columns=names)
             var_labels = {names[c]: short_label(labels.get(c, c)) for c in df.columns}
             if fmt == "dta":
-                for c in cats:
-                    out[names[c]] = _category(out[names[c]], order[c])
+                out = p.coded.rename(columns=names)
                 for c in out.columns:  # Stata has no nullable string: empty text for missing
                     if c not in {names[k] for k in cats} and not pd.api.types.is_numeric_dtype(out[c]):
                         out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
@@ -188,11 +204,12 @@ def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None
             else:
                 import pyreadstat
 
+                out = df.rename(columns=names)
                 value_labels = {}
-                for c in cats:
-                    code = {v: i + 1 for i, v in enumerate(order[c])}
-                    out[names[c]] = out[names[c]].map(lambda v: code.get(str(v)) if pd.notna(v) else np.nan).astype(float)
-                    value_labels[names[c]] = {float(i): v for v, i in code.items()}
+                for c in cats:  # codes 1..k in the levels' order (the factor's codes + 1), missing as NaN
+                    codes = p.coded[c].cat.codes.to_numpy()
+                    out[names[c]] = np.where(codes >= 0, codes + 1.0, np.nan)
+                    value_labels[names[c]] = {float(i + 1): v for i, v in enumerate(order[c])}
                 for c in out.columns:
                     if out[c].dtype != float and not pd.api.types.is_numeric_dtype(out[c]):
                         out[c] = out[c].astype(object).where(out[c].notna(), "").astype(str)
@@ -250,7 +267,13 @@ def design_hooks(study: str | None, responses: pd.DataFrame, items: pd.DataFrame
     return levels, dict(extra or {})
 
 
-def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None = None) -> list[Path]:
+def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None = None,
+               failed: dict[str, str] | None = None) -> list[Path]:
+    """Write the run's tables in `formats` into `out` (default RUN/export), all or nothing.
+
+    `failed`: a dict to collect formats that cannot be written ({format: message}) instead of raising;
+    the other formats are still written, and a failed format's files of an earlier export are kept
+    (replicate: a format that fails costs only itself)."""
     formats = list(dict.fromkeys(formats))
     bad = [f for f in formats if f not in FORMATS]
     if bad:
@@ -279,10 +302,23 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
             df.attrs.clear()  # see _write: labels and levels travel as arguments
             table_labels = labels if name == "responses" else side
             names = {}
+            prepared = _Prepared(df, levels)
             for fmt in formats:
-                names.update(_write(df, stage / f"{name}.{fmt}", fmt, table_labels, levels))
+                if failed is not None and fmt in failed:
+                    continue
+                try:
+                    names.update(_write(df, stage / f"{name}.{fmt}", fmt, table_labels, levels, prepared))
+                except Exception as e:  # noqa: BLE001 - collected for the caller, who asked for it
+                    if failed is None:
+                        raise
+                    failed[fmt] = f"{type(e).__name__}: {e}"
+                    for done in list(names_out):  # none of this format's new files: the earlier ones are kept
+                        if done.endswith(f".{fmt}"):
+                            (stage / done).unlink(missing_ok=True)
+                            names_out.remove(done)
+                    continue
                 names_out.append(f"{name}.{fmt}")
-            book = codebook(flatten(df), names, table_labels, levels)
+            book = codebook(prepared.flat, names, table_labels, levels)
             (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
             md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -228,7 +228,9 @@ details{margin:6px 0 10px}summary{cursor:pointer;color:#2f5d8a}nav ul{columns:2;
 
 
 def _analyze(run: Run, analyses: dict | None) -> None:
-    from simsubjects.publish.analysis import analyze_runs
+    """The run's analysis: replicate's own, else the one the run folder holds when it is current
+    (analysis/analysis.json, simsubjects.publish.saved), else computed (and written) here."""
+    from simsubjects.publish.analysis import analyze_runs, saved_analysis
 
     if run.error:
         return
@@ -237,7 +239,7 @@ def _analyze(run: Run, analyses: dict | None) -> None:
         run.analysis = analyses[key]
         return
     try:
-        run.analysis = analyze_runs([run.folder])
+        run.analysis = saved_analysis(run.folder) or analyze_runs([run.folder])
     except Exception as e:  # noqa: BLE001 - the report still shows the other studies
         if run.rel == ".":  # a report of one run has no other studies: its failure is the command's
             raise

@@ -46,12 +46,29 @@ def build_trials(pairs: int = 200, offers=None, seed: int = 0) -> tuple[pd.DataF
     return pd.DataFrame(rows), items
 
 
+def select_offers(spec: str | None) -> list[int] | None:
+    """--offers: "all" (None: the paper's 11 offers, $0-$10) or dollars such as "0,2,5,10" or "0-3"."""
+    if spec is None or str(spec).strip().lower() == "all":
+        return None
+    wanted: set[int] = set()
+    try:
+        for part in str(spec).split(","):
+            a, _, b = part.strip().partition("-")
+            wanted.update(range(int(a), int(b or a) + 1))
+    except ValueError:
+        raise UserError(f"--offers {spec}: give dollars 0-10, e.g. 0,2,5,10 or 0-3, or all") from None
+    return sorted(wanted)
+
+
 STUDY = StudyDef(
     name="ultimatum",
     help="Ultimatum Game responders (Aher et al. 2023, §4): accept or reject $0-$10 of $10.",
-    build=lambda pairs=200, seed=0: build_trials(pairs=pairs, seed=seed),
+    build=lambda pairs=200, seed=0, offers=None: build_trials(pairs=pairs, offers=select_offers(offers), seed=seed),
     options=[Option(("--pairs",), {"show_default": True, "type": int,
-                                   "help": "Name pairs (of the 10,000 balanced pairs) x 11 offers."})],
+                                   "help": "Name pairs (of the 10,000 balanced pairs) x 11 offers."}),
+             # omitted when not given: runs made before the option resume with their recorded parameters
+             Option(("--offers",), {"help": "Offers in dollars: all (the paper's $0-$10) or e.g. 0,2,5,10."},
+                    omit_unset=True)],
     datasets=["names", "prompts_aher2023"],
     templates=lambda: [prompt_spec()["template"]],
     analyze="simsubjects.analyze.ultimatum:analyze_ultimatum",

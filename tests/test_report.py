@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -146,7 +147,17 @@ def test_report_reads_a_current_analysis_back_and_recomputes_a_stale_one(tmp_pat
     (run / "analysis" / "validity.csv").unlink()
     (run / "analysis" / "validity.csv").symlink_to(outside)
     assert report() == computed and len(calls) == 3
+    # a table edited and its hash updated in the record, as a sender could: the record's signature fails
+    record = json.loads((run / "analysis" / "analysis.json").read_text())
+    table.write_text(table.read_text().replace("0.", "0.9", 1))
+    record["tables"]["acceptance_by_offer"]["sha256"] = hashlib.sha256(table.read_bytes()).hexdigest()
+    (run / "analysis" / "analysis.json").write_text(json.dumps(record))
+    assert report() == computed and len(calls) == 4
+    assert report() == computed and len(calls) == 4  # the record written by that computation is believed
+    # the same folder on another machine (another key in another cache folder): computed there
+    monkeypatch.setenv("SIMSUBJECTS_CACHE", str(tmp_path / "another-machine"))
+    assert report() == computed and len(calls) == 5
     responses = pd.read_parquet(run / "responses.parquet")  # new responses: the old analysis is stale
     responses.loc[0, "weight"] = responses.loc[0, "weight"] * 0.5
     responses.to_parquet(run / "responses.parquet", index=False)
-    assert report() != computed and len(calls) == 4
+    assert report() != computed and len(calls) == 6

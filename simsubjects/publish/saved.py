@@ -12,12 +12,17 @@ figures take minutes; reading them back takes a second (issue 27).
 
 A received run folder is data: a table is read from NAME.csv only for an identifier NAME, a figure
 only for a plain file name, never through a link, and only when its bytes have the recorded hash.
+The record is signed (HMAC-SHA256) with a key that never leaves this machine's cache folder, so a
+record someone else wrote (a replication package, a hand-edited CSV with its hash updated) is not
+believed: that folder's analysis is computed again from its responses, as before.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import importlib.util
+import os
 import io
 import json
 import re
@@ -34,6 +39,31 @@ RECORD = "analysis.json"
 FORMAT = 1
 FIGURE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}\.png")
 TEXT_TYPES = ("str", "object", "bool")  # read with the recorded type; numbers are inferred, then checked
+
+
+def _key() -> bytes | None:
+    """This machine's signing key (32 random bytes, created once, readable by its owner only); None where
+    the cache folder cannot hold one (the analysis is then always computed)."""
+    from simsubjects.collect.models.weight_cache import root
+
+    path = root() / "analysis.key"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            key = path.read_bytes() if not path.is_symlink() else b""
+            return key if len(key) == 32 else None
+        with os.fdopen(fd, "wb") as f:  # another process may read it half-written: it then finds < 32 bytes
+            f.write(os.urandom(32))
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _mac(rec: dict, key: bytes) -> str:
+    body = json.dumps({k: v for k, v in rec.items() if k != "mac"}, sort_keys=True).encode("utf-8")
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -126,9 +156,12 @@ def record(folder: Path, spec, tables: dict[str, pd.DataFrame], csv: dict[str, b
         if meta is None or not _same(df, _read_back(csv[name], meta)):
             return {"reusable": False, "why": f"{name}.csv does not read back as the table computed"}
         how[name] = {**meta, "sha256": sha256_bytes(csv[name])}
-    return {"reusable": True, "format": FORMAT, "simsubjects": __version__, "study": spec.name, "code": code(spec),
-            "inputs": inputs(folder), "tables": how,
-            "figures": {f: sha256_file(stage / f) for f in figures}}
+    key = _key()
+    if key is None:
+        return {"reusable": False, "why": "no signing key in the cache folder"}
+    rec = {"reusable": True, "format": FORMAT, "simsubjects": __version__, "study": spec.name, "code": code(spec),
+           "inputs": inputs(folder), "tables": how, "figures": {f: sha256_file(stage / f) for f in figures}}
+    return {**rec, "mac": _mac(rec, key)}
 
 
 def read(folder: Path, spec) -> tuple[dict[str, pd.DataFrame], list[Path]] | None:
@@ -139,7 +172,9 @@ def read(folder: Path, spec) -> tuple[dict[str, pd.DataFrame], list[Path]] | Non
         return None
     try:
         rec = json.loads(path.read_text(encoding="utf-8"))
-        if not (isinstance(rec, dict) and rec.get("reusable") is True and rec.get("format") == FORMAT
+        key = _key()
+        if not (isinstance(rec, dict) and key is not None and isinstance(rec.get("mac"), str)
+                and hmac.compare_digest(rec["mac"], _mac(rec, key)) and rec.get("reusable") is True and rec.get("format") == FORMAT
                 and rec.get("simsubjects") == __version__ and rec.get("study") == spec.name
                 and isinstance(rec.get("tables"), dict) and isinstance(rec.get("figures"), dict)
                 and rec.get("inputs") == inputs(folder) and rec.get("code") == code(spec)):

@@ -33,31 +33,36 @@ if WORKER:
 HEAVY_FIRST = [
     "test_openai_backend.py",  # the loopback llama.cpp server, faults injected by a proxy
     "test_replicate.py",  # one tiny `replicate all` in a subprocess, then R, Stata and report checks on it
-    "test_qualtrics.py",  # every sample survey imported, checked and dry-run; an experiment on the model
     "test_check_r.py",  # R CMD build + check with the vignette; rpy2 twins of every built-in
+    "test_qualtrics.py",  # every sample survey imported, checked and dry-run; an experiment on the model
     "test_studyfile.py",
-    "test_sessions.py",
-    "test_ray_engine.py",  # a loopback Ray cluster, two actors loading the model
     "test_multi_run.py",  # each study run alone and two at once on the model
-    "test_generation.py",
     "test_preload.py",  # CLI runs through a fork server of its own (private cache folder)
+    "test_ray_engine.py",  # a loopback Ray cluster, two actors loading the model
+    "test_sessions.py",
+    "test_generation.py",
     "test_kill_resume.py",  # ten SIGKILLs of a collection on the model
-    "test_batch_files.py",
     "test_secrets.py",
     "test_session_players.py",
-    "test_network.py",
     "test_conjoint.py",
+    "test_network.py",
     "test_check_r_studyfile.py",
-    "test_ppi.py",
-    "test_studyfile_builtins.py",
+    "test_batch_files.py",
     "test_hf_backend.py",
     "test_fuzz.py",
-    "test_crash_consistency.py",
-    "test_milgram.py",
-    "test_budget.py",
-    "test_perf_paths.py",
-    "test_amce.py",
+    "test_studyfile_builtins.py",
     "test_report.py",
+    "test_crash_consistency.py",
+    "test_representativeness.py",
+    "test_garden_path.py",
+    "test_perf_paths.py",
+    "test_opinion_survey.py",
+    "test_inference_units.py",
+    "test_milgram_studyfile.py",
+    "test_amce.py",
+    "test_received_run.py",
+    "test_budget.py",
+    "test_fast.py",
 ]
 
 

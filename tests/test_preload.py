@@ -209,7 +209,7 @@ def test_ctrl_z_reaches_the_child(server, tmp_path):
     try:
         child = int(Path(f"/proc/{status['pid']}/task/{status['pid']}/children").read_text().split()[0])
         proc.send_signal(signal.SIGTSTP)  # Ctrl-Z stops the client and the child; SIGCONT (fg) resumes both
-        _wait_state(child, stopped=True, seconds=10)  # a stop takes milliseconds; xfail's wait is short
+        _wait_state(child, stopped=True, seconds=3)  # a stop takes milliseconds; xfail's wait is short
         _wait_state(proc.pid, stopped=True)
         proc.send_signal(signal.SIGCONT)
         _wait_state(child, stopped=False)

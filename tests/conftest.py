@@ -32,11 +32,10 @@ if WORKER:
 # --durations (a file's total, see docs/testing.md); unlisted files keep their order.
 HEAVY_FIRST = [
     "test_openai_backend.py",  # the loopback llama.cpp server, faults injected by a proxy
-    "test_replicate.py",  # one tiny `replicate all` in a subprocess, then R, Stata and report checks on it
+    "test_replicate.py",  # one tiny `replicate all` in a subprocess, then R, Stata, report and two-run checks on it
     "test_check_r.py",  # R CMD build + check with the vignette; rpy2 twins of every built-in
     "test_qualtrics.py",  # every sample survey imported, checked and dry-run; an experiment on the model
     "test_studyfile.py",
-    "test_multi_run.py",  # each study run alone and two at once on the model
     "test_preload.py",  # CLI runs through a fork server of its own (private cache folder)
     "test_ray_engine.py",  # a loopback Ray cluster, two actors loading the model
     "test_sessions.py",

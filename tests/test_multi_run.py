@@ -2,47 +2,22 @@
 
 Per-trial reshaping must group by (source, model, run, trial): trial ids repeat across runs, and
 a reshaping that groups by trial alone pools the two runs' trials (Milgram's P(stop) of 0.9 in
-each run came out as 0.45 together). Every study is collected once at a tiny size; a copy of the run
-under another model name, with each trial's weights reversed (other numbers, the same trial ids),
-is the second run; both are analyzed alone and together.
+each run came out as 0.45 together). The first run of each study is the tiny replication's
+(tests/test_replicate.py runs `two_runs_agree` on each of its run folders: no second collection on
+the model); a copy of it under another model name, with each trial's weights reversed (other
+numbers, the same trial ids), is the second run; both are analyzed alone and together.
 """
 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from simsubjects.publish.analysis import analyze_runs
 from simsubjects.analyze.tidy import shares, stack_runs
-from simsubjects.collect.pipeline import run_study
-from simsubjects.collect.studies.registry import get_study
-
-TINY = {
-    "ultimatum": {"pairs": 4},
-    "garden_path": {"names": 1, "set": "published"},
-    "wisdom": {"participants": 2, "questions": "1,2"},
-    "milgram": {"subjects": 1, "max_stages": 2, "max_tokens": 8},
-    "milgram_novel": {"subjects": 1, "max_stages": 2, "max_tokens": 8},
-    "survey_bias": {"bias": "acquiescence", "perturbation": "none"},
-    "moca": {"task": "causal", "stories": 6, "template": "both", "personas": "none"},
-    "opinion_survey": {"first": 2, "personas": "bundled", "sample": "1", "order": "random", "groups": "POLPARTY"},
-    "conjoint_immigration": {"respondents": 2, "tasks": 1, "orders": "both"},
-}
-
-
-def test_every_study_is_covered():
-    from simsubjects.collect.studies.registry import studies
-
-    assert set(TINY) == set(studies()), "give every declared study a tiny design in TINY"
-
-
-def _collect(study, model, folder, seed=0):
-    params = {**TINY[study.name], "seed": seed, "chat_template": False}
-    run_study(study, "smollm2", folder, params=params, method=study.methods[0], n=3, show_progress=False,
-              model=model, batch_size=64)
 
 
 def _second_run(a, b):
@@ -75,11 +50,11 @@ def _same(joint: pd.DataFrame, alone: pd.DataFrame, where: str) -> None:
     pd.testing.assert_frame_equal(got, exp, check_dtype=False, obj=where)
 
 
-@pytest.mark.parametrize("name", sorted(TINY))
-def test_two_runs_together_give_each_run_alone(name, smollm2, tmp_path):
-    study = get_study(name)
+def two_runs_agree(run: Path, tmp_path: Path) -> None:
+    """`run` and its reversed copy, each analyzed alone and both together: every table of each alone is
+    its rows of the joint table."""
     a, b = tmp_path / "a", tmp_path / "b"
-    _collect(study, smollm2, a)
+    shutil.copytree(run, a, ignore=shutil.ignore_patterns("analysis", "export"))
     _second_run(a, b)
     alone_a = analyze_runs([a], tmp_path / "out_a", plots=False)
     alone_b = analyze_runs([b], tmp_path / "out_b", plots=False)
@@ -88,7 +63,7 @@ def test_two_runs_together_give_each_run_alone(name, smollm2, tmp_path):
     for alone in (alone_a, alone_b):
         assert set(alone.tables) == set(joint.tables)
         for t, df in alone.tables.items():
-            _same(joint.tables[t], df, f"{name} table {t}")
+            _same(joint.tables[t], df, f"{run.name} table {t}")
 
 
 def test_same_trial_ids_in_two_runs_stay_two_trials():

@@ -245,6 +245,15 @@ def test_report_command_on_a_replication_and_on_one_run(replication, tmp_path, c
     assert page.count("<section id=") == 1 and "simsubjects collect ultimatum --model smollm2 --pairs 8" in page
 
 
+@pytest.mark.parametrize("name", STUDIES)
+def test_two_runs_together_give_each_run_alone(replication, name, tmp_path):
+    """tests/test_multi_run.py's property on this replication's run of each study."""
+    from tests.test_multi_run import two_runs_agree
+
+    assert set(STUDIES) == set(studies())  # every declared study
+    two_runs_agree(replication[0] / name, tmp_path)
+
+
 def test_rerun_resumes_from_the_caches(replication, smollm2, tmp_path):
     out = tmp_path / "copy"  # a copy: the other tests read the original
     shutil.copytree(replication[0], out)

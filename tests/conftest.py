@@ -31,8 +31,8 @@ if WORKER:
 # their number of tests, which put the one-test kill/resume file last. Order measured with
 # --durations (a file's total, see docs/testing.md); unlisted files keep their order.
 HEAVY_FIRST = [
-    "test_openai_backend.py",  # the loopback llama.cpp server, faults injected by a proxy
     "test_replicate.py",  # one tiny `replicate all` in a subprocess, then R, Stata, report and two-run checks on it
+    "test_openai_backend.py",  # the loopback llama.cpp server, faults injected by a proxy
     "test_check_r.py",  # R CMD build + check with the vignette; rpy2 twins of every built-in
     "test_qualtrics.py",  # every sample survey imported, checked and dry-run; an experiment on the model
     "test_studyfile.py",

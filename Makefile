@@ -5,8 +5,9 @@ PIP = $(PY) -m pip install -q --disable-pip-version-check
 # one is given). pip takes 3-10 s to find out the same (torch's and Ray's metadata) on every `make` run.
 PINNED = $(PY) -c 'import sys, importlib.metadata as m; sys.exit(any(m.version(n) != (v or m.version(n)) for n, _, v in (a.partition("==") for a in sys.argv[1:])))' $(1) 2>/dev/null
 # pip builds the editable install in a new environment with setuptools fetched from PyPI (10-15 s) unless
-# told to use the installed setuptools, which the build needs at >= 68 (pyproject.toml's build-system)
-NO_ISOLATION = $(shell $(PY) -c 'import sys, setuptools; sys.exit(int(setuptools.__version__.split(".")[0]) < 68)' 2>/dev/null && echo --no-build-isolation)
+# told to use the installed setuptools: done where it is 71 or newer (pyproject.toml asks >= 68, and
+# setuptools carries its own bdist_wheel from 70.1, so no `wheel` package is needed either)
+NO_ISOLATION = $(shell $(PY) -c 'import sys, setuptools; sys.exit(int(setuptools.__version__.split(".")[0]) < 71)' 2>/dev/null && echo --no-build-isolation)
 # A fresh machine (CI, a container) runs pip as root; its advice to use a virtual environment is not
 # something `make demo` can act on, so it stays off the newcomer's terminal (issue 27).
 export PIP_ROOT_USER_ACTION := ignore

@@ -10,34 +10,31 @@ entry is whole or absent. A cache that cannot be written is skipped: it only sav
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import shutil
 import tempfile
-import functools
-import hashlib
 from pathlib import Path
 
 COMPLETE = "complete"  # written last inside the temporary folder: an entry without it is ignored
 
 
-# (path, size, mtime) -> sha256: a process that loads the same weights again (a dry run, then the model;
-# a fork server; a test session) hashes the file once. A changed file has another size or mtime.
-_HASHED: dict[tuple, str] = {}
-
-
 def file_sha256(path: Path, limit: int = 4 << 30) -> str:
-    """Content hash of a weight file; files above `limit` are identified by name and size."""
-    st = path.stat()
-    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _HASHED:
-        _HASHED[key] = _sha256(path, st.st_size, limit)
-    return _HASHED[key]
+    """Content hash of a weight file; files above `limit` are identified by name and size.
+
+    Once per process for a file of a given size and time (as `load_tokenizer` below): a process that
+    loads the same weights again (a dry run, then the model; a fork server; a test session) hashes the
+    file once, and a changed file has another size or time."""
+    st = Path(path).stat()
+    return _sha256(str(Path(path).resolve()), Path(path).name, st.st_size, st.st_mtime_ns, limit)
 
 
-def _sha256(path: Path, size: int, limit: int) -> str:
+@functools.lru_cache(maxsize=None)
+def _sha256(path: str, name: str, size: int, _mtime_ns: int, limit: int) -> str:
     h = hashlib.sha256()
-    if size > limit:
-        h.update(f"{path.name}:{size}".encode())
+    if size > limit:  # identified by the name it was given (a link's own name) and its size
+        h.update(f"{name}:{size}".encode())
     else:
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):

@@ -198,17 +198,13 @@ def replicate(paper_names, model, out, *, scale: float = 1.0, seed: int = 0, met
 def _code_files(rows, allow_code: bool) -> dict[str, str]:
     """{study name: its study file} whose `type: function` analyses run (--allow-code: the user's own files);
     without the flag, a study file that names code is refused before the model loads."""
-    from simsubjects.studyfile.spec import load_study
-    from simsubjects.studyfile.session import is_session_file
+    from simsubjects.studyfile.spec import load_study, study_kind
     from simsubjects.collect.untrusted import ALLOW_CODE
 
     code = {}
     for paper, _, study, params in rows:
-        if "studyfile" not in params or is_session_file(paper.key):  # a session names no code (session.py)
-            continue
-        from simsubjects.studyfile.obedience import is_obedience_file
-
-        if is_obedience_file(paper.key):  # nor does a Milgram obedience file (studyfile/obedience.py)
+        # a session (session.py) or a Milgram obedience file (obedience.py) names no code
+        if "studyfile" not in params or study_kind(paper.key) != "plain":
             continue
         if not allow_code:
             s = load_study(paper.key)

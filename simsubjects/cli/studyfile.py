@@ -57,15 +57,14 @@ def _collect_file(path: str, kw: dict) -> None:
 
     # --seed given: it replaces design.seed (before the seeded tables are drawn)
     seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
-    from ..studyfile.session import is_session_file
+    from ..studyfile.spec import study_kind
 
-    if is_session_file(path):
+    kind = study_kind(path)
+    if kind == "session":
         from .session_cmd import collect_session_file
 
         return collect_session_file(path, kw, seeded)
-    from ..studyfile.obedience import is_obedience_file
-
-    if is_obedience_file(path):  # Milgram obedience (the built-in milgram studies are such files)
+    if kind == "obedience":  # Milgram obedience (the built-in milgram studies are such files)
         from .obedience_cmd import collect_obedience_file
 
         return collect_obedience_file(path, kw, seeded)

@@ -14,7 +14,7 @@ import pandas as pd
 from ..collect.studies.registry import StudyDef
 from ..errors import UserError
 from .runcopy import COPY, copy_files
-from .spec import Study, load_study
+from .spec import Study, load_study, study_kind
 
 KEY = "studyfile"  # the parameter a study file's run records (read back by origin.py)
 # the parameter that says a study file's orders were drawn by simsubjects.collect.option_order
@@ -144,10 +144,10 @@ def replicate_row(path: str, out, seed: int | None = None):
     """
     from ..collect.studies.registry import Paper, Plan
 
-    from .session import is_session_file, load_session
-
-    if is_session_file(path):  # a session: its own declaration, the same place in the replication
+    kind = study_kind(path)
+    if kind == "session":  # a session: its own declaration, the same place in the replication
         from ..collect.models.incremental import SCORER
+        from .session import load_session
         from .session_def import session_def
 
         study = load_session(path, seed=seed)
@@ -155,10 +155,10 @@ def replicate_row(path: str, out, seed: int | None = None):
         plan = Plan(paper, lambda scale: {}, f"the session file's own design ({path}; --scale does not change it)")
         params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": None, "session_scorer": SCORER}
         return paper, plan, session_def(study, out=Path(out) / study.name), params
-    from .obedience import is_obedience_file, load_obedience, obedience_def
-    from .obedience import file_parameters as obedience_parameters
+    if kind == "obedience":  # Milgram obedience: the built-in simulator on the file's scenario
+        from .obedience import file_parameters as obedience_parameters
+        from .obedience import load_obedience, obedience_def
 
-    if is_obedience_file(path):  # Milgram obedience: the built-in simulator on the file's scenario
         study = load_obedience(path, seed=seed)
         check_out(study, Path(out) / study.name)
         paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title,

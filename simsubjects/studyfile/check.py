@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from .design import build_trials
-from .spec import load_study
+from .spec import load_study, study_kind
 
 
 def token_counter():
@@ -30,15 +30,15 @@ def token_counter():
 
 
 def describe(path, show: int = 3) -> str:
-    from .session import is_session_file, load_session
-
-    if is_session_file(path):
+    kind = study_kind(path)
+    if kind == "session":
+        from .session import load_session
         from .session_def import describe_session
 
         return describe_session(load_session(path))
-    from .obedience import describe_obedience, is_obedience_file, load_obedience
+    if kind == "obedience":
+        from .obedience import describe_obedience, load_obedience
 
-    if is_obedience_file(path):
         return describe_obedience(load_obedience(path))
     study = load_study(path)
     trials, items = build_trials(study)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .limits import MAX_SEED
-from .spec import Checker, placeholders, study_header, study_kind
+from .spec import Checker, placeholders, study_header
 
 TOP = {"study", "title", "citation", "license", "description", "design", "obedience"}
 DESIGN = {"subjects", "seed", "max_stages", "max_tokens", "judge_rule"}
@@ -71,10 +71,6 @@ class ObedienceStudy:
         out = {"subjects": len(self.names) if self.names else self.subjects, "max_stages": self.max_stages,
                "max_tokens": self.max_tokens, "judge_rule": self.judge_rule}
         return {**out, "names": list(self.names)} if self.names else out
-
-
-def is_obedience_file(path) -> bool:
-    return study_kind(path) == "obedience"
 
 
 def load_obedience(file, seed: int | None = None) -> ObedienceStudy:

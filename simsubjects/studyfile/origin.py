@@ -84,15 +84,17 @@ def study_def(folder, manifest: dict, code_from=None):
     params = manifest.get("parameters") or {}
     seed = params.get("seed")  # the run's seed (collect --seed), so seeded tables are drawn as collected
     seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
-    from .session import is_session_file, load_session
+    from .spec import study_kind
 
-    if is_session_file(path):  # a session file (blocks, rounds, players): its own StudyDef
+    kind = study_kind(path)
+    if kind == "session":  # a session file (blocks, rounds, players): its own StudyDef
+        from .session import load_session
         from .session_def import session_def
 
         return session_def(load_session(path, seed=seed))
-    from .obedience import is_obedience_file, load_obedience, obedience_def
+    if kind == "obedience":  # a Milgram obedience file: the built-in simulator on its scenario
+        from .obedience import load_obedience, obedience_def
 
-    if is_obedience_file(path):  # a Milgram obedience file: the built-in simulator on its scenario
         return obedience_def(load_obedience(path, seed=seed))
     if code_from is None:
         return from_file(load_study(path, seed=seed))

@@ -15,7 +15,7 @@ from . import expr as X
 from .load import did_you_mean
 from .players import Player, parse_player
 from .spec import (NAME, RESERVED, Checker, Item, Response, Study, _design, _prompt, parse_response,
-                   placeholders, study_header, study_kind)
+                   placeholders, study_header)
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "response", "response_types", "design",
        "session", "analyses", "human"}
@@ -98,10 +98,6 @@ class SessionStudy(Study):
     session: Session | None = None
     people: pd.DataFrame | None = None  # person-level values: respondent, measure, value, and the `by` columns
     people_by: list = field(default_factory=list)
-
-
-def is_session_file(path) -> bool:
-    return study_kind(path) == "session"
 
 
 def load_session(file, seed: int | None = None) -> SessionStudy:

@@ -326,10 +326,16 @@ def short_backoff(monkeypatch):
     monkeypatch.setattr(Transport, "_backoff", lambda self, attempt: 0.01 * 2 ** min(attempt, 4))
 
 
+# Two pairs x four offers: 8 trials, two of them (the $3 offers) carry the failed-trials marker below.
+# The full 11 offers (22 trials) proved nothing more here and asked the server 14 more requests per run.
+OFFERS = "0,3,5,10"
+
+
 def _collect_ultimatum(url: str, out) -> int:
     from simsubjects.cli.commands import main
 
-    return main(["collect", "ultimatum", "--model", f"openai:{MODEL}@{url}", "--pairs", "2", "--quiet", "--out", str(out)])
+    return main(["collect", "ultimatum", "--model", f"openai:{MODEL}@{url}", "--pairs", "2", "--offers", OFFERS,
+                 "--quiet", "--out", str(out)])
 
 
 def _table(out):
@@ -350,7 +356,7 @@ def _assert_same_table(a, b):
 
 @pytest.fixture(scope="module")
 def clean_ultimatum(llama_server, tmp_path_factory):  # noqa: F811
-    """One clean `collect ultimatum --pairs 2` through a clean proxy, kept open for the module: the
+    """One clean `collect ultimatum --pairs 2 --offers 0,3,5,10` through a clean proxy, kept open for the module: the
     reference table of the two collection tests below, and the request count of a first run there."""
     out = tmp_path_factory.mktemp("clean-ultimatum") / "clean"
     with FaultProxy(llama_server.removesuffix("/v1")) as proxy:
@@ -365,7 +371,9 @@ def test_collection_through_faults_equals_a_clean_collection(llama_server, clean
     with FaultProxy(llama_server.removesuffix("/v1"), rate_429=0.06, rate_500=0.06, rate_delay=0.04,
                     rate_cut=0.06, delay=1.0, retry_after="1", seed=99) as proxy:
         assert _collect_ultimatum(proxy.base_url, tmp_path / "faulty") == 0
-    assert proxy.injected >= 2, proxy.counts  # 22 trials, about one request in five disturbed
+    # About one request in five disturbed: seed 99 cuts the probe's first request twice and one trial's
+    # (the draws are sequential, so the count does not depend on which concurrent request gets them).
+    assert proxy.injected >= 2, proxy.counts
     assert json.loads((tmp_path / "faulty" / "manifest.json").read_text())["failures"] == []
     _assert_same_table(_table(clean), _table(tmp_path / "faulty"))
 
@@ -373,7 +381,7 @@ def test_collection_through_faults_equals_a_clean_collection(llama_server, clean
 def test_failed_trials_are_listed_and_a_rerun_asks_only_for_them(clean_ultimatum, tmp_path, short_backoff):
     from simsubjects.collect.studies.ultimatum import build_trials
 
-    trials, _ = build_trials(pairs=2)
+    trials, _ = build_trials(pairs=2, offers=[int(o) for o in OFFERS.split(",")])
     marker = "takes $7 for himself"  # the $3 offers of Mr. proposers
     expected = set(trials.loc[trials["prompt"].str.contains(marker, regex=False), "trial"])
     assert 0 < len(expected) < len(trials)

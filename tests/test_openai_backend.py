@@ -45,6 +45,7 @@ ITEMS = [
 # Thirty more whose answers are in the top 20 (some only after EOS redraws): the fault-injection set.
 FAULT_ITEMS = [ChoiceRequest(f"Question {i}: Would you accept ${i % 10} out of $10? Answer:", (" Yes", " No"))
                for i in range(30)]
+N_SPREAD = 8  # FAULT_ITEMS[:N_SPREAD]: the load-spreading run and the fault-injection run (16 before: no check needs more)
 
 
 @pytest.fixture(autouse=True)
@@ -248,12 +249,12 @@ def test_complete_returns_text_and_respects_seed(llama_server):
 
 @pytest.fixture(scope="module")
 def spread_run(llama_server):  # noqa: F811
-    """FAULT_ITEMS[:16] through two clean proxies of the same server, as if it were two replicas: the
+    """FAULT_ITEMS[:N_SPREAD] through two clean proxies of the same server, as if it were two replicas: the
     load-spreading test's run, and the clean reference of the fault-injection test (the proxies
     forward bodies unchanged, so it is the server's own answer)."""
     with FaultProxy(llama_server.removesuffix("/v1")) as p1, FaultProxy(llama_server.removesuffix("/v1")) as p2:
         with _model([p1.base_url, p2.base_url], concurrency=2) as m:
-            results = m.choose(FAULT_ITEMS[:16])
+            results = m.choose(FAULT_ITEMS[:N_SPREAD])
             n_base_urls = m.fingerprint()["n_base_urls"]
     return results, (p1.counts["forwarded"], p2.counts["forwarded"]), n_base_urls
 
@@ -262,7 +263,7 @@ def test_several_base_urls_spread_the_load(spread_run):
     results, (a, b), n_base_urls = spread_run
     assert n_base_urls == 2
     assert all(r.failed is None and r.method == "exact" for r in results)
-    assert a + b >= 16 and min(a, b) >= 0.25 * (a + b), (a, b)
+    assert a + b >= N_SPREAD and min(a, b) >= 0.25 * (a + b), (a, b)
 
 
 def test_rate_limit_per_endpoint(llama_server):
@@ -279,16 +280,18 @@ def test_rate_limit_per_endpoint(llama_server):
 
 
 def test_faults_are_retried_to_the_same_probabilities(llama_server, spread_run):
-    clean, _, _ = spread_run  # FAULT_ITEMS[:16], through clean proxies
+    clean, _, _ = spread_run  # FAULT_ITEMS[:N_SPREAD], through clean proxies
     assert all(r.failed is None and r.method == "exact" for r in clean)
 
-    # Seed 1428 with these rates injects every kind of fault (one stall past the timeout, since each
-    # costs a 4 s wait) among the ~25 requests: the probe's and the 16 items'.
+    # Seed 46 with these rates injects every kind of fault (one stall past the timeout, since each
+    # costs a 4 s wait) among the ~18 requests: the probe's and the 8 items', most on the items. The
+    # proxy draws its faults in arrival order, so the counts depend only on how many requests must get
+    # through (checked for one request fewer or more than the 14 this run needs).
     with FaultProxy(llama_server.removesuffix("/v1"), rate_429=0.06, rate_500=0.06, rate_delay=0.06,
-                    rate_cut=0.06, delay=5.0, retry_after="1", seed=1428) as proxy:
+                    rate_cut=0.06, delay=5.0, retry_after="1", seed=46) as proxy:
         with _model(proxy.base_url, timeout=4.0, max_retries=8, concurrency=2) as m:
             t = time.monotonic()
-            faulty = m.choose(FAULT_ITEMS[:16])
+            faulty = m.choose(FAULT_ITEMS[:N_SPREAD])
             elapsed = time.monotonic() - t
             stats = dict(m.stats)
     assert all(proxy.counts[k] >= 1 for k in ("429", "500", "delay", "cut")), proxy.counts

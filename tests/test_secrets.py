@@ -74,19 +74,26 @@ def test_api_key_never_written_or_printed(llama_server, secret_key, tmp_path, ca
     # Two offers (2 trials a run, not 11): every request carries the key all the same, and the files,
     # logs and output scanned are the same kinds; only the server's work shrinks.
     design = ["--pairs", "1", "--offers", "3,5"]
-    assert main(["collect", "ultimatum", *design, "--model", spec, "--out", str(run)]) == 0
-    assert main(["collect", "ultimatum", *design, "--model", spec, "--out", str(run), "--validate"]) == 0
-    assert main(["analyze", str(run)]) == 0
-    assert main(["export", str(run), "--to", "csv,parquet,rds,dta,sav"]) == 0
+    # The same collection as a user runs it: a separate process, its raw stdout and stderr. Started
+    # first, so its start-up (imports, its own probe) overlaps the in-process commands below.
+    env = {**os.environ, "OPENAI_API_KEY": secret_key}
+    proc = subprocess.Popen([sys.executable, "-m", "simsubjects.cli", "collect", "ultimatum", *design,
+                             "--model", spec, "--out", str(tmp_path / "run2")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert main(["collect", "ultimatum", *design, "--model", spec, "--out", str(run)]) == 0
+        assert main(["collect", "ultimatum", *design, "--model", spec, "--out", str(run), "--validate"]) == 0
+        assert main(["analyze", str(run)]) == 0
+        assert main(["export", str(run), "--to", "csv,parquet,rds,dta,sav"]) == 0
+        proc_out, proc_err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:  # a failed step above: the child is not left behind
+            proc.kill()
+            proc.communicate()
     out, err = capsys.readouterr()
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["model"]["backend"] == "openai" and manifest["status"] == "complete"
-
-    # The same collection as a user runs it: a separate process, its raw stdout and stderr.
-    env = {**os.environ, "OPENAI_API_KEY": secret_key}
-    proc = subprocess.run([sys.executable, "-m", "simsubjects.cli", "collect", "ultimatum", *design,
-                           "--model", spec, "--out", str(tmp_path / "run2")],
-                          capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.CompletedProcess(proc.args, proc.returncode, proc_out, proc_err)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
     hits = {

@@ -45,7 +45,7 @@ ITEMS = [
 # Thirty more whose answers are in the top 20 (some only after EOS redraws): the fault-injection set.
 FAULT_ITEMS = [ChoiceRequest(f"Question {i}: Would you accept ${i % 10} out of $10? Answer:", (" Yes", " No"))
                for i in range(30)]
-N_SPREAD = 8  # FAULT_ITEMS[:N_SPREAD]: the load-spreading run and the fault-injection run (16 before: no check needs more)
+N_SPREAD = 8  # FAULT_ITEMS[:N_SPREAD]: the load-spreading and fault-injection runs (16 before; no check needs more)
 
 
 @pytest.fixture(autouse=True)

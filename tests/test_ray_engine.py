@@ -12,6 +12,7 @@ The cluster is bounded in time (start within 120 s) and stopped at the end of th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -38,15 +39,31 @@ BATCH = 4  # 11 trials: shards of 4, 4 and 3
 OPTIONS = {"chat_template": False, "trust_remote_code": False, "device": "auto"}  # what `collect` passes
 
 
+def _session_pids(sid: int) -> list[int]:
+    """Live processes of the session `sid` (the head and every process it started, actor workers
+    included); zombies are dead already."""
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            stat = open(f"/proc/{d}/stat").read() if d.isdigit() else ""
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split() if stat else []
+        if fields and fields[0] != "Z" and int(fields[3]) == sid:
+            pids.append(int(d))
+    return pids
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    """`ray start --head --block` on 127.0.0.1 with 2 CPUs; its address. Stopped (SIGTERM) at the end."""
+    """`ray start --head --block` on 127.0.0.1 with 2 CPUs; its address. Killed at the end."""
     temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     port = free_port()
     env = dict(os.environ)
     cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
            "--port", str(port), "--num-cpus", "2", "--num-gpus", "0", "--include-dashboard", "false",
-           "--temp-dir", temp, "--disable-usage-stats"]
+           "--temp-dir", temp, "--disable-usage-stats",
+           "--include-log-monitor", "false"]  # no log monitor: the driver reads no worker logs (log_to_driver=False)
     log = open(os.path.join(temp, "head.log"), "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     address = f"127.0.0.1:{port}"
@@ -64,13 +81,17 @@ def cluster():
         yield address
     finally:
         ray.shutdown()
-        os.killpg(proc.pid, signal.SIGTERM)  # --block: the head stops its own Ray processes
-        try:
-            # its graceful stop took ~30 s of waiting; the cluster's folder is removed below either way
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+        # As `ray stop --force`: SIGKILL the head's process group (its graceful stop on SIGTERM took ~30 s
+        # of waiting). Actor workers have process groups of their own, in the head's session: they
+        # exit when their raylet is gone; wait (bounded) until no process of the session is left.
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _session_pids(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in _session_pids(proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         log.close()
         shutil.rmtree(temp, ignore_errors=True)
         for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):

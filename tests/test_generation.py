@@ -29,13 +29,15 @@ def rows_for(tok, prompts, **kw):
 @pytest.fixture(scope="module")
 def decoded(smollm2):
     """For greedy (0.0) and sampled (1.0) decoding: the PROMPTS' texts each row gives alone, and
-    the four rows decoded together (four prompt lengths: left padding)."""
+    the four rows decoded together (four prompt lengths: left padding). The sampled rows are decoded
+    together as a Milgram run decodes them, into an empty PrefixStore (`store`, which the stored
+    keys/values test goes on with): a store filled during the call is looked up only before it."""
     model, tok = smollm2.model, smollm2.tokenizer
-    out = {}
-    for temperature in (0.0, 1.0):
+    out = {"store": PrefixStore()}
+    for temperature, store in ((0.0, None), (1.0, out["store"])):
         rows = rows_for(tok, PROMPTS, temperature=temperature)
         out[temperature] = {"alone": [generate(model, tok, [r])[0] for r in rows],
-                            "together": generate(model, tok, rows)}
+                            "together": generate(model, tok, rows, store=store)}
     return out
 
 
@@ -56,10 +58,9 @@ def test_rows_that_stop_early_leave_the_others_unchanged(smollm2, decoded):
     assert full[1].startswith(texts[1]) and len(texts[1]) < len(full[1])
 
 
-def test_stored_keys_values_change_nothing(smollm2):
+def test_stored_keys_values_change_nothing(smollm2, decoded):
     model, tok = smollm2.model, smollm2.tokenizer
-    store = PrefixStore()
-    first = generate(model, tok, rows_for(tok, PROMPTS), store=store)
+    store, first = decoded["store"], decoded[1.0]["together"]  # the PROMPTS' rows, stored when they ended
     assert len(store.entries) == len(PROMPTS)
     # The next prompts extend the generated texts, as a Milgram record grows by its completion.
     grown = [p + t + "\n\nThen" for p, t in zip(PROMPTS, first)]

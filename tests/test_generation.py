@@ -1,5 +1,12 @@
 """Batched generation on the bundled model: rows decoded together give the texts each row gives
-alone, cached keys/values change nothing, and Milgram's early stop keeps every first sentence."""
+alone, cached keys/values change nothing, and Milgram's early stop keeps every first sentence.
+
+Decoding SmolLM2-135M on one core is bound by reading the weights (~0.12 s a step for one row, not
+much more for four), so the rows are short (8 tokens: the first from the prompt's prefill, then 7
+decoding steps into the batch's buffers) and the texts the tests share are computed once (`decoded`).
+"""
+
+import pytest
 
 from simsubjects.collect.models import CompletionRequest
 from simsubjects.collect.models.generation import PrefixStore, Row, generate
@@ -16,32 +23,44 @@ PROMPTS = [
 
 
 def rows_for(tok, prompts, **kw):
-    return [Row(tok(p).input_ids, seed=k, **{"max_tokens": 12, **kw}) for k, p in enumerate(prompts)]
+    return [Row(tok(p).input_ids, seed=k, **{"max_tokens": 8, **kw}) for k, p in enumerate(prompts)]
 
 
-def test_rows_decoded_together_equal_rows_alone(smollm2):
+@pytest.fixture(scope="module")
+def decoded(smollm2):
+    """For greedy (0.0) and sampled (1.0) decoding: the PROMPTS' texts each row gives alone, and
+    the four rows decoded together (four prompt lengths: left padding). The sampled rows are decoded
+    together as a Milgram run decodes them, into an empty PrefixStore (`store`, which the stored
+    keys/values test goes on with): a store filled during the call is looked up only before it."""
     model, tok = smollm2.model, smollm2.tokenizer
+    out = {"store": PrefixStore()}
+    for temperature, store in ((0.0, None), (1.0, out["store"])):
+        rows = rows_for(tok, PROMPTS, temperature=temperature)
+        out[temperature] = {"alone": [generate(model, tok, [r])[0] for r in rows],
+                            "together": generate(model, tok, rows, store=store)}
+    return out
+
+
+def test_rows_decoded_together_equal_rows_alone(decoded):
     for temperature in (0.0, 1.0):
-        rows = rows_for(tok, PROMPTS, temperature=temperature)  # four prompt lengths: left padding
-        alone = [generate(model, tok, [r])[0] for r in rows]
-        assert generate(model, tok, rows) == alone
+        alone = decoded[temperature]["alone"]
+        assert decoded[temperature]["together"] == alone
         assert all(alone) and len(set(alone)) == len(alone)
 
 
-def test_rows_that_stop_early_leave_the_others_unchanged(smollm2):
+def test_rows_that_stop_early_leave_the_others_unchanged(smollm2, decoded):
     model, tok = smollm2.model, smollm2.tokenizer
-    rows = rows_for(tok, PROMPTS)
+    rows = rows_for(tok, PROMPTS)  # sampled, as decoded[1.0]
     short = Row(rows[1].ids, seed=rows[1].seed, max_tokens=3)
     texts = generate(model, tok, [rows[0], short, rows[2], rows[3]])
-    full = generate(model, tok, rows)
+    full = decoded[1.0]["together"]  # the same four rows decoded together, none cut short
     assert texts[0] == full[0] and texts[2:] == full[2:]
     assert full[1].startswith(texts[1]) and len(texts[1]) < len(full[1])
 
 
-def test_stored_keys_values_change_nothing(smollm2):
+def test_stored_keys_values_change_nothing(smollm2, decoded):
     model, tok = smollm2.model, smollm2.tokenizer
-    store = PrefixStore()
-    first = generate(model, tok, rows_for(tok, PROMPTS), store=store)
+    store, first = decoded["store"], decoded[1.0]["together"]  # the PROMPTS' rows, stored when they ended
     assert len(store.entries) == len(PROMPTS)
     # The next prompts extend the generated texts, as a Milgram record grows by its completion.
     grown = [p + t + "\n\nThen" for p, t in zip(PROMPTS, first)]
@@ -54,10 +73,11 @@ def test_milgram_settled_stop_keeps_the_first_sentence(smollm2):
     together (rows together equal rows alone, tested above), a batch with and one without the stop."""
     model, tok = smollm2.model, smollm2.tokenizer
     prompts = [PROMPTS[3].replace("Ms. Lee", name) for name in ("Mr. Smith", "Ms. Garcia", "Mr. Nguyen", "Ms. Begay")]
-    # seeds 0 and 1 alternate: with them three rows settle early and the fourth (Ms. Begay, seed 1) has no
-    # sentence end within 40 tokens, so the cut row must equal the full one
-    full = [Row(tok(p).input_ids, seed=k % 2, max_tokens=40) for k, p in enumerate(prompts)]
-    cut = [Row(r.ids, seed=r.seed, max_tokens=40, settled=SETTLED) for r in full]
+    # with these seeds three rows settle early, at different steps (Ms. Garcia after ~7 tokens, Mr. Nguyen
+    # ~9: half the batch is done and leaves it; Mr. Smith ~12), and the fourth (Ms. Begay) has no sentence
+    # end within 16 tokens, so the cut row must equal the full one
+    full = [Row(tok(p).input_ids, seed=seed, max_tokens=16) for p, seed in zip(prompts, (7, 6, 3, 0))]
+    cut = [Row(r.ids, seed=r.seed, max_tokens=16, settled=SETTLED) for r in full]
     shorter = []
     for a, b in zip(generate(model, tok, full), generate(model, tok, cut)):
         assert first_sentence(b) == first_sentence(a), (a, b)

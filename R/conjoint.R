@@ -1,5 +1,5 @@
-# Conjoint AMCEs and marginal means with cregg's conventions (Leeper, cregg 0.3.7), built on survey
-# and sandwich as cregg is; the R twin of simsubjects/analyze/methods/conjoint.py (agreement to 1e-8 is
+# Conjoint AMCEs and marginal means with cregg's conventions (Leeper, cregg 0.3.7): survey::svyglm's
+# variance as cregg computes it, through lm + sandwich (.cj_fit); the R twin of simsubjects/analyze/methods/conjoint.py (agreement to 1e-8 is
 # checked by `simsubjects analyze DIR --check-r` and tests/test_conjoint.py).
 
 #' Prepare a conjoint table: complete rows, features as factors under safe names F1, F2, ...
@@ -22,26 +22,21 @@
   out
 }
 
-#' Coefficients and their clustered variance: survey::svyglm (cregg) or lm + sandwich::vcovCL
+#' Coefficients and their clustered variance: lm + sandwich::vcovCL. "cregg" is survey::svyglm(formula,
+#' svydesign(ids = ~.id, weights = ~.w))'s linearization variance, which is vcovCL's HC0 with G/(G-1) (survey
+#' centres the clusters' score totals, which sum to zero at the fit): the same matrix (tests/testthat/test-amce.R
+#' holds the two to each other, weighted and with aliased cells), without survey, whose Matrix import alone
+#' costs ~1.5 s of CPU to load in every R process that fits a conjoint
 #' @noRd
-.cj_fit <- function(d, formula, se_type, design = .cj_design(d, se_type)) {
-  if (se_type == "cregg") {
-    mod <- survey::svyglm(formula, design = design)
-    V <- stats::vcov(mod)
-  } else {
-    mod <- stats::lm(formula, data = d, weights = d$.w)
-    # stata: HC1 with G/(G-1), i.e. CR1; CR2: Bell-McCaffrey, sandwich's HC2 by cluster with its
-    # default cadjust, which equals estimatr's se_type = "CR2" (checked in tests/test_conjoint.py)
-    V <- sandwich::vcovCL(mod, cluster = d$.id, type = if (se_type == "stata") "HC1" else "HC2")
-  }
+.cj_fit <- function(d, formula, se_type) {
+  mod <- stats::lm(formula, data = d, weights = d$.w)
+  # stata: HC1 with G/(G-1), i.e. CR1; CR2: Bell-McCaffrey, sandwich's HC2 by cluster with its
+  # default cadjust, which equals estimatr's se_type = "CR2" (checked in tests/test_conjoint.py)
+  type <- switch(se_type, cregg = "HC0", stata = "HC1", CR2 = "HC2")
+  # clusters as integer codes: vcovCL's rowsum sorts the cluster values, which costs ~3x more on text ids
+  # (HHY's); the order of the clusters only reorders a sum
+  V <- sandwich::vcovCL(mod, cluster = match(d$.id, unique(d$.id)), type = type)
   list(coef = stats::coef(mod), vcov = V, n = nrow(d))
-}
-
-#' The survey design of a prepared table (se_type "cregg"), else NULL: built once per table, as
-#' conjoint_mm fits one model per feature on the same rows and svydesign costs as much as the fit
-#' @noRd
-.cj_design <- function(d, se_type) {
-  if (se_type == "cregg") survey::svydesign(ids = ~.id, weights = ~.w, data = d)
 }
 
 #' @noRd
@@ -224,11 +219,10 @@ conjoint_mm <- function(data, outcome, features = NULL, id = NULL, weights = NUL
   id <- .column_arg(id, "id")
   weights <- .column_arg(weights, "weights")
   d <- .cj_prepare(data, outcome, features, id, weights)
-  design <- .cj_design(d, se_type)
   rows <- list()
   for (i in seq_along(features)) {
     fi <- paste0("F", i)
-    fit <- .cj_fit(d, stats::as.formula(paste("y ~ 0 +", fi)), se_type, design)
+    fit <- .cj_fit(d, stats::as.formula(paste("y ~ 0 +", fi)), se_type)
     for (l in levels(d[[fi]])) {
       k <- paste0(fi, l)
       rows[[length(rows) + 1]] <- .cj_row(features[i], l, unname(fit$coef[k]), fit$vcov[k, k], fit$n, alpha, h0)

@@ -150,3 +150,36 @@ test_that("conjoint_wald's CR2 through clubSandwich is estimatr's, with aliased 
   expect_equal(fast[c("df", "df.residual", "n_clusters")], slow[c("df", "df.residual", "n_clusters")])
   expect_equal(fast$p.value, slow$p.value, tolerance = 1e-9)
 })
+
+test_that("conjoint_amce and conjoint_mm (se_type 'cregg') are survey::svyglm's, weighted and with an aliased cell", {
+  # the package computes cregg's variance as vcovCL's HC0 with G/(G-1), not through survey (whose Matrix is
+  # slow to load): here survey::svyglm on svydesign(ids = ~id, weights = ~w) is the reference, as in cregg
+  set.seed(13)
+  d <- data.frame(id = rep(1:25, each = 6))
+  for (v in c("A", "B", "C")) d[[v]] <- factor(sample(c("x", "y", "z"), nrow(d), TRUE), c("x", "y", "z"))
+  d$B[d$A == "z" & d$B == "z"] <- "y"  # an empty restricted cell: A:B has an aliased column
+  d$w <- stats::runif(25, 0.5, 2)[d$id]
+  d$chosen <- rbinom(nrow(d), 1, 0.4 + 0.2 * (d$A == "y"))
+  des <- survey::svydesign(ids = ~id, weights = ~w, data = d)
+  a <- conjoint_amce(d, "chosen", c("A", "B", "C"), id = "id", weights = "w", constraints = "A:B")
+  ref <- survey::svyglm(chosen ~ A + B + C + A:B, design = des)
+  expect_true(anyNA(stats::coef(stats::lm(chosen ~ A + B + C + A:B, data = d))))  # Az:Bz, which svyglm leaves out
+  for (l in c("y", "z")) {  # C is in no pair: its AMCE is its coefficient
+    k <- paste0("C", l)
+    expect_equal(a$estimate[a$feature == "C" & a$level == l], unname(stats::coef(ref)[k]), tolerance = 1e-10)
+    expect_equal(a$std.error[a$feature == "C" & a$level == l], sqrt(stats::vcov(ref)[k, k]), tolerance = 1e-10)
+  }
+  # A's AMCE: its main effect plus its interactions averaged over B's three levels (cregg's), with svyglm's
+  # covariances
+  k <- c("Ay", "Ay:By", "Ay:Bz")
+  w <- c(1, 1 / 3, 1 / 3)
+  expect_equal(a$estimate[a$feature == "A" & a$level == "y"], sum(w * stats::coef(ref)[k]), tolerance = 1e-10)
+  expect_equal(a$std.error[a$feature == "A" & a$level == "y"],
+               sqrt(drop(t(w) %*% stats::vcov(ref)[k, k] %*% w)), tolerance = 1e-10)
+  m <- conjoint_mm(d, "chosen", c("A", "C"), id = "id", weights = "w")
+  for (f in c("A", "C")) {
+    r <- survey::svyglm(stats::as.formula(paste("chosen ~ 0 +", f)), design = des)
+    expect_equal(m$estimate[m$feature == f], unname(stats::coef(r)), tolerance = 1e-10)
+    expect_equal(m$std.error[m$feature == f], unname(sqrt(diag(stats::vcov(r)))), tolerance = 1e-10)
+  }
+})

@@ -160,7 +160,7 @@ def test_environment_reaches_the_child(server, tmp_path):
 
 def test_collection_same_rows_files_and_progress(server, tmp_path):
     env, _ = server
-    cmd = ["collect", "ultimatum", "--pairs", "1"]
+    cmd = ["collect", "ultimatum", "--pairs", "1", "--offers", "3,5"]  # two trials: the rows, files and bar compared
     before = _status(env)["runs"]
     through = _run(THROUGH + cmd + ["--out", str(tmp_path / "a")], env, cwd=tmp_path)
     assert _status(env)["runs"] == before + 1

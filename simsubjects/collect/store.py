@@ -226,8 +226,8 @@ class RunStore:
         atomic_write_json({**manifest, "status": "complete"}, self.root / MANIFEST)
 
 
-def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
-    """(manifest, responses, items) of a complete run folder, with errors that say what to do."""
+def load_manifest(root: str | os.PathLike) -> dict:
+    """The checked manifest of a complete run folder (load_run's first half: no table is read)."""
     store = RunStore(Path(root))
     if not store.root.is_dir():
         raise UserError(f"{root}: no such run folder")
@@ -241,9 +241,18 @@ def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]
         raise UserError(f"{root}: the collection did not finish; run the same `simsubjects collect` command again to resume it")
     if not isinstance(manifest.get("study"), str):
         raise UserError(f"{store.root / MANIFEST}: names no study; re-run the collection")
-    from simsubjects.collect.runcheck import check_manifest, check_tables
+    from simsubjects.collect.runcheck import check_manifest
 
     check_manifest(manifest, store.root / MANIFEST)
+    return manifest
+
+
+def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """(manifest, responses, items) of a complete run folder, with errors that say what to do."""
+    manifest = load_manifest(root)
+    store = RunStore(Path(root))
+    from simsubjects.collect.runcheck import check_tables
+
     tables = []
     for name in (RESPONSES, ITEMS):
         path = store.root / name

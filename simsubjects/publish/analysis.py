@@ -9,7 +9,7 @@ from typing import Callable
 
 import pandas as pd
 
-from ..collect.store import load_run
+from ..collect.store import load_manifest, load_run
 from ..collect.studies.registry import resolve
 from ..errors import UserError
 from simsubjects.collect.store import staged_folder
@@ -102,7 +102,7 @@ def saved_analysis(folder: str | Path) -> Analysis | None:
     """The analysis that `analyze` (or `replicate`) already wrote into FOLDER/analysis, read back instead
     of computed again, when it is current (see simsubjects.publish.saved); None when it is not."""
     folder = Path(folder)
-    manifest, responses, items = load_run(folder)
+    manifest = load_manifest(folder)  # the tables are read only for a record that is believed
     if _is_study_file(manifest):  # its analyses come from the folder's copy of the file: always computed
         return None
     from ..studyfile.origin import study_def
@@ -112,6 +112,7 @@ def saved_analysis(folder: str | Path) -> Analysis | None:
     if got is None:
         return None
     tables, figures = got
+    manifest, responses, items = load_run(folder)
     responses = stack_runs([responses], _run_labels([folder]))
     shown = resolve(spec.summary)(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, folder / "analysis", figures)

@@ -136,6 +136,7 @@ sf_chi_square <- function(responses, options, factor, by = "item") {
   if (!factor %in% names(d)) return(NULL)
   for (s in .sf_groups(d, by)) {
     if (all(is.na(s[[factor]]))) next
+    if ("response_type" %in% names(s) && all(s$response_type %in% "estimate")) next  # numbers: not categories
     f <- as.character(s[[factor]])
     per_unit <- stats::ave(s$.trial, s$subject, f, FUN = function(v) length(unique(v)))
     w <- tapply(s$tw, s$subject, mean)

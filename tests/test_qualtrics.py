@@ -196,7 +196,9 @@ def test_experiment_unsupported_elements_listed_on_screen_and_in_notes(tmp_path,
     assert "[piped: q://QID3/ChoiceGroup/SelectedChoices]" in texts["why"].text
     assert [o.label for o in texts["age"].response.options] == ["18–34", "35–54", "55 or older"]
     assert "200 of the 600 people at risk will be saved." in texts["support_gain"].text
-    assert texts["rate_1"].texts["loss_frame"].startswith("A new vaccination program is proposed. If it is adopted, 400")
+    # the arm's vignette is its own block's context only: the later block's questions are asked without it
+    assert texts["support_loss"].text.startswith("A new vaccination program is proposed. If it is adopted, 400")
+    assert not texts["rate_1"].text_by and "vaccination program" not in texts["rate_1"].text
     assert [o.refusal for o in texts["rate_2"].response.options] == [False] * 4 + [True]
     assert texts["support_gain"].attributes["randomizer_fl_3"] == "gain_frame"
     # the unmatched answer (rate_1 = 7) is listed, not dropped silently
@@ -253,7 +255,8 @@ def test_embedded_data_randomizer_with_branches_is_the_same_experiment(tmp_path,
     assert study.factor("frame").levels.keys() == {"gain", "loss"}
     items = {it.id: it for it in study.items}
     assert items["support_gain"].attributes["frame"] == "gain" and items["support_loss"].attributes["frame"] == "loss"
-    assert items["rate_1"].texts["loss"].startswith("A new vaccination program is proposed. If it is adopted, 400")
+    assert items["support_loss"].text.startswith("A new vaccination program is proposed. If it is adopted, 400")
+    assert not items["rate_1"].text_by
     got = pd.read_csv(tmp_path / "e" / "human.csv", dtype=str, keep_default_na=False)
     base = _human(tmp_path, capsys, EXP / "framing_experiment.csv", "do")
     arms = {"gain_frame": "gain", "loss_frame": "loss"}

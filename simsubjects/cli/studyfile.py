@@ -189,7 +189,16 @@ def import_group():
 @click.option("--demographics", default=None, metavar="TAG,...",
               help="Export tags of single-answer questions that describe the respondent (age, party): group "
                    "columns of the human rows, and the model subjects become the respondents' profiles.")
-def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, demographics):
+@click.option("--dedupe", default=None, type=click.Choice(["first", "last"]),
+              help="A respondent id that repeats in the export: keep its first or last row (listed in "
+                   "IMPORT_NOTES.md). Without it a repeated id is an error naming its lines.")
+@click.option("--id-column", "id_column", default=None, metavar="NAME",
+              help="The respondent id column of a cleaned export whose id column is not ResponseId.")
+@click.option("--merge-arms", "merge_arms", is_flag=True,
+              help="Parallel arms (one block per arm under a randomizer, asking the same questions): one item per "
+                   "question with the arm as its factor, so the arms are compared (listed in IMPORT_NOTES.md).")
+def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, demographics, dedupe, id_column,
+                         merge_arms):
     """Write FOLDER/study.yaml and its tables from a Qualtrics SURVEY (.qsf) and, with --responses, its export.
 
     \b
@@ -200,7 +209,10 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, dem
     from ..studyfile.qualtrics.write import import_qualtrics
 
     tags = [t.strip() for t in demographics.split(",") if t.strip()] if demographics else None
-    dest, conv, human = import_qualtrics(survey, folder, responses, finished_only, subjects, tags)
+    if (dedupe or id_column) and not responses:
+        raise click.UsageError("--dedupe and --id-column need --responses")
+    dest, conv, human = import_qualtrics(survey, folder, responses, finished_only, subjects, tags, dedupe, id_column,
+                                         merge_arms)
     kinds: dict = {}
     for it in conv.items:
         kinds[it.kind] = kinds.get(it.kind, 0) + 1
@@ -212,9 +224,18 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, dem
                    + (f"; dropped {human.dropped_unfinished} unfinished, {human.dropped_preview} preview"
                       if finished_only else
                       f"; kept {human.unfinished} unfinished and {human.preview} preview (--finished-only drops them)")
+                   + (f"; excluded {human.dropped_test} test responses (Status = 2)" if human.dropped_test else "")
+                   + ("; every response is a test response (Status = 2): kept, see IMPORT_NOTES.md"
+                      if human.all_test else "")
+                   + (f"; {len(human.duplicates)} repeated ids de-duplicated (--dedupe {human.dedupe})"
+                      if human.duplicates else "")
                    + f"; {len(human.unmatched)} answers match no option"
                    + (f"; {len(human.missing_items)} items have no column in the export (listed in IMPORT_NOTES.md)"
                       if human.missing_items else ""))
+    for fname, positions in conv.parallel:
+        click.echo(f"parallel arms of {fname}: {len(positions)} question(s) asked in every arm"
+                   + (" (merged by --merge-arms)" if conv.merged else
+                      " under their own export tags; not merged (--merge-arms makes one item each)"))
     click.echo(f"not converted: {len(conv.notes)} element(s) (also in {dest}/IMPORT_NOTES.md)")
     for n in conv.notes:
         click.echo(f"  {n.qid}  {n.type}: {n.reason}")

@@ -79,7 +79,8 @@ def section(run: Run) -> str:
     names = {id(df): name for name, df in a.tables.items()}
     for name, df in a.shown.items():
         csv = f"{run.rel}/analysis/{names[id(df)]}.csv" if id(df) in names else None
-        parts.append(block(name, table(df, csv=csv)))
+        whole = name in WHOLE_TABLES  # people beside the model: every item and arm, not a first page
+        parts.append(block(name, table(df, csv=csv, **({"max_rows": min(len(df), WHOLE_ROWS)} if whole else {}))))
     extra = _option_tables(run, a)
     for name, (caption, df) in extra.items():
         parts.append(block(caption, table(df, csv=f"{run.rel}/analysis/{name}.csv")))
@@ -88,6 +89,9 @@ def section(run: Run) -> str:
     parts.append(f'<p class="note">All tables as CSV: {listing}.</p></section>')
     return "".join(parts)
 
+
+WHOLE_TABLES = {"people_beside_model"}  # shown whole in the page (studyfile/analyses.py)
+WHOLE_ROWS = 5000  # ... up to this many rows (a survey of 200 items x 2 arms x 5 answers: 2000)
 
 # tables that `analyze` writes only when asked (its options), kept beside the analysis by later runs of it
 OPTION_TABLES = {"ppi": "mixed subjects: human-only, model-only and prediction-powered (PPI++), from analyze --ppi-human",

@@ -89,6 +89,53 @@ def distribution(study: Study, responses: pd.DataFrame, trials: pd.DataFrame) ->
     return out
 
 
+def people_beside_model(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Every item x condition (a randomizer's arm) x answer: the people's share beside each model's, and the
+    difference; an estimate's mean likewise (answer "mean"). The report shows all of it (issue 41, item 12:
+    the distribution table lists the model's rows first, so its first page held no people)."""
+    parts = []
+    if "distribution" in tables:
+        d = tables["distribution"]
+        parts.append(d.assign(value=d["share"], measure="share")[[*SYSTEM, "item", "condition", "response",
+                                                                  "measure", "value", "n"]])
+    if "estimates" in tables:
+        e = tables["estimates"]
+        parts.append(e.assign(response="mean", value=e["mean"], measure="mean")[[*SYSTEM, "item", "condition",
+                                                                                 "response", "measure", "value", "n"]])
+    if not parts:
+        return pd.DataFrame()
+    d = pd.concat(parts, ignore_index=True)
+    if not (d["source"] == "human").any() or not (d["source"] != "human").any():
+        return pd.DataFrame()
+    keys = ["item", "condition", "response", "measure"]
+    d = d.assign(condition=d["condition"].fillna(""))
+    people = d[d["source"] == "human"].groupby(keys, sort=False)[["value", "n"]].first()
+    out = people.rename(columns={"value": "people", "n": "n_people"})
+    for name, g in d[d["source"] != "human"].groupby("model", sort=False):
+        m = g.groupby(keys, sort=False)[["value", "n"]].first()
+        out = out.join(m.rename(columns={"value": f"model: {name}", "n": f"n: {name}"}), how="outer")
+        out = _answered_zero(out, g, f"model: {name}", f"n: {name}")
+    out = _answered_zero(out, d[d["source"] == "human"])
+    for name in d.loc[d["source"] != "human", "model"].unique():
+        out[f"{name} - people"] = out[f"model: {name}"] - out["people"]
+    # rows in the distribution's order (items as listed, arms, the scale's answers)
+    order = {k: i for i, k in enumerate(dict.fromkeys(d[keys].itertuples(index=False, name=None)))}
+    out = out.reset_index()
+    out["_o"] = [order[k] for k in out[keys].itertuples(index=False, name=None)]
+    return out.sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+def _answered_zero(out: pd.DataFrame, side: pd.DataFrame, value: str = "people", n: str = "n_people") -> pd.DataFrame:
+    """An answer no one on this side chose, in a cell (item x condition) this side answered, has share 0
+    (the distribution lists chosen answers only), not a missing value."""
+    cells = side[side["measure"] == "share"].groupby(["item", "condition"], sort=False)["n"].first()
+    out = out.copy()
+    for k in out.index[out[value].isna()] if value in out.columns else []:
+        if k[3] == "share" and (k[0], k[1]) in cells.index:
+            out.loc[[k], [value, n]] = [0.0, cells[(k[0], k[1])]]
+    return out
+
+
 def _groups(trials: pd.DataFrame, by: list[str]):
     for k, g in trials.dropna(subset=["score"]).groupby([*SYSTEM, *by], sort=False):
         yield dict(zip([*SYSTEM, *by], k if isinstance(k, tuple) else (k,))), g
@@ -282,6 +329,8 @@ def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: l
         key = dict(zip([*SYSTEM, *by], key if isinstance(key, tuple) else (key,)))
         if _factor_column(g, factor) is None:
             continue
+        if "response_type" in g.columns and (g["response_type"] == "estimate").all():
+            continue  # a number is not a category (101 slider values, df up to 177): welch compares means
         g = g.assign(**{factor: g[factor].astype(str)}).join(trials.set_index(trial_key(trials))["tw"], on=trial_key(g))
         per_unit = g.groupby([UNIT, factor], sort=False)["trial"].transform("nunique")
         levels = g.groupby(UNIT)[factor].nunique()
@@ -305,13 +354,35 @@ def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: l
             continue
         chi2, p, dof, _ = stats.chi2_contingency(table.to_numpy(float), correction=False)
         v = math.sqrt(chi2 / (float(table.to_numpy().sum()) * (min(table.shape) - 1)))
+        sparse = _sparse(g, factor, table, weighted)
         rows.append({**key, "test": "Pearson chi-square" + (" (survey-weighted, Kish effective n)" if weighted else ""),
                      "contrast": f"{factor} x response", "estimate": chi2,
                      "std.error": math.nan, "statistic": chi2, "df": float(dof), "p.value": p, "conf.low": math.nan,
                      "conf.high": math.nan, "n": n, "unit": UNIT, "weights": "survey" if weighted else "none",
                      **({"n_effective": float(table.to_numpy().sum())} if weighted else {}),
-                     "effect_size": v, "effect_size_type": "cramers_v"})
+                     "effect_size": v, "effect_size_type": "cramers_v", **sparse})
     return pd.DataFrame(rows)
+
+
+def _sparse(g: pd.DataFrame, factor: str, table: pd.DataFrame, weighted: bool) -> dict:
+    """Beside a table that breaks Cochran's rule (analyze/methods/contingency.py): a Monte-Carlo p-value
+    with the subject as unit, and a note saying the asymptotic p-value cannot be trusted (issue 41, item 10).
+    The asymptotic p.value stays (its R twin compares it); read p.value.monte_carlo instead."""
+    from ..analyze.methods.contingency import MC_RESAMPLES, is_sparse, monte_carlo_p, sparse_cells
+
+    t = table.to_numpy(float)
+    if not is_sparse(t):
+        return {"p.value.monte_carlo": math.nan, "note": ""}
+    low, cells, smallest = sparse_cells(t)
+    note = (f"sparse table: {low} of {cells} expected counts below 5 (smallest {smallest:.2g}; Cochran 1954): the "
+            "chi-square p.value cannot be trusted")
+    if weighted:  # permuting weighted subjects is not a design-based test: flagged only
+        return {"p.value.monte_carlo": math.nan, "note": note + "; survey weights: no Monte-Carlo p-value"}
+    u = g.pivot_table(index=[UNIT, factor], columns="response", values="share", aggfunc="sum", fill_value=0)
+    u = u[[c for c in table.columns if c in u.columns]]
+    per_level = [u.xs(lv, level=factor).to_numpy(float) for lv in table.index]
+    return {"p.value.monte_carlo": monte_carlo_p(per_level),
+            "note": note + f"; p.value.monte_carlo permutes the subjects' levels ({MC_RESAMPLES} draws, seed 0)"}
 
 
 def amce(trials: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
@@ -404,7 +475,36 @@ def _resampled(study: Study, d: pd.DataFrame, out: pd.DataFrame, by: list[str], 
     return pd.concat([out.reset_index(drop=True), pd.DataFrame(extra, index=range(len(out)))], axis=1)
 
 
-def agreement_table(trials: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+def item_scales(study: Study) -> dict[str, str]:
+    """Each item's score scale: "positions LO to HI" (its non-refusal options' positions), "number LO to HI"
+    (an estimate's bounds), "yes/no share"; a nominal item has none. Agreement says when it pools scales."""
+    out = {}
+    for it in study.items:
+        r = it.response.judge if it.response.kind == "free_text" else it.response
+        if r is None:
+            continue
+        if r.kind == "estimate":
+            out[it.id] = "number" + (f" {r.min:g} to {r.max:g}" if r.min is not None and r.max is not None else "")
+            continue
+        pos = sorted(float(o.position) for o in r.options if o.position is not None and not o.refusal)
+        if [o.label for o in r.options] == ["Yes", "No"] and pos == [0.0, 1.0]:
+            out[it.id] = "yes/no share"
+        elif len(pos) >= 2:
+            out[it.id] = f"positions {pos[0]:g} to {pos[-1]:g}"
+    return out
+
+
+def _pooled_scales(items, scales: dict[str, str] | None) -> str:
+    """A note where one correlation pools items on different scales (issue 41, item 9): a 0-100 slider
+    beside 1-5 positions makes r reflect the scales' ranges, not agreement."""
+    got = sorted({scales.get(i, "no scale") for i in items}) if scales else []
+    if len(got) < 2:
+        return ""
+    return (f"pools items on {len(got)} different scales ({'; '.join(got)}): r and the mean difference mix units; "
+            "compare within a scale (agreement by: [a column naming each item's scale])")
+
+
+def agreement_table(trials: pd.DataFrame, by: list[str], scales: dict[str, str] | None = None) -> pd.DataFrame:
     """Model against people: item means side by side, their Pearson r over items and mean absolute
     difference; the unit is the item. With `by` (a human group column that the personas also carry),
     one row per model x group, each over the items within that group, as `representativeness` gives a
@@ -432,7 +532,8 @@ def agreement_table(trials: pd.DataFrame, by: list[str]) -> pd.DataFrame:
                 r, p = math.nan, math.nan
             rows.append({"model": name, **dict(zip(by, key)), "test": "Pearson r of item means (model vs people)",
                          "estimate": r, "p.value": p, "n": len(j), "unit": "item",
-                         "mean_abs_difference": float((j["model_mean"] - j["human_mean"]).abs().mean())})
+                         "mean_abs_difference": float((j["model_mean"] - j["human_mean"]).abs().mean()),
+                         "note": _pooled_scales(j.index.get_level_values("item"), scales)})
     return pd.DataFrame(rows)
 
 
@@ -476,6 +577,10 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
     """Every analysis the file lists (the response distribution always)."""
     trials = trial_scores(study, responses)
     tables = distribution(study, responses, trials)
+    if study.human is not None:
+        side = people_beside_model(tables)
+        if len(side):
+            tables = {"people_beside_model": side, **tables}
     tests = []
     for i, a in enumerate(study.analyses):
         kind, by = a["type"], list(a.get("by", ["item"]))
@@ -499,7 +604,7 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
         elif kind == "representativeness":
             tables[name] = representativeness_table(study, responses, list(a.get("by", [])))
         elif kind == "agreement":
-            tables[name] = agreement_table(trials, list(a.get("by", [])))
+            tables[name] = agreement_table(trials, list(a.get("by", [])), item_scales(study))
         elif kind == "summaries":  # check-all shares and numeric means (studyfile/summaries.py)
             from .summaries import summaries
 

@@ -1,6 +1,6 @@
-"""Figures of a study file's run (issue 25: study files got none): the answer distribution per item,
-model beside people, and every test's estimate with its 95% interval. Written by `analyze` unless
---no-plots, embedded by `report`. Labels are the study's text, drawn as text (matplotlib, no markup)."""
+"""Figures of a study file's run (issue 25: study files got none): the answer distribution per item and
+condition (arm), model beside people, every item on pages of 12 panels, and every test's estimate with its
+95% interval. Written by `analyze` unless --no-plots, embedded by `report`. Labels are the study's text, drawn as text (matplotlib, no markup)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-MAX_ITEMS = 12  # panels of the distribution figure; the CSV holds every item
+PANELS = 12  # panels per distribution figure: more items go on further pages (distribution_2.png, ...)
+MAX_PAGES = 25  # pages of panels (300 item x arm cells); the CSV holds every item
 
 
 def _plt():
@@ -26,37 +27,50 @@ def _plain(text) -> str:
     return str(text).replace("$", r"\$")
 
 
-def plot_distribution(d: pd.DataFrame, outdir) -> Path | None:
-    """One panel per item: the share of each answer (scale order) for each system, conditions pooled by
-    their trial counts."""
+def _wrap(text, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(_plain(text), width)[:3]) or " "
+
+
+def plot_distribution(d: pd.DataFrame, outdir) -> list[Path]:
+    """One panel per item x condition (a randomizer's arm): the share of each answer (scale order) for each
+    system, people beside the model; every item, on pages of PANELS panels (issue 41, item 12)."""
     if d is None or d.empty:
-        return None
-    plt = _plt()
+        return []
     d = d.assign(system=d["source"].astype(str).where(d["source"] != "human", "people") + ": " + d["model"].astype(str))
-    d = d.assign(w=d["share"] * d["n"])
-    items = list(dict.fromkeys(d["item"]))[:MAX_ITEMS]
-    cols = min(3, len(items))
-    rows = -(-len(items) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.2 * rows), squeeze=False)
-    for ax, item in zip(axes.ravel(), items):
-        g = d[d["item"] == item]
+    d = d.assign(w=d["share"] * d["n"], condition=d["condition"].fillna("").astype(str))
+    cells = list(dict.fromkeys(zip(d["item"], d["condition"])))
+    pages = [cells[k:k + PANELS] for k in range(0, len(cells), PANELS)][:MAX_PAGES]
+    return [_distribution_page(d, page, Path(outdir) / ("distribution.png" if k == 0 else f"distribution_{k + 1}.png"))
+            for k, page in enumerate(pages)]
+
+
+def _distribution_page(d: pd.DataFrame, cells: list, path: Path) -> Path:
+    plt = _plt()
+    cols = min(3, len(cells))
+    rows = -(-len(cells) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
+    for ax, (item, cond) in zip(axes.ravel(), cells):
+        g = d[(d["item"] == item) & (d["condition"] == cond)]
         answers = list(dict.fromkeys(g["response"].astype(str)))  # the table's (scale) order
         systems = list(dict.fromkeys(g["system"]))
         width = 0.8 / len(systems)
         for k, s in enumerate(systems):
             h = g[g["system"] == s]
-            n = h.drop_duplicates("condition")["n"].sum()
+            n = h["n"].iloc[0] if len(h) else 0
             share = h.groupby(h["response"].astype(str))["w"].sum().reindex(answers).fillna(0) / max(n, 1)
-            ax.bar(np.arange(len(answers)) + (k - (len(systems) - 1) / 2) * width, share, width, label=_plain(s))
-        ax.set_xticks(range(len(answers)), [_plain(a) for a in answers], rotation=35, ha="right", fontsize=8)
-        ax.set_title(_plain(item), fontsize=10)
-        ax.set_ylabel("share")
-        ax.legend(fontsize=7)
-    for ax in axes.ravel()[len(items):]:
+            ax.bar(np.arange(len(answers)) + (k - (len(systems) - 1) / 2) * width, share, width,
+                   label=f"{_plain(s)} (n = {n:g})")
+        ax.set_xticks(range(len(answers)), [_wrap(a, 16) for a in answers], rotation=30, ha="right", fontsize=9)
+        ax.set_title(_wrap(f"{item}" + (f" | {cond}" if cond else ""), 48), fontsize=10)
+        ax.set_ylabel("share of answers")
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=8)
+    for ax in axes.ravel()[len(cells):]:
         ax.axis("off")
     fig.tight_layout()
-    path = Path(outdir) / "distribution.png"
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
@@ -90,5 +104,5 @@ def plot_tests(t: pd.DataFrame, outdir) -> Path | None:
 
 
 def plot_study(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list[Path]:
-    paths = [plot_distribution(tables.get("distribution"), outdir), plot_tests(tables.get("tests"), outdir)]
+    paths = [*plot_distribution(tables.get("distribution"), outdir), plot_tests(tables.get("tests"), outdir)]
     return [p for p in paths if p is not None]

@@ -27,6 +27,8 @@ MAX_COUNT = 100_000  # repetitions, subjects n, sample, per_item
 MAX_ORDERINGS = 5_040  # option_order.max_orderings (7!)
 MAX_TRIALS = 2_000_000  # trials of a design (upper bound computed before building them)
 MAX_SEED = 2**32 - 1  # as the CLI's --seed
+MAX_CHOICES = 1_000  # choices (or scale points) of one imported Qualtrics question (a country list: about 200)
+MAX_FLOW_DEPTH = 64  # nesting of an imported Qualtrics survey flow (groups, branches, randomizers)
 
 
 def regular_file(path: Path, what: str) -> str | None:

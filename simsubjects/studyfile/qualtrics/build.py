@@ -59,6 +59,8 @@ class Item:
     asked: list[tuple[list[str], list[str]]] = field(default_factory=list)  # columns that show the question was answered
     arm: tuple[str, str] | None = None  # (factor, level) for items inside a randomizer's block
     context: str = ""  # descriptive text shown before it in its block
+    merged: dict[str, "Item"] = field(default_factory=dict)  # --merge-arms: level -> that arm's own item
+    merged_factor: str = ""  # the factor whose arms were merged into this item
 
 
 @dataclass
@@ -79,6 +81,8 @@ class Conversion:
     notes: list[Note]
     piped_refs: list[tuple[str, str]]  # (qid, reference)
     session_notes: list | None = None  # what session.yaml leaves out (None: no session written)
+    parallel: list[tuple[str, list[list[str]]]] = field(default_factory=list)  # (factor, item ids per position)
+    merged: bool = False  # --merge-arms: the parallel arms' items are one item each, read per arm
 
 
 def _slug(text: str, taken: set) -> str:
@@ -108,12 +112,41 @@ def _numeric(v: str) -> float | None:
     return x if math.isfinite(x) else None
 
 
+MAX_POSITION = 1000  # a recode larger than this is a code (a colour, an id), not a scale position
+
+
+def _ordinal(nums: list) -> str:
+    """Why numeric recodes are not ordinal positions ("" when they are): positions are distinct, run one way
+    (up or down) in the choices' shown order, and are small. Recodes such as colour codes (16777215) or
+    shuffled ids would make means and correlations of codes, not of a scale (issue 41, item 9)."""
+    subst = [x for x in nums if x >= 0]
+    if any(abs(x) > MAX_POSITION for x in nums):
+        return f"a recode above {MAX_POSITION} (a code, not a position)"
+    if len(set(subst)) != len(subst):
+        return "two choices share a recode"
+    steps = [b - a for a, b in zip(subst, subst[1:])]
+    if steps and not (all(d > 0 for d in steps) or all(d < 0 for d in steps)):
+        return "the recodes do not run one way in the choices' order"
+    gaps = sorted(abs(d) for d in steps)
+    if len(gaps) >= 3 and gaps[-1] > 5 * gaps[len(gaps) // 2]:  # 1..5 then 99: a code such as "don't know"
+        return f"one recode jumps by {gaps[-1]:g} where the others step by {gaps[len(gaps) // 2]:g} (a code such " \
+               "as 99 for \"don't know\"? mark it refusal: true in study.yaml, or recode it negative in Qualtrics)"
+    return ""
+
+
 def _options(choices, notes: list, q: Question) -> list[Opt]:
     """Choice texts as option labels (unique, non-empty), recode values as positions where every one is a
-    number; negative recodes are refusals ("No basis for evaluation" = -1: QualtricsTools' convention)."""
+    number and they are ordinal positions (_ordinal); negative recodes are refusals ("No basis for
+    evaluation" = -1: QualtricsTools' convention). Other recodes make a nominal item (no mean), noted."""
     out, seen = [], set()
     nums = [_numeric(c.recode) for c in choices]
     ordinal = all(x is not None for x in nums)
+    why = _ordinal(nums) if ordinal and choices else ""
+    if why:
+        notes.append(Note(q.qid, q.kind, f"recode values {', '.join(c.recode for c in choices[:8])}"
+                                         f"{' ...' if len(choices) > 8 else ''} are not ordinal positions ({why}); "
+                                         "the item is nominal: no means, correlations or t-tests of its codes"))
+        ordinal = False
     for c, x in zip(choices, nums):
         label = c.text or f"Choice {c.id}"
         if label in seen:
@@ -125,6 +158,21 @@ def _options(choices, notes: list, q: Question) -> list[Opt]:
         for o in out:
             o.refusal, o.position = False, _numeric(o.recode)
     return out
+
+
+def scale(it: "Item") -> str:
+    """The scale an item's score is on: items are compared (agreement) only with items on the same scale;
+    "" for a nominal item (no score)."""
+    if it.kind == "yesno":
+        return "yes/no share"
+    if it.kind == "estimate":
+        lo = "" if it.min is None else f"{it.min:g}"
+        hi = "" if it.max is None else f"{it.max:g}"
+        return f"number {lo} to {hi}" if lo and hi else "number"
+    pos = [o.position for o in it.options if o.position is not None and not o.refusal]
+    if it.kind == "choice" and len(pos) >= 2:
+        return f"positions {min(pos):g} to {max(pos):g}"
+    return ""
 
 
 def _names(tag: str, c, rest: str = "") -> list[str]:
@@ -141,14 +189,16 @@ def convert(s: Survey) -> Conversion:
     _branch_arms(s, factors)
     arm_of = {b: (f.name, lv) for f in factors for b, lv in f.blocks.items()}
     items: list[Item] = []
+    carried: dict[str, list[str]] = {}  # block id -> descriptive text that ended the block shown before it
     for bid in s.order:
         block = s.blocks[bid]
-        context = []
+        context, trailing = list(carried.pop(bid, [])), []  # trailing: texts after the block's last question
         for qid in block.qids:
             q = s.questions[qid]
             before = len(items)
             if q.type == "DB":
                 context.append(_text(q, refs, notes))
+                trailing.append(context[-1])
                 continue
             _carry_forward(s, q)
             _question_items(q, block.name, items, notes, refs)
@@ -156,6 +206,8 @@ def convert(s: Survey) -> Conversion:
                 it.arm = arm_of.get(bid)
                 it.context = " ".join(t for t in context if t)
             _question_notes(q, notes)
+            trailing = [] if len(items) > before else trailing
+        carried.update(_block_end(s, factors, bid, [t for t in trailing if t], arm_of, notes))
         if bid in arm_of:
             f = next(x for x in factors if x.name == arm_of[bid][0])
             f.context[arm_of[bid][1]] = " ".join(t for t in context if t)
@@ -183,7 +235,100 @@ def convert(s: Survey) -> Conversion:
             notes.append(Note(it.qid, it.qtype, f"export tag {it.id!r} is shared by other questions; item renamed "
                                                f"{it.id}__{it.qid}"))
             it.id = f"{it.id}__{it.qid}"
-    return Conversion(s, items, factors, notes, refs)
+    conv = Conversion(s, items, factors, _unique(notes), list(dict.fromkeys(refs)))
+    find_parallel(conv)
+    return conv
+
+
+def _signature(it: Item) -> tuple:
+    """What a respondent sees of an item, less its arm's vignette: parallel arms ask the same."""
+    return (it.kind, it.qtype, it.text, tuple(o.label for o in it.options), it.min, it.max)
+
+
+def find_parallel(conv: Conversion) -> None:
+    """Parallel arms: one block per arm under one randomizer, asking the same questions (texts, types,
+    options) under their own export tags, the common Qualtrics pattern of a between-subject manipulation
+    (issue 41, item 11). Imported as they are, the arms' items are disjoint and no test compares them."""
+    for f in conv.factors:
+        per_level: dict[str, list[Item]] = {}
+        for it in conv.items:
+            if it.arm and it.arm[0] == f.name:
+                per_level.setdefault(it.arm[1], []).append(it)
+        if len(per_level) < 2 or set(per_level) != set(f.levels):
+            continue
+        rows = list(per_level.values())
+        if len({len(r) for r in rows}) != 1 or not rows[0]:
+            continue
+        if all(len({_signature(r[k]) for r in rows}) == 1 for k in range(len(rows[0]))):
+            conv.parallel.append((f.name, [[r[k].id for r in rows] for k in range(len(rows[0]))]))
+
+
+def _merged_id(ids: list[str], taken: set) -> str:
+    """support_gain, support_loss -> support: their common start (or the first id + _arms)."""
+    common = ids[0]
+    for x in ids[1:]:
+        while not x.startswith(common):
+            common = common[:-1]
+    common = common.rstrip("_-. ")
+    out = common if len(common) >= 2 and common[0].isalpha() and common not in taken else f"{ids[0]}_arms"
+    while out in taken:
+        out += "_"
+    return out
+
+
+def merge_arms(conv: Conversion) -> None:
+    """--merge-arms: each position of parallel arms becomes one item asked in every arm, with the arm's
+    vignette before it per level and each respondent's answer read from their arm's column; the factor's
+    tests then compare the arms on it."""
+    by_id = {it.id: it for it in conv.items}
+    taken = set(by_id)
+    out, done = [], set()
+    merged_of: dict[str, Item] = {}
+    for fname, positions in conv.parallel:
+        for ids in positions:
+            own = [by_id[i] for i in ids]
+            first = own[0]
+            m = Item(_merged_id(ids, taken), first.qid, first.tag, first.block, first.qtype, first.kind, first.text,
+                     first.options, first.min, first.max, first.integer, [], [], [], None, "",
+                     {it.arm[1]: it for it in own}, fname)
+            taken.add(m.id)
+            merged_of[ids[0]] = m
+            done.update(ids)
+    for it in conv.items:
+        if it.id in merged_of:
+            out.append(merged_of[it.id])
+        elif it.id not in done:
+            out.append(it)
+    conv.items = out
+    conv.merged = True
+
+
+def _unique(notes: list[Note]) -> list[Note]:
+    """Each element once with each reason (a skip listed per copy, an SBS's columns, a re-shown block)."""
+    seen, out = set(), []
+    for n in notes:
+        if (n.qid, n.type, n.reason) not in seen:
+            seen.add((n.qid, n.type, n.reason))
+            out.append(n)
+    return out
+
+
+def _block_end(s: Survey, factors: list, bid: str, trailing: list[str], arm_of: dict, notes: list) -> dict:
+    """Descriptive text after a block's last question (a transition, a debriefing) is read before the next
+    question a respondent sees: {next block id: texts}, every arm's block when the next is a randomizer. An
+    arm's own is its arm's only (not carried into a block every arm sees), and the last block's has no
+    question after it: both are listed with their text, not dropped."""
+    if not trailing:
+        return {}
+    nxt = s.order.index(bid) + 1
+    if bid not in arm_of and nxt < len(s.order):
+        target = s.order[nxt]
+        f = next((f for f in factors if target in f.blocks), None)
+        return {b: list(trailing) for b in (f.blocks if f is not None else [target])}
+    where = "the arm's block ends with it" if bid in arm_of else "no question follows it"
+    notes.append(Note(bid, "DB", f"descriptive text at the end of block {s.blocks[bid].name!r} ({where}): "
+                                 f"{' '.join(trailing)}"))
+    return {}
 
 
 def _branch_arms(s: Survey, factors: list[Factor]) -> None:
@@ -304,7 +449,7 @@ def _question_items(q: Question, block: str, items: list, notes: list, refs: lis
         if q.type == "PGR":
             notes.append(Note(q.qid, q.kind, UNSUPPORTED["PGR"] + " is not converted"))
             return
-        opts = _options(q.choices, notes, q)
+        opts = _options(q.choices, [], q)  # a rank's options have no positions: their recodes are not read
         for o in opts:
             o.position, o.refusal = None, False
         items.append(Item(f"{q.tag}_first", kind="rank_first", text=f"{text}\nWhich option do you rank first?",
@@ -368,10 +513,21 @@ def _question_notes(q: Question, notes: list) -> None:
         src = str((p.get("DynamicChoices") or {}).get("Locator", ""))
         notes.append(Note(q.qid, q.kind, f"carry-forward choices ({src}): every choice of the source question is "
                                          "shown, not only those carried forward"))
+    if p.get("DefaultChoices"):  # pre-filled answers: a person sees them selected, a model subject does not
+        refs = sorted({r for r in piped(str(p["DefaultChoices"]))})
+        notes.append(Note(q.qid, q.kind, "default answers set in the survey (pre-filled for respondents"
+                                         + (f", piped from {', '.join(refs)}" if refs else "") + "): not shown "
+                                         "to model subjects, who start from no answer"))
+    excl = [a.text for a in (*q.answers, *q.choices) if a.exclusive] if q.type == "Matrix" else []
+    if excl:
+        notes.append(Note(q.qid, q.kind, f"exclusive answer(s) {', '.join(map(repr, excl))} in a multiple-answer "
+                                         "matrix: not enforced; each statement x answer is an independent yes/no "
+                                         "decision"))
     if p.get("InPageDisplayLogic"):
         notes.append(Note(q.qid, q.kind, "in-page display logic not converted"))
     if any(c.text_entry for c in q.choices):
-        notes.append(Note(q.qid, q.kind, "text boxes beside choices ('Other: ...') are not imported; the choice is"))
+        notes.append(Note(q.qid, q.kind, "text boxes beside choices ('Other: ...') are not imported; the choice itself is "
+                                         "imported"))
     for skip in q.payload.get("_SkipLogic") or []:
         notes.append(Note(q.qid, q.kind, f"skip logic ({clean(skip.get('Description'))}) not converted in "
                                          "study.yaml: the questions after it are asked of every subject (session.yaml "

@@ -128,6 +128,7 @@ class Survey:
     flow_notes: list[FlowNote]
     other_elements: list[tuple[str, str]]  # (Element code, PrimaryAttribute) not read
     branches: dict[str, list] = field(default_factory=dict)  # block id -> [(FlowID, BranchLogic)] it sits under
+    reshown: list[tuple[str, int]] = field(default_factory=list)  # (block id, blocks in order before it) shown again
 
 
 def _fail(path: Path, msg: str) -> UserError:
@@ -151,6 +152,8 @@ def _read_json(path: Path):
         raise _fail(path, f"not UTF-8 text (byte {e.start}): not a Qualtrics survey file (.qsf is JSON)") from None
     try:
         return json.loads(text)
+    except RecursionError:  # nesting deeper than the parser's stack: one line, exit 2 (not an internal error)
+        raise _fail(path, "JSON nested too deep to read; not a Qualtrics survey file") from None
     except json.JSONDecodeError as e:
         if e.pos >= len(text.rstrip()) - 1:  # the text ran out: a cut-off download
             raise _fail(path, "truncated: the JSON ends early (download the .qsf again)") from None
@@ -226,6 +229,11 @@ def _choice_list(path: Path, qid: str, p: dict, key: str, order_key: str, recode
         return []
     if not isinstance(raw, dict):
         raise _fail(path, f"question {qid}: {key} is not an object of choices (truncated or edited)")
+    from ..limits import MAX_CHOICES
+
+    if len(raw) > MAX_CHOICES:  # checked before anything is built or loaded: a prompt of 10^5 options
+        raise _fail(path, f"question {qid}: {len(raw)} {key.lower()}; at most {MAX_CHOICES} per question "
+                          "(studyfile/limits.py MAX_CHOICES)")
     order = [str(x) for x in (p.get(order_key) or [])] or list(raw)
     order += [k for k in raw if k not in order]
     out = []
@@ -248,6 +256,9 @@ def _question(path: Path, qid: str, p: dict) -> Question:
     q.choices = _choice_list(path, qid, p, "Choices", "ChoiceOrder", recodes if q.type != "Matrix" else {},
                              p.get("ChoiceDataExportTags"))
     q.answers = _choice_list(path, qid, p, "Answers", "AnswerOrder", recodes if q.type == "Matrix" else {}, {})
+    own = [x for x in _entries(p.get("SkipLogic") or []) if isinstance(x, dict)]
+    if own:  # skip logic in the question's own payload (older exports): read as the block's is
+        p["_SkipLogic"] = own
     return q
 
 
@@ -264,31 +275,43 @@ def _blocks(path: Path, payload, questions: dict) -> dict[str, Block]:
                     raise _fail(path, f"block {b['ID']} lists {qid}, which has no question element (truncated or edited)")
                 qids.append(qid)
                 skips = [x for x in _entries(e.get("SkipLogic") or []) if isinstance(x, dict)]
-                if skips:  # skip logic sits in the block, not the question: kept with the question for the notes
-                    questions[qid].payload["_SkipLogic"] = skips
+                if skips:  # skip logic sits in the block (or the question's payload): kept with the question
+                    had = questions[qid].payload.get("_SkipLogic") or []
+                    questions[qid].payload["_SkipLogic"] = had + [x for x in skips if x not in had]
         out[str(b["ID"])] = Block(str(b["ID"]), clean(b.get("Description")) or str(b["ID"]), qids,
                                   trash=b.get("Type") == "Trash")
     return out
 
 
-def _walk_flow(path: Path, s: Survey, flow: list, inside: str, under: tuple = ()) -> None:
+def _flow_block(path: Path, s: Survey, bid: str, fid: str, under: tuple) -> None:
+    """A block in the flow: appended to the order, or, shown again, recorded (its questions are asked once;
+    an arm's vignette shown again precedes the later blocks: write._shown_again)."""
+    if bid not in s.blocks:
+        raise _fail(path, f"survey flow {fid} shows block {bid}, which is not in BL (truncated or edited)")
+    if bid in s.order:
+        s.reshown.append((bid, len(s.order)))
+        s.flow_notes.append(FlowNote(fid, "Block", f"block {s.blocks[bid].name!r} is shown again here; "
+                                                   "its questions are asked once"))
+    else:
+        s.order.append(bid)
+        if under:
+            s.branches[bid] = list(under)
+
+
+def _walk_flow(path: Path, s: Survey, flow: list, inside: str, under: tuple = (), depth: int = 1) -> None:
     """Blocks in the order shown; a randomizer that shows one of its blocks becomes a condition; everything
     else (branches, embedded data, end of survey, web services, ...) is recorded for the notes."""
+    from ..limits import MAX_FLOW_DEPTH
+
+    if depth > MAX_FLOW_DEPTH:
+        raise _fail(path, f"the survey flow nests deeper than {MAX_FLOW_DEPTH} levels (groups, branches, "
+                          "randomizers); studyfile/limits.py MAX_FLOW_DEPTH")
     for el in flow:
         if not isinstance(el, dict):
             continue
         kind, fid = str(el.get("Type")), str(el.get("FlowID") or "?")
         if kind in ("Block", "Standard", "Default"):
-            bid = str(el.get("ID"))
-            if bid not in s.blocks:
-                raise _fail(path, f"survey flow {fid} shows block {bid}, which is not in BL (truncated or edited)")
-            if bid in s.order:
-                s.flow_notes.append(FlowNote(fid, "Block", f"block {s.blocks[bid].name!r} is shown again here; "
-                                                           "its questions are asked once"))
-            else:
-                s.order.append(bid)
-                if under:
-                    s.branches[bid] = list(under)
+            _flow_block(path, s, str(el.get("ID")), fid, under)
         elif kind == "BlockRandomizer":
             kids = _entries(el.get("Flow") or [])
             blocks = [str(k.get("ID")) for k in kids if isinstance(k, dict) and k.get("Type") in ("Block", "Standard")]
@@ -312,16 +335,16 @@ def _walk_flow(path: Path, s: Survey, flow: list, inside: str, under: tuple = ()
                        "it has fewer than two blocks" if len(blocks) < 2 else f"it sits inside {inside}")
                 s.flow_notes.append(FlowNote(fid, "BlockRandomizer", f"randomizer (SubSet {el.get('SubSet')}) not "
                                              f"converted: {why}; its elements are asked of every subject in order"))
-                _walk_flow(path, s, kids, inside or f"randomizer {fid}", under)
+                _walk_flow(path, s, kids, inside or f"randomizer {fid}", under, depth + 1)
         elif kind == "Branch":
             desc = _logic_text(el.get("BranchLogic"))
             s.flow_notes.append(FlowNote(fid, "Branch", f"branch ({desc}) not converted in study.yaml: its blocks "
                                                         "are asked of every subject (session.yaml shows them where the condition is an answer "
                                                         "to an earlier question)"))
             _walk_flow(path, s, _entries(el.get("Flow") or []), inside or f"branch {fid}",
-                       (*under, (fid, el.get("BranchLogic"))))
+                       (*under, (fid, el.get("BranchLogic"))), depth + 1)
         elif kind == "Group":
-            _walk_flow(path, s, _entries(el.get("Flow") or []), inside, under)
+            _walk_flow(path, s, _entries(el.get("Flow") or []), inside, under, depth + 1)
         elif kind == "EmbeddedData":
             names = [str(f.get("Field")) for f in _entries(el.get("EmbeddedData") or []) if isinstance(f, dict)]
             s.embedded += [n for n in names if n not in s.embedded]

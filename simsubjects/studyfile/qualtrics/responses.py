@@ -29,6 +29,8 @@ class Export:
     rows: list[list[str]]
     index: dict[str, int] = field(default_factory=dict)  # name or "import:ID" -> column position
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # .sav value labels: column -> code -> text
+    lines: list[int] = field(default_factory=list)  # each response row's line in the file (a .sav: its case number)
+    id_column: int | None = None  # the respondent id's column (ResponseId, or --id-column)
 
     def column(self, names: list[str], import_ids: list[str] = ()) -> int | None:
         for i in import_ids:
@@ -54,13 +56,13 @@ def _fail(path: Path, msg: str) -> UserError:
     return UserError(f"{path}: {msg}")
 
 
-def read_export(file) -> Export:
+def read_export(file, id_column: str | None = None) -> Export:
     path = Path(file)
     if not path.is_file():
         raise _fail(path, "no such response export" if not path.exists() else "is a folder, not a response export")
     suffix = path.suffix.lower()
     if suffix == ".sav":
-        return _read_sav(path)
+        return _read_sav(path, id_column)
     if suffix not in (".csv", ".tsv"):
         raise _fail(path, f"unknown response export type {path.suffix!r}; use a Qualtrics .csv or .sav export")
     raw = path.read_bytes()
@@ -73,25 +75,35 @@ def read_export(file) -> Export:
     else:
         raise _fail(path, "not UTF-8 or UTF-16 text; export the responses again as CSV")
     try:
-        rows = list(csv.reader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ","))
+        reader = csv.reader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ",")
+        read = [(r, reader.line_num) for r in reader]  # each row with the line it ends on
     except csv.Error as e:
         raise _fail(path, f"not a readable CSV ({e})") from None
-    rows = [r for r in rows if any(c.strip() for c in r)]
-    if not rows:
+    starts, prev = [], 1  # the line each row starts on (a quoted cell may span lines)
+    for _, end in read:
+        starts.append(prev)
+        prev = end + 1
+    kept = [(r, ln) for (r, _), ln in zip(read, starts) if any(c.strip() for c in r)]
+    if not kept:
         raise _fail(path, "empty response export")
-    return _layout(path, rows)
+    return _layout(path, [r for r, _ in kept], [ln for _, ln in kept], id_column)
 
 
-def _layout(path: Path, rows: list[list[str]]) -> Export:
+def _layout(path: Path, rows: list[list[str]], lines: list[int], id_column: str | None = None) -> Export:
     head = [c.strip() for c in rows[0]]
     legacy = head[:1] == ["V1"]  # the legacy export: V1..V10 names in row 1, their labels in row 2
     names = list(head)
     if legacy and len(rows) > 1:
         names = [rows[1][i].strip() if re.fullmatch(r"V\d+", h) and i < len(rows[1]) else h for i, h in enumerate(head)]
-    rid = next((names.index(n) for n in ID_NAMES if n in names), None)
+    if id_column is not None:  # a cleaned export whose id column was renamed
+        if id_column not in names:
+            raise _fail(path, f"--id-column {id_column}: no such column in the first header row")
+        rid = names.index(id_column)
+    else:
+        rid = next((names.index(n) for n in ID_NAMES if n in names), None)
     if rid is None:
-        raise _fail(path, f"no ResponseId column in the first header row (looked for {', '.join(ID_NAMES[:2])}); "
-                          "not a Qualtrics response export")
+        raise _fail(path, f"no ResponseId column in the first header row (looked for {', '.join(ID_NAMES[:2])}; "
+                          "a cleaned export names its id column with --id-column NAME); not a Qualtrics response export")
     # header rows: every row before the first whose ResponseId looks like R_xxx; exports whose ids were
     # replaced (a cleaned file) have header rows only where the id cell reads as a label or an ImportId
     n_head = next((i for i, r in enumerate(rows) if rid < len(r) and RID.match(r[rid].strip())), None)
@@ -113,7 +125,7 @@ def _layout(path: Path, rows: list[list[str]]) -> Export:
         layout = "two header rows (names, ImportIds)"
     width = len(names)
     body = [(r + [""] * width)[:width] for r in rows[n_head:]]
-    ex = Export(path, layout, names, body)
+    ex = Export(path, layout, names, body, lines=lines[n_head:], id_column=rid)
     for i, n in enumerate(names):
         ex.index.setdefault(n, i)
     for i, imp in imports.items():
@@ -122,7 +134,7 @@ def _layout(path: Path, rows: list[list[str]]) -> Export:
     return ex
 
 
-def _read_sav(path: Path) -> Export:
+def _read_sav(path: Path, id_column: str | None = None) -> Export:
     import pyreadstat
 
     try:
@@ -131,9 +143,12 @@ def _read_sav(path: Path) -> Export:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise _fail(path, f"cannot be read as SPSS .sav ({msg[:160]})") from None
     names = [str(c) for c in df.columns]
-    rid = next((n for n in ID_NAMES if n in names), None)
+    if id_column is not None and id_column not in names:
+        raise _fail(path, f"--id-column {id_column}: no such variable")
+    rid = id_column or next((n for n in ID_NAMES if n in names), None)
     if rid is None:
-        raise _fail(path, "no ResponseId variable; not a Qualtrics response export")
+        raise _fail(path, "no ResponseId variable (a cleaned export names its id column with --id-column NAME); "
+                          "not a Qualtrics response export")
     if df.empty:
         raise _fail(path, "no response rows")
 
@@ -146,6 +161,7 @@ def _read_sav(path: Path) -> Export:
 
     rows = [[text(v) for v in rec] for rec in df.itertuples(index=False, name=None)]
     labels = {col: {text(k): str(lab) for k, lab in vals.items()} for col, vals in meta.variable_value_labels.items()}
-    ex = Export(path, "SPSS .sav (codes, with value labels)", names, rows, labels=labels)
+    ex = Export(path, "SPSS .sav (codes, with value labels)", names, rows, labels=labels,
+                lines=list(range(1, len(rows) + 1)), id_column=names.index(rid))
     ex.index = {n: i for i, n in enumerate(names)}
     return ex

@@ -225,11 +225,13 @@ def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict
     """(session.yaml data, the subjects table rows, notes of what the session leaves out)."""
     s = conv.survey
     notes: list[Note] = []
-    for it in conv.items:
+    # --merge-arms: the session shows each arm its own items on the arm's column (as without merging)
+    every = [x for it in conv.items for x in (it.merged.values() if it.merged else [it])]
+    for it in every:
         if it.kind not in ("choice", "yesno", "rank_first"):
             notes.append(Note(it.qid, it.qtype, f"{it.id}: sessions score k-choice decisions only; this {it.kind} "
                                                 "item is in study.yaml, not session.yaml"))
-    items = [it for it in conv.items if it.kind in ("choice", "yesno", "rank_first")]
+    items = [it for it in every if it.kind in ("choice", "yesno", "rank_first")]
     ids = _session_ids(items)
     skips = _skipped(conv, items, ids, notes)
     blocks, before, taken, branch_noted, visible = [], {}, set(), set(), {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import os
 import re
 import shutil
@@ -11,12 +12,13 @@ from pathlib import Path
 import yaml
 
 from ...errors import UserError
-from .build import Conversion, Item, convert, response_yaml
+from .build import Conversion, Item, convert, merge_arms, response_yaml, scale
 from .human import Human, human_rows
 from .qsf import load_qsf
 from .responses import read_export
 
 RESERVED_COLS = {"respondent", "item", "response", "condition"}
+MAX_PAIRS = 28  # Welch tests written per randomizer: every pair of up to 8 arms
 
 
 def _lit(text: str) -> str:
@@ -30,6 +32,9 @@ def _slug(name: str) -> str:
 
 
 def _item_text(it: Item, conv: Conversion, after: dict) -> object:
+    if it.merged:  # --merge-arms: each arm's own item, its vignette first, per level
+        return {it.merged_factor: {lv: _lit(f"{a.context}\n\n{a.text}" if a.context else a.text)
+                                   for lv, a in it.merged.items()}}
     text = f"{it.context}\n\n{it.text}" if it.context else it.text
     f = after.get(it.block)
     if f is None or not any(f.context.values()):
@@ -38,23 +43,31 @@ def _item_text(it: Item, conv: Conversion, after: dict) -> object:
     return {f.name: {lv: _lit(f"{f.context.get(lv, '')}\n\n{text}".strip()) for lv in f.levels}}
 
 
+def _shown_again(conv: Conversion) -> dict:
+    """Block name -> the randomizer whose arm's vignette the flow shows again before it. An arm's vignette is
+    part of its own block only: a later block (outcomes, demographics) is asked without it (issue 41,
+    item 14), unless the flow shows an arm block again before that block (Survey.reshown)."""
+    s = conv.survey
+    after = {}
+    for bid, pos in s.reshown:
+        f = next((f for f in conv.factors if bid in f.blocks), None)
+        for b in s.order[pos:] if f is not None else []:
+            if b not in f.blocks:
+                after[s.blocks[b].name] = f
+    return after
+
+
 def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list | None = None,
                n_personas: int = 0, sample: int | None = None) -> dict:
     s = conv.survey
-    names = {b: s.blocks[b].name for b in s.order}
-    after = {}  # block name -> the randomizer shown before it (the last one)
-    seen_arms: list = []
-    for b in s.order:
-        f = next((f for f in conv.factors if b in f.blocks), None)
-        if f is not None:
-            seen_arms.append(f)
-        elif seen_arms:
-            after[names[b]] = seen_arms[-1]
+    after = _shown_again(conv)
     items = []
     for it in conv.items:
         attrs = {"qid": it.qid, "tag": it.tag, "block": it.block, "qtype": it.qtype, "answer_kind": it.kind}
         if it.arm:
             attrs[it.arm[0]] = it.arm[1]
+        if scale(it):
+            attrs["scale"] = scale(it)
         items.append({"id": it.id, "text": _item_text(it, conv, after), "response": response_yaml(it),
                       "attributes": attrs})
     d = {"study": _slug(s.name), "title": f"{s.name} (imported from Qualtrics)",
@@ -73,7 +86,7 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list 
         d["design"]["factors"] = {f.name: {"assignment": "between", "levels": dict(f.levels)} for f in conv.factors}
     analyses: list = ["distribution"]
     if human is not None and human.rows:
-        groups = [f.name for f in conv.factors] + [e for e in human.embedded if e not in RESERVED_COLS]
+        groups = [f.name for f in conv.factors] + [e for e in human.embedded if e not in RESERVED_COLS] + ["scale"]
         if demo:
             from .demographics import column
 
@@ -82,8 +95,9 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list 
                       "columns": {"respondent": "respondent", "item": "item", "response": "response",
                                   "condition": "condition",
                                   **({"groups": groups} if groups else {})}}
-        if any(it.kind in ("choice", "yesno", "estimate") for it in conv.items):
-            analyses.append({"type": "agreement", "name": "agreement"})
+        if any(scale(it) for it in conv.items):
+            # one row per scale: 0-100 sliders, yes/no shares and 1-5 positions are never pooled into one r
+            analyses.append({"type": "agreement", "by": ["scale"], "name": "agreement"})
         if demo and any(o.position is not None for it in conv.items if it.kind == "choice" for o in it.options):
             from .demographics import column
 
@@ -92,12 +106,21 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list 
                              "name": "representativeness_by_group"})
     if any(it.kind in ("yesno", "estimate") for it in conv.items):  # check-all shares, slider means, with intervals
         analyses.append({"type": "summaries"})
-    for f in conv.factors:
-        if len(f.levels) == 2:
-            analyses.append({"type": "welch", "factor": f.name, "name": f"{f.name}_welch"})
-        analyses.append({"type": "chi_square", "factor": f.name, "name": f"{f.name}_chi_square"})
-    d["analyses"] = analyses
+    d["analyses"] = analyses + _arm_tests(conv)
     return d
+
+
+def _arm_tests(conv: Conversion) -> list[dict]:
+    """Numbers and ordinal positions: Welch's t of the subjects' means, each pair of arms; categories: the
+    chi-square of arm x answer (it leaves numeric items out, and a sparse table gets a Monte-Carlo p-value:
+    studyfile/analyses.py). Issue 41, item 10: a slider's 101 values are not 101 categories."""
+    out = []
+    for f in conv.factors:
+        for a, b in list(itertools.combinations(f.levels, 2))[:MAX_PAIRS]:
+            suffix = "" if len(f.levels) == 2 else f"_{a}_vs_{b}"
+            out.append({"type": "welch", "factor": f.name, "levels": [a, b], "name": f"{f.name}_welch{suffix}"})
+        out.append({"type": "chi_square", "factor": f.name, "name": f"{f.name}_chi_square"})
+    return out
 
 
 def _md(text: str) -> str:
@@ -125,6 +148,7 @@ def notes_md(conv: Conversion, human: Human | None, responses: str | None, sessi
         for f in conv.factors:
             out.append(f"- `{f.name}` (flow {f.flow_id}): " + ", ".join(f"{lv} = block {_md(n)}" for lv, n in f.levels.items()))
         out.append("")
+    out += _parallel_md(conv)
     out += ["## Not converted", "", f"{len(conv.notes)} element(s).", ""]
     if conv.notes:
         out += ["| QID | type | reason |", "| --- | --- | --- |"]
@@ -146,26 +170,64 @@ def notes_md(conv: Conversion, human: Human | None, responses: str | None, sessi
         out += [f"- {_md(q)}: {_md(r)}" for q, r in conv.piped_refs]
         out.append("")
     if human is not None:
-        out += ["## Responses", "", f"Export: {_md(responses)}; {human.respondents} respondents imported, "
-                f"{len(human.rows)} answer rows, {len(human.texts)} text answers (human_text.csv, not scored).", ""]
-        if human.dropped_unfinished or human.dropped_preview:
-            out.append(f"Dropped by --finished-only: {human.dropped_unfinished} unfinished, {human.dropped_preview} "
-                       "preview responses.")
-        if human.unfinished or human.preview:
-            out.append(f"Kept: {human.unfinished} unfinished and {human.preview} preview responses (add "
-                       "--finished-only to drop them).")
-        for n in human.notes:
-            out.append(f"- {_md(n.qid)} ({_md(n.type)}): {_md(n.reason)}")
-        if human.missing_items:
-            out += ["", f"Items with no column in the export ({len(human.missing_items)}): "
-                    + ", ".join(_md(x) for x in human.missing_items)]
-        out += ["", f"Answers that match no option: {len(human.unmatched)}.", ""]
-        if human.unmatched:
-            out += ["| respondent | item | column | value | reason |", "| --- | --- | --- | --- | --- |"]
-            out += [f"| {_md(u['respondent'])} | {_md(u['item'])} | {_md(u['column'])} | {_md(u['value'])} | "
-                    f"{_md(u['reason'])} |" for u in human.unmatched]
-            out.append("")
+        out += _responses_md(human, responses)
     return "\n".join(out) + "\n"
+
+
+def _responses_md(human: Human, responses: str | None) -> list[str]:
+    """The responses section of IMPORT_NOTES.md: counts, what was dropped or de-duplicated, unmatched answers."""
+    out = ["## Responses", "", f"Export: {_md(responses)}; {human.respondents} respondents imported, "
+           f"{len(human.rows)} answer rows, {len(human.texts)} text answers (human_text.csv, not scored).", ""]
+    if human.dropped_unfinished or human.dropped_preview:
+        out.append(f"Dropped by --finished-only: {human.dropped_unfinished} unfinished, {human.dropped_preview} "
+                   "preview responses.")
+    if human.dropped_test:
+        out.append(f"Excluded: {human.dropped_test} test responses (Status = 2, Survey Test: generated by "
+                   "Qualtrics, not people).")
+    if human.all_test:
+        out.append("Every response in the export is a test response (Status = 2, Survey Test: generated by "
+                   "Qualtrics, not people); they are kept as the only rows. Do not read them as people's answers.")
+    if human.duplicates:
+        out.append(f"De-duplicated (--dedupe {human.dedupe}): {len(human.duplicates)} repeated respondent id(s); "
+                   f"the {human.dedupe} row of each kept:")
+        out += [f"- {_md(r)}: lines {', '.join(map(str, lines))}" for r, lines in human.duplicates]
+        out.append("")
+    if human.unfinished or human.preview:
+        out.append(f"Kept: {human.unfinished} unfinished and {human.preview} preview responses (add "
+                   "--finished-only to drop them).")
+    for n in human.notes:
+        out.append(f"- {_md(n.qid)} ({_md(n.type)}): {_md(n.reason)}")
+    if human.missing_items:
+        out += ["", f"Items with no column in the export ({len(human.missing_items)}): "
+                + ", ".join(_md(x) for x in human.missing_items)]
+    out += ["", f"Answers that match no option: {len(human.unmatched)}.", ""]
+    if human.unmatched:
+        out += ["| respondent | item | column | value | reason |", "| --- | --- | --- | --- | --- |"]
+        out += [f"| {_md(u['respondent'])} | {_md(u['item'])} | {_md(u['column'])} | {_md(u['value'])} | "
+                f"{_md(u['reason'])} |" for u in human.unmatched]
+        out.append("")
+    return out
+
+
+def _parallel_md(conv: Conversion) -> list[str]:
+    """Parallel arms (build.find_parallel): merged by --merge-arms, or listed for the user to merge."""
+    if not conv.parallel:
+        return []
+    if conv.merged:
+        out = ["## Parallel arms (merged by --merge-arms)", "", "Each item below is asked in every arm, with the "
+               "arm's descriptive text before it, and each respondent's answer is read from their arm's column; "
+               "the randomizer's tests compare the arms on it.", ""]
+        for it in conv.items:
+            if it.merged:
+                out.append(f"- `{_md(it.id)}` ({_md(it.merged_factor)}): "
+                           + ", ".join(f"{_md(a.id)} = {_md(lv)}" for lv, a in it.merged.items()))
+        return out + [""]
+    out = ["## Parallel arms (not merged)", "", "These arms of a randomizer ask the same questions under their own "
+           "export tags, so each is its own item and no test compares the arms on it. Import again with "
+           "--merge-arms to make one item per question with the arm as a factor.", ""]
+    for fname, positions in conv.parallel:
+        out += [f"- `{_md(fname)}`: " + "; ".join(" / ".join(_md(i) for i in ids) for ids in positions)]
+    return out + [""]
 
 
 def _write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
@@ -178,8 +240,11 @@ def _write_csv(path: Path, rows: list[dict], columns: list[str]) -> None:
 def _codebook(conv: Conversion) -> list[dict]:
     rows = []
     for it in conv.items:
+        arm = f"{it.arm[0]}={it.arm[1]}" if it.arm else (
+            "merged: " + ", ".join(f"{it.merged_factor}={lv} from {a.id}" for lv, a in it.merged.items())
+            if it.merged else "")
         base = {"item": it.id, "qid": it.qid, "tag": it.tag, "block": it.block, "qtype": it.qtype, "kind": it.kind,
-                "arm": f"{it.arm[0]}={it.arm[1]}" if it.arm else ""}
+                "arm": arm}
         if it.options:
             rows += [{**base, "choice_id": o.choice_id, "recode": o.recode, "label": o.label,
                       "position": "" if o.position is None else o.position, "refusal": o.refusal} for o in it.options]
@@ -200,19 +265,35 @@ def _target(folder: str) -> Path:
     return dest
 
 
+def _conversion(survey: str, merge: bool) -> Conversion:
+    """The survey read and converted (parallel arms merged with --merge-arms); a survey nested past Python's
+    stack (logic objects) is one line, exit 2."""
+    try:
+        conv = convert(load_qsf(survey))
+    except RecursionError:
+        raise UserError(f"{survey}: the survey nests too deep to read (logic or flow)") from None
+    if merge:
+        if not conv.parallel:
+            raise UserError(f"--merge-arms: {survey}: no randomizer's arms ask the same questions (one block per "
+                            "arm, same texts, types and options); nothing to merge")
+        merge_arms(conv)
+    if not conv.items:
+        raise UserError(f"{survey}: no question could be converted (see the notes: "
+                        + "; ".join(f"{n.qid} {n.type}" for n in conv.notes[:5]) + ")")
+    return conv
+
+
 def import_qualtrics(survey: str, folder: str, responses: str | None = None, finished_only: bool = False,
-                     subjects: int | None = None, demographics: list[str] | None = None
+                     subjects: int | None = None, demographics: list[str] | None = None,
+                     dedupe: str | None = None, id_column: str | None = None, merge: bool = False
                      ) -> tuple[Path, Conversion, Human | None]:
     """Read everything and check it before anything is written; then write a temporary folder, check it
     as `study check` does, and rename it into place (whole or absent, even if killed midway)."""
     dest = _target(folder)
-    conv = convert(load_qsf(survey))
-    if not conv.items:
-        raise UserError(f"{survey}: no question could be converted (see the notes: "
-                        + "; ".join(f"{n.qid} {n.type}" for n in conv.notes[:5]) + ")")
+    conv = _conversion(survey, merge)
     human = None
     if responses:
-        human = human_rows(conv, read_export(responses), finished_only)
+        human = human_rows(conv, read_export(responses, id_column), finished_only, dedupe)
     demo, personas = [], []
     if demographics:
         from . import demographics as D
@@ -234,8 +315,10 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
         (tmp / "study.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100),
                                         encoding="utf-8")
         if human is not None and human.rows:
-            _write_csv(tmp / "human.csv", human.rows,
+            scales = {it.id: scale(it) for it in conv.items}
+            _write_csv(tmp / "human.csv", [{**r, "scale": scales.get(r["item"], "")} for r in human.rows],
                        ["respondent", "item", "response", "condition", *[f.name for f in conv.factors], *human.embedded,
+                        "scale",
                         *[c for c in (personas[0] if personas else {}) if c != "respondent"]])
         if personas:
             _write_csv(tmp / "personas.csv", personas, list(personas[0]))

@@ -271,6 +271,53 @@ def test_parallel_arms_are_listed_and_merged_on_request(tmp_path, capsys):
     assert main(["study", "check", str(tmp_path / "m" / "session.yaml")]) == 0
 
 
+def _crossed(tmp_path) -> tuple[Path, Path]:
+    """A 2 x 2 declared in embedded data: the randomizer's four arms each set `frame` (gain | loss) and
+    `messenger` (expert | peer); branches on `frame` show each frame's block. The export holds both fields
+    (source drawn alternately, as a second manipulation would be)."""
+    def edit(d):
+        flow = _flow(d)
+        i = next(k for k, f in enumerate(flow) if f["Type"] == "BlockRandomizer")
+
+        def branch(value, block, fid):
+            return {"Type": "Branch", "FlowID": fid, "Flow": [{"Type": "Standard", "ID": block, "FlowID": fid + "b"}],
+                    "BranchLogic": {"0": {"0": {"LogicType": "EmbeddedField", "LeftOperand": "frame",
+                                                "Operator": "EqualTo", "RightOperand": value, "Type": "Expression",
+                                                "Description": f"If frame Is Equal to {value}"}, "Type": "If"},
+                                    "Type": "BooleanExpression"}}
+        arms = [{"Type": "EmbeddedData", "FlowID": f"FL_3{k}", "EmbeddedData": [
+            {"Type": "Custom", "Field": "frame", "Value": fr}, {"Type": "Custom", "Field": "messenger", "Value": so}]}
+            for k, (fr, so) in enumerate([("gain", "expert"), ("gain", "peer"), ("loss", "expert"), ("loss", "peer")])]
+        flow[i:i + 1] = [{"Type": "BlockRandomizer", "FlowID": "FL_3", "SubSet": 1, "EvenPresentation": True,
+                          "Flow": arms}, branch("gain", "BL_gain", "FL_20"), branch("loss", "BL_loss", "FL_21")]
+    qsf = _survey(tmp_path, edit, "crossed.qsf")
+    rows = _rows()
+    do = rows[0].index("FL_3_DO")
+    out = [[*rows[0][:do], "frame", "messenger"], [*rows[1][:do], "frame", "messenger"],
+           [*rows[2][:do], '{"ImportId": "frame"}', '{"ImportId": "messenger"}']]
+    out += [[*r[:do], "gain" if r[do].startswith("BL_gain") else "loss", ("expert", "peer")[k % 2]]
+            for k, r in enumerate(rows[3:])]
+    return qsf, _write_rows(tmp_path / "crossed.csv", out)
+
+
+def test_a_2x2_declared_in_embedded_data_is_two_factors(tmp_path, capsys):
+    qsf, export = _crossed(tmp_path)
+    rc, out, err = _run(capsys, qsf, tmp_path / "s", "--responses", export)
+    assert rc == 0, err
+    study = load_study(tmp_path / "s" / "study.yaml")
+    assert {f.name: set(f.levels) for f in study.factors} == {"frame": {"gain", "loss"}, "messenger": {"expert", "peer"}}
+    tests = {(a["type"], a.get("factor")) for a in study.analyses}
+    assert {("welch", "frame"), ("welch", "messenger"), ("chi_square", "messenger")} <= tests
+    h = _human(tmp_path / "s")
+    rid = _rows()[0].index("ResponseId")
+    want = {r[rid]: ("expert", "peer")[k % 2] for k, r in enumerate(_rows()[3:])}
+    assert all(want[r] == s_ for r, s_ in zip(h["respondent"], h["messenger"]))
+    assert set(h.loc[h["item"] == "support_gain", "frame"]) == {"gain"}
+    # the session deals its subjects to the four cells, each once (crossed, not confounded)
+    subjects = pd.read_csv(tmp_path / "s" / "subjects.csv")
+    assert len(subjects) == 4 and len(subjects[["frame", "messenger"]].drop_duplicates()) == 4
+
+
 def test_merge_arms_without_parallel_arms_is_one_line_exit_2(tmp_path, capsys):
     def unparallel(d):
         _q(d, "QID5")["QuestionText"] = "Would you vote for the program?"

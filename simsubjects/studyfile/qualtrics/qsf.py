@@ -325,10 +325,11 @@ def _walk_flow(path: Path, s: Survey, flow: list, inside: str, under: tuple = ()
                     s.order.append(b)
             elif subset == 1 and not inside and _assigns(kids):
                 # the common survey-experiment pattern: the randomizer sets an embedded-data field
-                # (condition = A | B) and branches on it show each arm its blocks
-                fname, values = _assigns(kids)
-                s.randomizers.append(Randomizer(fid, [], bool(el.get("EvenPresentation")), fname, values))
-                s.embedded += [fname] if fname not in s.embedded else []
+                # (condition = A | B) and branches on it show each arm its blocks; a crossed design
+                # (frame x source, each arm setting both) is one factor per field
+                for fname, values in _assigns(kids):
+                    s.randomizers.append(Randomizer(fid, [], bool(el.get("EvenPresentation")), fname, values))
+                    s.embedded += [fname] if fname not in s.embedded else []
             else:
                 why = ("it shows several of its elements" if subset != 1 else
                        "it holds more than blocks" if len(blocks) != len(kids) else
@@ -355,19 +356,29 @@ def _walk_flow(path: Path, s: Survey, flow: list, inside: str, under: tuple = ()
             s.flow_notes.append(FlowNote(fid, kind, f"flow element {kind} has no counterpart in a study file"))
 
 
-def _assigns(kids: list) -> tuple[str, list[str]] | None:
-    """(field, values) when every element of a randomizer is embedded data setting the same one field to a
-    fixed value (two or more distinct values); else None."""
-    out = []
+def _assigns(kids: list) -> list[tuple[str, list[str]]] | None:
+    """[(field, values)] when every element of a randomizer is embedded data setting the same fields to
+    fixed values: one field with two or more values, or several fields whose values the elements cross
+    fully (a 2 x 2: frame = gain | loss by source = expert | peer, each arm setting both: two factors,
+    issue 41 item 11); else None."""
+    arms = []
     for k in kids:
         fields = [f for f in _entries((k or {}).get("EmbeddedData") or []) if isinstance(f, dict)] \
             if isinstance(k, dict) and k.get("Type") == "EmbeddedData" else []
-        if len(fields) != 1 or fields[0].get("Value") in (None, "") or "${" in str(fields[0].get("Value")):
+        if not fields or any(f.get("Value") in (None, "") or "${" in str(f.get("Value")) for f in fields):
             return None
-        out.append((str(fields[0].get("Field")), str(fields[0]["Value"])))
-    names = {f for f, _ in out}
-    values = list(dict.fromkeys(v for _, v in out))
-    return (names.pop(), values) if len(names) == 1 and len(values) >= 2 else None
+        arms.append({str(f.get("Field")): str(f["Value"]) for f in fields})
+    names = list(arms[0]) if arms else []
+    if not names or any(list(a) != names for a in arms):
+        return None
+    values = {n: list(dict.fromkeys(a[n] for a in arms)) for n in names}
+    cells = {tuple(a[n] for n in names) for a in arms}
+    full = 1
+    for n in names:
+        full *= len(values[n])
+    if any(len(v) < 2 for v in values.values()) or len(cells) != full:  # not a full crossing: not factors
+        return None
+    return [(n, values[n]) for n in names]
 
 
 def _logic_text(logic) -> str:

@@ -289,10 +289,11 @@ def session_yaml(conv: Conversion, subjects: int, study_name: str) -> tuple[dict
                                             + (f" and {len(renamed) - 12} more" if len(renamed) > 12 else "")))
     rows = []
     for k in range(subjects):
-        row = {"id": f"s{k + 1}"}
-        for f in conv.factors:
+        row, div = {"id": f"s{k + 1}"}, 1
+        for f in conv.factors:  # crossed and balanced: subject k's cell is k written in mixed radix
             levels = list(f.levels)
-            row[f.name] = levels[k % len(levels)]  # balanced: subject k gets level k mod L, in block order
+            row[f.name] = levels[(k // div) % len(levels)]
+            div *= len(levels)
         rows.append(row)
     design = {"seed": 0}
     if conv.factors:

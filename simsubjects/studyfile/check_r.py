@@ -5,7 +5,8 @@ positions, not from Python's per-trial scores: R/studyfile.R computes the trial 
 means and every test itself. Twins, per analysis type (docs/studies.md):
 
 * distribution — shares by item x condition x response, validity and n; the estimates' mean,
-  median, sd and quartiles (quantile type 7);
+  median, sd and quartiles (quantile type 7); people_beside_model: R's shares and means set side by
+  side as the Python table is;
 * welch — stats::t.test(x, y) on subject means (survey::svyttest with survey weights);
 * one_sample — stats::t.test(x) on subject means of score - mu (svyttest with survey weights);
 * chi_square — stats::chisq.test(correct = FALSE) on the subject-level expected counts, Cramér's V;
@@ -135,10 +136,13 @@ def _distribution(r, rd, ro, tables, tol) -> list[dict]:
     out = []
     names = list(got.names) if got.names is not r.ro.NULL else []
     keys = ["source", "model", "item", "condition"]
+    from_r = {}
     for name in ("distribution", "estimates"):
         if name not in tables and name not in names:
             continue
         rr = r.to_py(got.rx2(name)) if name in names else None
+        if rr is not None:
+            from_r[name] = rr
         py = tables.get(name, pd.DataFrame(columns=keys))
         py = py.assign(condition=py["condition"].fillna("")) if "condition" in py else py
         if rr is not None and "condition" in rr:
@@ -147,6 +151,14 @@ def _distribution(r, rd, ro, tables, tol) -> list[dict]:
         fields = ({"share": "share", "validity": "validity", "n": "n"} if name == "distribution" else
                   {f: f for f in ("mean", "median", "sd", "q25", "q75", "validity", "n", "n_valid")})
         out += _rows(name, _merge(py, rr, k), k, fields, tol, tol)
+    if "people_beside_model" in tables:  # R's shares and means, set side by side as the Python table is
+        from .analyses import people_beside_model
+
+        py, k = tables["people_beside_model"], ["item", "condition", "response", "measure"]
+        rr = people_beside_model(from_r)
+        fields = {c: c for c in py.columns if c not in k}
+        out += _rows("people_beside_model", _merge(py.assign(condition=py["condition"].fillna("")), rr, k), k,
+                     fields, tol, tol)
     return out
 
 

@@ -38,6 +38,7 @@ HEAVY_FIRST = [
     "test_openai_backend.py",  # the loopback llama.cpp server, faults injected by a proxy
     "test_check_r.py",  # R CMD build + check with the vignette; rpy2 twins of every built-in
     "test_qualtrics.py",  # every sample survey imported, checked and dry-run; an experiment on the model
+    "test_qualtrics41.py",  # imports of edited surveys; analyses and the report's figures on a model side from people
     "test_studyfile.py",
     "test_preload.py",  # CLI runs through a fork server of its own (private cache folder)
     "test_ray_engine.py",  # a loopback Ray cluster, two actors loading the model

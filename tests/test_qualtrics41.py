@@ -335,7 +335,7 @@ def test_report_shows_people_beside_the_model_for_every_item_and_arm(tmp_path, c
     from simsubjects.publish.report import section
     from simsubjects.studyfile.analyses import analyze_study
     from simsubjects.studyfile.design import items_table
-    from simsubjects.studyfile.figures import PANELS, plot_study
+    from simsubjects.studyfile.figures import PANELS, plot_distribution
 
     rc, _, err = _run(capsys, QSF, tmp_path / "s", "--responses", CSV3, "--finished-only")
     assert rc == 0, err
@@ -355,8 +355,9 @@ def test_report_shows_people_beside_the_model_for_every_item_and_arm(tmp_path, c
         model = m.iloc[0] if len(m) else 0.0  # an answer the model never chose in a cell it answered: share 0
         assert math.isclose(row["fake - people"], model - rec["share"], abs_tol=1e-12)
     assert {"randomizer_fl_3=gain_frame", "randomizer_fl_3=loss_frame"} <= set(side["condition"])
-    figs = plot_study(tables, responses, tmp_path)
-    assert len([f for f in figs if f.name.startswith("distribution")]) == -(-len(cells) // PANELS)
+    figs = plot_distribution(dist, tmp_path)  # one panel per item x arm, every one: pages of PANELS
+    assert [f.name for f in figs][:2] == ["distribution.png", "distribution_2.png"][:len(figs)]
+    assert len(figs) == -(-len(cells) // PANELS) and all(f.stat().st_size > 0 for f in figs)
     a = Analysis("x", responses, items_table(study), tables, {k: v for k, v in tables.items() if k != "trials"},
                  tmp_path, figs)
     page = section(Run(tmp_path, ".", {"study": "x", "status": "complete", "counts": {}}, analysis=a))

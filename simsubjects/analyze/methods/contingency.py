@@ -28,24 +28,33 @@ def is_sparse(table: np.ndarray) -> bool:
     return smallest < 1 or low > 0.2 * cells
 
 
-def _chi2(table: np.ndarray) -> float:
-    t = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
-    if min(t.shape) < 2:
-        return 0.0
-    return float(stats.chi2_contingency(t, correction=False)[0])
+def _pearson(tables: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Pearson's chi-square of each table in a stack (..., levels, responses) against fixed expected counts;
+    cells expected 0 (a response no one gave) are left out, as chi2_contingency drops them."""
+    ok = expected > 0
+    return (((tables - expected) ** 2)[..., ok] / expected[ok]).sum(axis=-1)
 
 
 def monte_carlo_p(per_level: list[np.ndarray], seed: int = 0, n_resamples: int = MC_RESAMPLES) -> float:
     """P-value of Pearson's chi-square by permuting subjects between levels, (1 + hits) / (1 + draws)
     (Phipson & Smyth 2010). Hand-written: scipy.stats.permutation_test permutes scalar observations, and
-    a subject's observation here is a vector of answer shares.
+    a subject's observation here is a vector of answer shares. A permutation keeps the level sizes and the
+    response totals, so the expected counts are the same for every draw.
 
     per_level: one array per factor level, shape (subjects at that level, responses): each subject's
     answer shares (a row sums to 1). The table is the column sums per level, as chi_square builds it."""
     x = np.concatenate([np.asarray(a, float) for a in per_level])
     labels = np.repeat(np.arange(len(per_level)), [len(a) for a in per_level])
     onehot = np.eye(len(per_level))
-    observed = _chi2(onehot[labels].T @ x)
+    observed = onehot[labels].T @ x
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / observed.sum()
+    stat = _pearson(observed, expected)
     rng = np.random.default_rng(seed)
-    hits = sum(_chi2(onehot[rng.permutation(labels)].T @ x) >= observed - 1e-12 for _ in range(n_resamples))
+    hits, done = 0, 0
+    while done < n_resamples:  # in chunks: a stack of permuted tables, (chunk, levels, responses)
+        k = min(200, n_resamples - done)
+        perms = np.stack([rng.permutation(labels) for _ in range(k)])
+        tables = np.einsum("bnl,nr->blr", onehot[perms], x)
+        hits += int((_pearson(tables, expected) >= stat - 1e-9).sum())
+        done += k
     return (1 + hits) / (1 + n_resamples)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from simsubjects.analyze.methods.agreement import agreement
-from simsubjects.analyze.amce import agreement_units, outcomes
+from simsubjects.studies.moca.analysis import agreement_units, outcomes
 from simsubjects.analyze.methods.representativeness import model_distribution, wasserstein_by_question
 from simsubjects.datasets.atp import read_opinionqa_wave
 

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from simsubjects.analyze.garden_path import paired_tests
+from simsubjects.studies.garden_path.analysis import paired_tests
 from simsubjects.analyze.methods.tests import essentially_constant, one_sample_t, welch_t
 from simsubjects.analyze.methods.paired import paired_t
 

@@ -382,7 +382,7 @@ def test_collection_through_faults_equals_a_clean_collection(llama_server, clean
 
 
 def test_failed_trials_are_listed_and_a_rerun_asks_only_for_them(clean_ultimatum, tmp_path, short_backoff):
-    from simsubjects.collect.studies.ultimatum import build_trials
+    from simsubjects.studies.ultimatum.design import build_trials
 
     trials, _ = build_trials(pairs=2, offers=[int(o) for o in OFFERS.split(",")])
     marker = "takes $7 for himself"  # the $3 offers of Mr. proposers

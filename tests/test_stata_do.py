@@ -125,7 +125,7 @@ def test_every_stata_study_has_a_block_that_reads_its_export(folder):
                                                        "offer"}
     assert named["garden_path/export/responses.dta"] >= {"source", "model", "response", "condition", "set", "type",
                                                          "item", "weight", "trial"}
-    from simsubjects.analyze.conjoint_study import features
+    from simsubjects.studies.conjoint.analysis import features
 
     assert named["conjoint_immigration/export/profiles.dta"] >= {"source", "outcome_kind", "id", "chosen",
                                                                  *features()}

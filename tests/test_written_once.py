@@ -34,7 +34,7 @@ def test_seed_from_text_is_the_formula_the_modules_used():
 
 def test_no_module_derives_a_seed_from_text_by_itself():
     """sha256 of text turned into a seed is collect/seeds.py's; the two derivations left (random.Random
-    of the text in option_order.py, crc32 in analyze/amce.py) are named in its docstring."""
+    of the text in option_order.py, crc32 in studies/moca/analysis.py) are named in its docstring."""
     for f in PACKAGE.rglob("*.py"):
         if f.name == "seeds.py":
             continue
@@ -67,7 +67,7 @@ def test_an_option_default_is_written_once_in_build():
 
 
 def test_survey_bias_seed_is_the_big_endian_formula():
-    from simsubjects.collect.studies.survey_bias import _stable_seed
+    from simsubjects.studies.survey_bias.design import _stable_seed
 
     assert _stable_seed("acquiescence", "q1", 0) == int.from_bytes(
         hashlib.sha256(b"acquiescence\x1fq1\x1f0").digest()[:8], "big")

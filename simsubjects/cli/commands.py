@@ -72,7 +72,7 @@ def datasets_show(name):
 def datasets_import(kind, prompts_dir, out):
     """Read released files: BiasMonkey question files (PROMPTS_DIR) into the survey-bias item table, or an
     OpinionQA folder (<ATTRIBUTE>_data.json count files or a wave folder, with info.csv) into tidy human rows."""
-    from simsubjects.collect.studies.survey_bias import read_biasmonkey_questions
+    from simsubjects.studies.survey_bias.design import read_biasmonkey_questions
 
     if out and not Path(out).parent.is_dir():
         raise UserError(f"--out {out}: the folder {Path(out).parent} does not exist")
@@ -124,7 +124,7 @@ def _import_opinionqa(folder, out) -> None:
 @click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run.")
 def import_responses(kind, results_dir, model, out, prompts, overwrite):
     """Turn released per-sample response files into a run folder, so `analyze` runs unchanged."""
-    from simsubjects.datasets.biasmonkey import read_biasmonkey_responses
+    from simsubjects.studies.survey_bias.biasmonkey import read_biasmonkey_responses
     from simsubjects.collect.store import RunStore, stable_hash
     from simsubjects.collect.schema import check_responses
 

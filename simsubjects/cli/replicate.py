@@ -27,7 +27,6 @@ from typing import Callable
 from simsubjects import __version__
 from simsubjects.collect.store import atomic_write_bytes, atomic_write_json
 from simsubjects.errors import UserError
-from simsubjects.collect.studies.registry import resolve
 from simsubjects.papers import ALL, KIND, Paper, plan_studies, resolve_papers, size  # noqa: F401 - re-exported
 from simsubjects.publish.rpackage import copy_r_package, r_package_version, source_commit
 from simsubjects.redact import redact, redact_obj
@@ -399,7 +398,7 @@ def _r_block(study, entry: dict, out: Path | None = None) -> str:
         study = None
     if study is not None and study.r_code and not study.r_function:
         code = study.r_code
-        return resolve(code)() if callable(code) or ":" in code.split("\n")[0] else code
+        return code() if callable(code) else code
     # user text in R: comments on one line, strings as escaped literals (simsubjects.collect.untrusted)
     if study is None or not study.r_function:
         return f"\n# ---- {r_comment(entry['study'])}: no R twin yet; the exported data is in {r_comment(folder)}/export/\n"

@@ -7,7 +7,7 @@ local backend's generation seeds all derive their seeds here, so a draw depends 
 
 Two older derivations stay where they are, because changing them would change the numbers of a
 built-in study: `collect/option_order.py` seeds `random.Random` with the text of (seed, subject,
-item) (the built-ins' option orders), and `analyze/amce.py` seeds MoCa's AMCE bootstrap with crc32 of
+item) (the built-ins' option orders), and `studies/moca/analysis.py` seeds MoCa's AMCE bootstrap with crc32 of
 the frame's key (its standard errors).
 """
 

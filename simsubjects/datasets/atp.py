@@ -33,8 +33,9 @@ import numpy as np
 import pandas as pd
 
 from simsubjects.errors import UserError
-from simsubjects.collect.studies.survey_bias import STUDY, is_refusal
+from simsubjects.datasets.refusals import is_refusal
 
+STUDY = "survey_bias"  # the study named on the human rows unless the caller names another
 OVERALL = "Overall"
 HUMAN_COLUMNS = ["study", "trial", "item", "condition", "subject", "source", "model", "method", "response", "weight",
                  "validity", "key", "question", "wave", "position", "refusal", "n_respondents", "attribute", "group"]

@@ -10,7 +10,6 @@ from typing import Callable
 import pandas as pd
 
 from ..collect.store import load_manifest, load_run
-from ..collect.studies.registry import resolve
 from ..errors import UserError
 from simsubjects.collect.store import staged_folder
 from simsubjects.analyze.tidy import stack_runs
@@ -60,7 +59,7 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     responses = stack_runs([r for _, r, _ in runs], _run_labels(dirs))
     items = runs[0][2]
     try:
-        tables = resolve(spec.analyze)(responses, items)
+        tables = spec.analyze(responses, items)
     except KeyError as e:  # a design column the study's analysis needs is not in the tables
         raise UserError(f"{Path(dirs[0]) / 'responses.parquet'}: no column {e.args[0]!r}, which the {study} analysis "
                         "needs; the tables do not come from `simsubjects collect " + study.replace("_", "-") + "`") from None
@@ -80,7 +79,7 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
             csv[name] = df.to_csv(index=False).encode("utf-8")
             (stage / f"{name}.csv").write_bytes(csv[name])
         if plots and spec.plot:
-            figures = [outdir / Path(p).name for p in resolve(spec.plot)(tables, responses, stage)]
+            figures = [outdir / Path(p).name for p in spec.plot(tables, responses, stage)]
         for name, df in (extra(spec, responses, items, tables) if extra else {}).items():
             check_table_name(name, f"{dirs[0]}: analysis")
             (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
@@ -88,7 +87,7 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         record = saved.record(Path(dirs[0]), spec, tables, csv, stage, [p.name for p in figures],
                               plotted=plots and bool(spec.plot)) if reusable else {"reusable": False}
         (stage / saved.RECORD).write_bytes(json.dumps(record, indent=1).encode("utf-8"))
-    shown = resolve(spec.summary)(tables) if spec.summary else tables
+    shown = spec.summary(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, outdir, figures)
 
 
@@ -114,7 +113,7 @@ def saved_analysis(folder: str | Path) -> Analysis | None:
     tables, figures = got
     manifest, responses, items = load_run(folder)
     responses = stack_runs([responses], _run_labels([folder]))
-    shown = resolve(spec.summary)(tables) if spec.summary else tables
+    shown = spec.summary(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, folder / "analysis", figures)
 
 

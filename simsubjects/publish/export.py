@@ -257,11 +257,9 @@ def design_hooks(study: str | None, responses: pd.DataFrame, items: pd.DataFrame
                  manifest: dict | None = None) -> tuple[dict[str, list[str]], dict[str, pd.DataFrame]]:
     """The study's declared level orders ({column: levels, baseline first}) and extra tables
     ({name: table}, e.g. the conjoint's profiles), from its declaration (StudyDef.levels/export_tables)."""
-    from simsubjects.collect.studies.registry import resolve
-
     decl = _declaration(run_dir, manifest if manifest is not None else {"study": study})
-    levels = dict(resolve(decl.levels)(responses, items) or {}) if decl is not None and decl.levels else {}
-    extra = resolve(decl.export_tables)(responses, items) if decl is not None and decl.export_tables else {}
+    levels = dict(decl.levels(responses, items) or {}) if decl is not None and decl.levels else {}
+    extra = decl.export_tables(responses, items) if decl is not None and decl.export_tables else {}
     if "response" not in levels and scale_levels(responses):  # an ordinal scale the study does not declare
         levels["response"] = scale_levels(responses)
     return levels, dict(extra or {})

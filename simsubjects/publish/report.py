@@ -5,8 +5,8 @@ mailed or attached to a paper's supplement and opened anywhere. Each study gets 
 the model's results beside the human references and the numbers the paper printed, from the
 study's declaration (its `title`, its `report` section and the papers of its plans); a study that
 declares no section still gets the generic one (its analysis views and figures), so new studies
-are reported the day they are declared. The HTML pieces live in htmlkit, the bundled papers'
-sections in simsubjects/publish/sections, their published numbers as data under datasets/.
+are reported the day they are declared. The HTML pieces live in htmlkit (which renders the blocks, data,
+that a study folder's report.py returns: simsubjects/studies/<name>/), published numbers as data under datasets/.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from simsubjects.collect.store import write_error
 from simsubjects.collect.runcheck import check_manifest
 from simsubjects.errors import UserError
 from simsubjects.collect.untrusted import inside, shell_join
-from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, table  # noqa: F401 - re-exported
+from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, render, table  # noqa: F401 - re-exported
 from simsubjects.papers import KIND, paper_of, papers, study_title, validity_reference
 
 
@@ -69,7 +69,7 @@ def section(run: Run) -> str:
     extra = _report_section(study) if file_title is None else None
     if extra is not None:
         try:
-            refs = extra(run)
+            refs = [render(b) for b in extra(run)]
         except Exception as e:  # noqa: BLE001 - a reference table must not hide the run's own results
             refs = [f'<p class="error">reference tables failed: {html.escape(type(e).__name__)}: {html.escape(str(e))}</p>']
         parts.append('<div class="refs"><h3>Beside people and the paper</h3>' + "".join(refs) + "</div>")
@@ -113,10 +113,10 @@ def _option_tables(run: Run, a) -> dict[str, tuple[str, pd.DataFrame]]:
 
 def _report_section(study: str):
     """The study's declared report section, or None (an unknown study gets the generic section)."""
-    from simsubjects.collect.studies.registry import resolve, studies
+    from simsubjects.collect.studies.registry import studies
 
     decl = studies().get(study)
-    return resolve(decl.report) if decl is not None and decl.report else None
+    return decl.report if decl is not None and decl.report else None
 
 
 # ---------------------------------------------------------------- finding runs

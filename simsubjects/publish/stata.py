@@ -218,7 +218,7 @@ def _garden_path(out: Path, folder: str) -> list[str]:
 
 
 def _conjoint(out: Path, folder: str) -> list[str]:
-    from simsubjects.analyze.conjoint_study import features
+    from simsubjects.studies.conjoint.analysis import features
 
     a = out / folder / "analysis"
     feats = features()

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..collect.studies.registry import StudyDef
 from ..errors import UserError
+from .figures import plot_study
 from .runcopy import COPY, copy_files
 from .spec import Study, load_study, study_kind
 
@@ -121,7 +122,7 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
         templates=lambda: [study.template],
         analyze=lambda responses, items: analyze_study(study, responses, items),
         summary=_summary,
-        plot="simsubjects.studyfile.figures:plot_study",
+        plot=plot_study,
         methods=methods,
         levels=lambda responses, items: study_levels(study),
         # analyze --check-r: the file's analyses recomputed in R from the responses (R/studyfile.R)

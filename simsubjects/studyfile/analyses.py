@@ -318,7 +318,7 @@ def amce(trials: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
     """AMCE of each factor level against the first level: OLS of the score on the factors' dummies,
     standard errors clustered by subject (CR2, as estimatr::lm_robust; the package's peer-checked OLS);
     people with survey weights: weighted OLS, linearization clustered by subject (survey::svyglm)."""
-    from ..analyze.amce import ols_cluster
+    from ..studies.moca.analysis import ols_cluster
 
     rows = []
     for key, g in _groups(trials, []):

@@ -230,7 +230,7 @@ def test_analysis_r_reproduces_the_study_file_tables(runs, tmp_path):
 
     import numpy as np
 
-    from simsubjects.cli.replicate import r_script
+    from simsubjects.publish.rscript import r_script
     from simsubjects.collect.store import RunStore
     from simsubjects.publish.export import export_run
 
@@ -258,7 +258,7 @@ def test_analysis_r_reproduces_the_study_file_tables(runs, tmp_path):
     assert text.count("replicate_study_file(") == 3 and "pd_tft: no R twin yet" in text
     assert "milgram: no R twin yet" in text
     # a level, item or name is an escaped R string literal: a quote or a line break cannot end it
-    from simsubjects.cli.replicate import _r_value
+    from simsubjects.publish.rscript import _r_value
 
     assert _r_value(['a"); system("x")\n#', 2, True]) == 'c("a\\"); system(\\"x\\")\\u{000a}#", 2.0, TRUE)'
     (rep / "analysis.R").write_text(text)

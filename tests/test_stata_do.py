@@ -149,7 +149,7 @@ def test_the_checker_catches_a_variable_the_export_lacks(folder, tmp_path):
 
 
 def test_the_readme_names_what_stata_cannot_do():
-    from simsubjects.cli.replicate import _readme_r
+    from simsubjects.publish.readme import _readme_r
 
     text = " ".join(_readme_r({"files": {"r_package": True}}))
     assert "No Stata version here" in text

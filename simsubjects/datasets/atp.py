@@ -171,19 +171,7 @@ def read_opinionqa_wave(wave_dir, keys: Sequence[str] | None = None, by=None, ov
         if unknown:
             raise UserError(f"{info_p}: question key(s) {', '.join(unknown)} not in info.csv")
         info = info.set_index("key").loc[list(keys)].reset_index()
-    options, questions = {}, {}
-    for i, rec in enumerate(info.to_dict("records")):
-        where = f"{info_p}:{i + 2} ({rec['key']})"
-        refs = [str(r) for r in _literal_list(rec["references"], where + " references")]
-        try:
-            ordinal = [float(x) for x in _literal_list(rec["option_ordinal"], where + " option_ordinal")]
-        except (TypeError, ValueError):
-            raise UserError(f"{where} option_ordinal: {str(rec['option_ordinal'])[:60]!r} is not a list of numbers") from None
-        if len(ordinal) > len(refs):
-            raise UserError(f"{where}: {len(ordinal)} ordinal values for {len(refs)} references")
-        options[rec["key"]] = ([(r, ordinal[j], False) for j, r in enumerate(refs[: len(ordinal)])]
-                               + [(r, math.nan, True) for r in refs[len(ordinal):]])
-        questions[rec["key"]] = rec.get("question", "")
+    options, questions = _wave_options(info, info_p)
     wave = _wave_of(root.name)
     header = _read_csv(resp_p, nrows=0).columns
     wcol = _weight_column(list(header), wave, str(resp_p), weight)
@@ -210,6 +198,25 @@ def read_opinionqa_wave(wave_dir, keys: Sequence[str] | None = None, by=None, ov
                       for r in meta.to_dict("records") if r["key"] in _as_list(by)}
     return weighted_distributions(data, data[wcol], options, f"ATP W{wave}" if wave is not None else root.name, wave,
                                   questions, by, overall, groups)
+
+
+def _wave_options(info: pd.DataFrame, info_p: Path) -> tuple[dict, dict]:
+    """({key: [(option text, ordinal position or NaN, refusal)]}, {key: question}) from info.csv: the
+    references after the `option_ordinal` values are refusals."""
+    options, questions = {}, {}
+    for i, rec in enumerate(info.to_dict("records")):
+        where = f"{info_p}:{i + 2} ({rec['key']})"
+        refs = [str(r) for r in _literal_list(rec["references"], where + " references")]
+        try:
+            ordinal = [float(x) for x in _literal_list(rec["option_ordinal"], where + " option_ordinal")]
+        except (TypeError, ValueError):
+            raise UserError(f"{where} option_ordinal: {str(rec['option_ordinal'])[:60]!r} is not a list of numbers") from None
+        if len(ordinal) > len(refs):
+            raise UserError(f"{where}: {len(ordinal)} ordinal values for {len(refs)} references")
+        options[rec["key"]] = ([(r, ordinal[j], False) for j, r in enumerate(refs[: len(ordinal)])]
+                               + [(r, math.nan, True) for r in refs[len(ordinal):]])
+        questions[rec["key"]] = rec.get("question", "")
+    return options, questions
 
 
 def read_atp_sav(path, keys: Sequence[str] | None = None, by=None, overall: bool = True, weight: str | None = None,

@@ -38,15 +38,7 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     `extra`: (study's StudyDef, responses, items, tables) -> more tables written into the same set (e.g. --check-r's check_r.csv).
     """
     runs = [load_run(d) for d in dirs]
-    outdir = Path(out) if out else Path(dirs[0]) / "analysis"
-    if not out and outdir.is_symlink():  # a received run's analysis/ linking elsewhere: nothing written there
-        raise UserError(f"{outdir}: is a link; a run folder's analysis is written inside it (remove the link or "
-                        "pass --out)")
-    for parent in (outdir, *outdir.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise UserError(f"--out {outdir}: {parent} is a file, not a folder")
-            break
+    outdir = _output_folder(dirs, out)
     studies = {m["study"] for m, _, _ in runs}
     if len(studies) > 1:
         raise UserError(f"cannot analyze runs of different studies together: {sorted(studies)}")
@@ -89,6 +81,20 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         (stage / saved.RECORD).write_bytes(json.dumps(record, indent=1).encode("utf-8"))
     shown = spec.summary(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, outdir, figures)
+
+
+def _output_folder(dirs, out) -> Path:
+    """Where the analysis goes (the first run's analysis/ unless --out), checked before anything is computed."""
+    outdir = Path(out) if out else Path(dirs[0]) / "analysis"
+    if not out and outdir.is_symlink():  # a received run's analysis/ linking elsewhere: nothing written there
+        raise UserError(f"{outdir}: is a link; a run folder's analysis is written inside it (remove the link or "
+                        "pass --out)")
+    for parent in (outdir, *outdir.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"--out {outdir}: {parent} is a file, not a folder")
+            break
+    return outdir
 
 
 def _is_study_file(manifest: dict) -> bool:

@@ -316,13 +316,17 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
                             names_out.remove(done)
                     continue
                 names_out.append(f"{name}.{fmt}")
-            book = codebook(prepared.flat, names, table_labels, levels)
-            (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
-            md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-            # cells are user text (column names, labels, answers): escaped Markdown, HTML and `|` included
-            md += ["| " + " | ".join(md_text(v) for v in (r.column, r.exported_as, r.type, r.label, r.distinct,
-                                                            r.missing, r.values)) + " |" for r in book.itertuples()]
-            (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
-            names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
+            names_out += _write_codebook(stage, name, codebook(prepared.flat, names, table_labels, levels))
     return [outdir / n for n in names_out]
+
+
+def _write_codebook(stage: Path, name: str, book: pd.DataFrame) -> list[str]:
+    """codebook_NAME.csv and .md of one exported table; returns their file names."""
+    (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
+    md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
+          "| --- | --- | --- | --- | --- | --- | --- |"]
+    # cells are user text (column names, labels, answers): escaped Markdown, HTML and `|` included
+    md += ["| " + " | ".join(md_text(v) for v in (r.column, r.exported_as, r.type, r.label, r.distinct,
+                                                    r.missing, r.values)) + " |" for r in book.itertuples()]
+    (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
+    return [f"codebook_{name}.csv", f"codebook_{name}.md"]

@@ -291,6 +291,52 @@ def _scale_note(top: dict | None) -> list[str]:
             "check that each step runs, not a replication. <code>--scale 1</code> runs the papers' full designs.</p>"]
 
 
+def _validity_table(runs: list[Run]) -> pd.DataFrame:
+    """One row per study: trials, answered, mean validity, beside the paper's rates where it has them."""
+    vrows = []
+    for r in runs:
+        c = r.manifest.get("counts", {}) if r.manifest.get("status") == "complete" else {}  # no stale counts
+        study = r.manifest.get("study", r.entry.get("study"))
+        ref = validity_reference(study) if studyfile_title(r.manifest, r.folder) is None else {}
+        vrows.append({"study": study, "method": r.manifest.get("parameters", {}).get("method", "–"),
+                      "trials": c.get("trials"), "answered": c.get("answered"),
+                      "mean validity (%)": None if c.get("mean_validity") is None else round(100 * c["mean_validity"], 1),
+                      **{f"paper {k} (%)": v for k, v in ref.items()},
+                      "status": "complete" if not r.error else "no analysis"})
+    return pd.DataFrame(vrows)
+
+
+def _reproduce(path: Path, top: dict | None, command: str) -> list[str]:
+    """The commands that re-create and re-render the folder."""
+    repro = []
+    if top:
+        where = "" if " --out /" in command else f" from the folder that holds {path.name}/"
+        repro += [f"# re-run{where}: it resumes from each study's request cache, so finished work is not redone",
+                  command, "", f"cd {shell_join([str(path)])}", "Rscript analysis.R        # R twins on export/*.rds -> r_results/",
+                  "simsubjects report .      # re-render this report"]
+    else:
+        repro += ["# the run's parameters, seed and model revision are in manifest.json", command, "",
+                  *(shell_join(["simsubjects", cmd, str(path), *more]) for cmd, more in
+                    (("analyze", []), ("export", ["--to", "rds,dta"]), ("report", [])))]
+    return repro
+
+
+def _paper_sections(runs: list[Run], top: dict | None, known: dict) -> list[str]:
+    """Each paper's heading (with several papers, or a replication) and its studies' sections."""
+    body = []
+    by_paper: dict[str, list[Run]] = {}
+    for r in runs:
+        key = r.entry.get("paper") or ("" if studyfile_title(r.manifest, r.folder) else paper_of(r.manifest.get("study")))
+        by_paper.setdefault(key, []).append(r)
+    for key, group in by_paper.items():
+        p = known.get(key)
+        if p is not None and (top or len(by_paper) > 1):
+            body.append(f'<div class="paper"><h2>{html.escape(p.citation)}</h2>'
+                        f'<p class="sub">{html.escape(p.title)}. {html.escape(p.note)}</p></div>')
+        body += [section(r) for r in group]
+    return body
+
+
 def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
     known = papers()
     first = next((r.manifest for r in runs if r.manifest.get("model")), {})
@@ -322,27 +368,8 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
         "seed": (top or first).get("seed", "–"),
         "software": ", ".join(f"{k} {v}" for k, v in versions.items() if k != "simsubjects"),
     }
-    vrows = []
-    for r in runs:
-        c = r.manifest.get("counts", {}) if r.manifest.get("status") == "complete" else {}  # no stale counts
-        study = r.manifest.get("study", r.entry.get("study"))
-        ref = validity_reference(study) if studyfile_title(r.manifest, r.folder) is None else {}
-        vrows.append({"study": study, "method": r.manifest.get("parameters", {}).get("method", "–"),
-                      "trials": c.get("trials"), "answered": c.get("answered"),
-                      "mean validity (%)": None if c.get("mean_validity") is None else round(100 * c["mean_validity"], 1),
-                      **{f"paper {k} (%)": v for k, v in ref.items()},
-                      "status": "complete" if not r.error else "no analysis"})
-    vt = pd.DataFrame(vrows)
-    repro = []
-    if top:
-        where = "" if " --out /" in command else f" from the folder that holds {path.name}/"
-        repro += [f"# re-run{where}: it resumes from each study's request cache, so finished work is not redone",
-                  command, "", f"cd {shell_join([str(path)])}", "Rscript analysis.R        # R twins on export/*.rds -> r_results/",
-                  "simsubjects report .      # re-render this report"]
-    else:
-        repro += ["# the run's parameters, seed and model revision are in manifest.json", command, "",
-                  *(shell_join(["simsubjects", cmd, str(path), *more]) for cmd, more in
-                    (("analyze", []), ("export", ["--to", "rds,dta"]), ("report", [])))]
+    vt = _validity_table(runs)
+    repro = _reproduce(path, top, command)
     nav = "".join(f'<li><a href="#{html.escape(r.manifest.get("study", ""))}">'
                   f'{html.escape(studyfile_title(r.manifest, r.folder) or study_title(r.manifest.get("study", "")))}'
                   '</a></li>' for r in runs)
@@ -361,16 +388,7 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
         "<h3>How to reproduce</h3>", pre("\n".join(repro)),
         f"<nav><h3>Studies</h3><ul>{nav}</ul></nav>",
     ]
-    by_paper: dict[str, list[Run]] = {}
-    for r in runs:
-        key = r.entry.get("paper") or ("" if studyfile_title(r.manifest, r.folder) else paper_of(r.manifest.get("study")))
-        by_paper.setdefault(key, []).append(r)
-    for key, group in by_paper.items():
-        p = known.get(key)
-        if p is not None and (top or len(by_paper) > 1):
-            body.append(f'<div class="paper"><h2>{html.escape(p.citation)}</h2>'
-                        f'<p class="sub">{html.escape(p.title)}. {html.escape(p.note)}</p></div>')
-        body += [section(r) for r in group]
+    body += _paper_sections(runs, top, known)
     title = html.escape(heading)
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>'

@@ -135,6 +135,15 @@ def _derived_item(bias: str, pert: str, key: str, form: str, n: int, source: str
 
 
 def _read_one(path: Path, bias: str, pert: str, model: str) -> tuple[pd.DataFrame, list[dict]]:
+    """One released response file -> (tidy rows, its derived items); every bad cell is a UserError
+    naming the file and line."""
+    df, d = _checked_frame(path, bias)
+    counts = _checked_counts(path, df, d, bias, pert)
+    return _tally_rows(path, d, counts, bias, pert, model)
+
+
+def _checked_frame(path: Path, bias: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the file as read, its key/form/response/num_options frame), each column checked."""
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False)
     except Exception as e:  # noqa: BLE001 - any parser failure is a bad file for the user
@@ -172,6 +181,11 @@ def _read_one(path: Path, bias: str, pert: str, model: str) -> tuple[pd.DataFram
         i = int(bad.to_numpy().nonzero()[0][0])
         raise UserError(f"{path}:{i + 2}: empty key")
     d = pd.DataFrame({"key": df["key"].str.strip(), "form": forms, "response": resp, "num_options": nopt.astype(int)})
+    return df, d
+
+
+def _checked_counts(path: Path, df: pd.DataFrame, d: pd.DataFrame, bias: str, pert: str) -> dict:
+    """{(key, form): (options, shifted)}, after checking one count per form and every letter against it."""
     # num_options: one value per question form (the original's count in every row, or each form's own)
     rec = d.groupby(["key", "form"], sort=False)["num_options"].agg(["min", "max"])
     if (rec["min"] != rec["max"]).any():
@@ -188,6 +202,11 @@ def _read_one(path: Path, bias: str, pert: str, model: str) -> tuple[pd.DataFram
         i = bad.index(True)
         raise UserError(f"{path}:{i + 2}: response {df['response'].iloc[i]!r} is not one of the {limit[i]} options "
                         f"(A-{LETTERS[limit[i] - 1]}) of key {d['key'].iloc[i]!r}")
+    return counts
+
+
+def _tally_rows(path: Path, d: pd.DataFrame, counts: dict, bias: str, pert: str, model: str):
+    """One tidy row per (key, form, answer letter): the samples' count as weight."""
     rows, items = [], []
     for (key, form), grp in d.groupby(["key", "form"], sort=False):
         n_form, shifted = counts[key, form]

@@ -46,10 +46,10 @@ def datasets():
 @datasets.command("list")
 def datasets_list():
     """List the bundled datasets with size, source and license."""
-    from simsubjects.datasets import DATASETS
+    from simsubjects.collect.studies.registry import declared_datasets
 
     df = _pandas().DataFrame([{"name": d.name, "n": d.n, "license": d.license, "description": d.description}
-                       for d in DATASETS.values()])
+                       for d in declared_datasets().values()])
     click.echo(df.to_string(index=False, max_colwidth=70))
 
 
@@ -57,9 +57,10 @@ def datasets_list():
 @click.argument("name")
 def datasets_show(name):
     """Show one dataset's description, files, source, license and citation."""
+    from simsubjects.collect.studies.registry import declared_datasets
     from simsubjects.datasets import checksum, get
 
-    d = get(name)
+    d = declared_datasets().get(name) or get(name)
     click.echo(f"{d.name}: {d.description}\n  n: {d.n}\n  source: {d.source}\n  license: {d.license}\n"
                f"  citation: {d.citation}\n  files: {', '.join(str(p) for p in d.paths())}\n  checksum: {checksum(d)}")
 

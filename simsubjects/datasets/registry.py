@@ -115,6 +115,12 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
 ]}
 
 
+def as_dataset(entry: "str | Dataset") -> Dataset:
+    """A study's data entry: a `Dataset` declared beside the study (its folder) as it is, or the name of
+    one listed here."""
+    return entry if isinstance(entry, Dataset) else get(entry)
+
+
 def get(name: str) -> Dataset:
     try:
         return DATASETS[name]

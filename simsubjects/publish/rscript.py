@@ -14,10 +14,13 @@ from pathlib import Path
 from simsubjects import __version__
 from simsubjects.collect.untrusted import r_comment, r_string
 from simsubjects.studyfile.origin import file_of
+from simsubjects.publish.rpackage import package_root
+from simsubjects.studyfile.spec import load_study, study_kind
+from simsubjects.studyfile.check_r import options_table
+from simsubjects.collect.studies.registry import studies
 
 
 def r_imports() -> list[str]:
-    from simsubjects.publish.rpackage import package_root
 
     root = package_root()
     if root is None:
@@ -119,7 +122,6 @@ def _study_file_spec(entry: dict, out: Path | None):
     for a session or obedience file (no R twins of their analyses yet) or without the replication folder."""
     if out is None:
         return None
-    from simsubjects.studyfile.spec import load_study, study_kind
 
     run = (Path(out) / entry["folder"]).resolve()
     rel = file_of(entry.get("parameters") or {})
@@ -149,7 +151,6 @@ _R_ANALYSIS_KEYS = ("type", "name", "factor", "levels", "mu", "by", "factors")
 def _r_study_file(spec, folder: str) -> str:
     """analysis.R's block of a study file's run: replicate_study_file() (R/studyfile.R) on its export, with
     the file's options and analyses written as R literals (the twins `analyze --check-r` uses)."""
-    from simsubjects.studyfile.check_r import options_table
 
     opts = options_table(spec)
     cols = ", ".join(f"{c} = {_r_value(list(opts[c]))}" if len(opts) else f"{c} = {empty}"
@@ -167,7 +168,6 @@ def _r_study_file(spec, folder: str) -> str:
 
 
 def r_script(manifest: dict, out: Path | None = None) -> str:
-    from simsubjects.collect.studies.registry import studies
 
     declared = studies()
     source = manifest.get("source") or {}

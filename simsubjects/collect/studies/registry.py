@@ -29,6 +29,7 @@ from pathlib import Path
 from string import Template
 from typing import Callable
 
+from ...datasets.registry import DATASETS, Dataset
 from ...errors import UserError
 
 ENV_PATH = "SIMSUBJECTS_STUDIES"
@@ -83,7 +84,7 @@ class StudyDef:
     help: str
     build: Callable  # (**params) -> (trials, items); its signature names the parameters it accepts
     options: list[Option] = field(default_factory=list)
-    datasets: list[str] = field(default_factory=list)
+    datasets: list = field(default_factory=list)  # data entries: a Dataset, or a bundled dataset's name
     templates: Callable[[], list[str]] = lambda: []
     # None: a k-choice study collected by collect.runner.collect_choices. Otherwise a function
     # (model, cache, trials, params, show_progress) -> (responses, stats, records or None).
@@ -119,6 +120,7 @@ class StudyDef:
     export_tables: str | Callable = ""
 
     def __post_init__(self):
+        _check_datasets(self)
         for name in FUNCTIONS:
             ref = getattr(self, name)
             if isinstance(ref, str) and ref:
@@ -172,6 +174,25 @@ def _defaults_from_build(study: StudyDef) -> set[str]:
         elif p is not None and p.default is not p.empty:
             o.kwargs["default"] = p.default
     return written
+
+
+def _check_datasets(study: StudyDef) -> None:
+    """Every data entry is known when the study is declared, not after its trials were answered: a
+    `Dataset` (declared in the study's folder) or the name of one in datasets/registry.py."""
+    for d in study.datasets:
+        if not isinstance(d, (str, Dataset)):
+            raise UserError(f"study {study.name}: datasets holds {d!r}; give a Dataset or a bundled dataset's name")
+        if isinstance(d, str) and d not in DATASETS:
+            raise UserError(f"study {study.name}: unknown dataset {d!r}; declare it beside the study as "
+                            "Dataset(...) in datasets= (docs/architecture.md), or name one of `simsubjects datasets list`")
+
+
+def declared_datasets() -> dict[str, Dataset]:
+    """The bundled datasets and those a study declares beside itself, by name (`simsubjects datasets`)."""
+    found = dict(DATASETS)
+    for s in studies().values():
+        found.update({d.name: d for d in s.datasets if isinstance(d, Dataset)})
+    return found
 
 
 def check_params(study: StudyDef, params: dict) -> None:

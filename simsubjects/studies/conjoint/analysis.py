@@ -18,12 +18,14 @@ from simsubjects.studies.conjoint.profiles import choice_by_profile, first_posit
 from simsubjects.errors import UserError
 from simsubjects.analyze.methods import conjoint as cj
 from simsubjects.analyze.methods.multiplicity import add_adjusted
+from simsubjects.studies.conjoint.design import immigration_design
+from simsubjects.studies.conjoint.design import load_human
+from simsubjects.analyze.check_r import compare
 
 HUMAN = "HHY 2014 respondents"
 
 
 def _design():
-    from simsubjects.studies.conjoint.design import immigration_design
 
     return immigration_design()
 
@@ -45,7 +47,6 @@ def _formula_order() -> list[str]:
 
 def profile_table(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     """One row per source x respondent x task x profile: the levels and the outcome `chosen`."""
-    from simsubjects.studies.conjoint.design import load_human
 
     feats = features()
     model = responses[responses["source"] == "model"]
@@ -176,7 +177,6 @@ def summary(tables: dict) -> dict[str, pd.DataFrame]:
 
 def check_conjoint(r, responses, items, tables, tol, tol_p) -> list[dict]:
     """--check-r: AMCEs and MMs of every source from the R twins (conjoint_amce, conjoint_mm)."""
-    from simsubjects.analyze.check_r import compare
 
     if items is None:
         raise UserError("--check-r: the run has no items table (profiles)")
@@ -214,7 +214,6 @@ def _check_by(r, prof: pd.DataFrame, tables, tol, tol_p) -> list[dict]:
     """--check-r of the by= tables, each model against the people (group people/model): the run's
     mm_diff_model_minus_people and anova_model_vs_people, and AMCEs/MMs by group and AMCE differences,
     from R's conjoint_mm_diffs, conjoint_wald, conjoint_amce/conjoint_mm(by =) and conjoint_amce_diffs."""
-    from simsubjects.analyze.check_r import compare
 
     ro = r.ro
     fn = {k: r.env.find(k) for k in ("conjoint_amce", "conjoint_mm", "conjoint_amce_diffs", "conjoint_mm_diffs",

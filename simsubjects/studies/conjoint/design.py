@@ -19,6 +19,8 @@ import pandas as pd
 from simsubjects.datasets.registry import load_json
 from simsubjects.errors import UserError
 from simsubjects.studies.conjoint.profiles import Design
+from simsubjects.datasets.registry import data_path
+from simsubjects.collect.runner import collect_choices
 
 NAME = "conjoint_immigration"  # the study's name (its declaration: __init__.py)
 DESIGN_FILE = "conjoint/immigration_design.json"
@@ -32,7 +34,6 @@ def immigration_design() -> Design:
 
 def load_human() -> pd.DataFrame:
     """HHY 2014's 13,960 profiles (cregg's `immigration`), factor level order kept."""
-    from simsubjects.datasets.registry import data_path
 
     return pd.read_parquet(data_path("conjoint/immigration.parquet"))
 
@@ -54,7 +55,6 @@ def build(respondents: int = 50, tasks: int = 5, orders: str = "both", layout: s
 
 def collect(model, cache, trials: pd.DataFrame, params: dict, show_progress: bool):
     """The generic k-choice collection, plus the work it took: task orders per second, forward passes."""
-    from simsubjects.collect.runner import collect_choices
 
     before = dict(getattr(model, "stats", {}) or {})
     t0 = time.perf_counter()

@@ -112,10 +112,10 @@ def analyze_garden_path(responses: pd.DataFrame, items: pd.DataFrame | None = No
 
 def plot_garden_path(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list:
     """Figure 10a/12a (bars by type with SEM) and 10b/12b (GP vs control per sentence)."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     paths = []
     bt = tables["by_type"]

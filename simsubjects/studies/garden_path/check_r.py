@@ -5,10 +5,10 @@ from __future__ import annotations
 
 
 from simsubjects.analyze.check_r import RSession, _tag, compare, compare_fields, compare_worst
+from . import analysis as gp
 
 
 def check_garden_path(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-    from . import analysis as gp
 
     sent = gp.per_sentence(gp.ungrammatical_probs(responses))
     cols = [c for c in ("source", "model", "trial", "response", "weight", "validity", "item", "condition", "set",

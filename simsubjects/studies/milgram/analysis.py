@@ -202,10 +202,10 @@ def analyze_milgram(responses: pd.DataFrame, items: pd.DataFrame | None = None,
 
 def plot_milgram(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir, scen: dict | None = None) -> list:
     """Figure 7/24 (survival by level) and Figure 21/29 (break-off distribution) as PNG."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     scen = _scenario_of(responses, scen)
     unit = "Shock level (x 15 V)" if scen["unit"] == "volts" else "Number of submersions"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 
 from simsubjects.analyze.check_r import RSession, _tag, compare, compare_fields
+from . import analysis as mg
 
 
 def check_milgram(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-    from . import analysis as mg
 
     b = mg.breakoffs(responses)
     sv = tables.get("survival")

@@ -79,6 +79,8 @@ from simsubjects.collect.models.base import ChoiceRequest, ChoiceResult, Complet
 from simsubjects.collect.runner import cache_key, cached_map, complete_many, core_row
 from simsubjects.studies.names import OBJECT, POSSESSIVE, TITLES, surnames
 from simsubjects.collect.studies.registry import Option, fill_template
+import yaml
+from simsubjects.datasets.milgram1963 import load_milgram1963
 
 SCENARIOS = {"milgram": "aher2023/milgram_classic.yaml", "milgram_novel": "aher2023/milgram_novel.yaml"}
 RULES = ("normalized", "scored")
@@ -106,7 +108,6 @@ def declaration(study: str) -> dict:
     if study not in SCENARIOS:
         raise UserError(f"unknown Milgram scenario {study!r}; known: {', '.join(SCENARIOS)}")
     if study not in _DECLARED:
-        import yaml
 
         text = data_path(SCENARIOS[study]).read_text(encoding="utf-8")
         _DECLARED[study] = yaml.safe_load(text)
@@ -479,7 +480,6 @@ def validate(model, trials: pd.DataFrame, params: dict, n: int = 4, scen: dict |
 
 def with_humans(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
     """Append Milgram's (1963) 40 participants (condition "breakoff") beside the model rows."""
-    from simsubjects.datasets.milgram1963 import load_milgram1963
 
     study = responses["study"].iat[0] if len(responses) else "milgram"
     return pd.concat([responses, load_milgram1963(study)], ignore_index=True)

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 
 from simsubjects.analyze.blocks import Block, model_rows
+from simsubjects.datasets.milgram1963 import load_milgram1963, paper_lm5
 
 
 def milgram(run) -> list[Block]:
-    from simsubjects.datasets.milgram1963 import load_milgram1963, paper_lm5
 
     t = run.analysis.tables
     ob = t["obedience"]

@@ -68,6 +68,10 @@ import pandas as pd
 from simsubjects.errors import UserError
 from simsubjects.analyze.methods.regression import SE_TYPES, cluster_vcov, ols_cluster  # noqa: F401 - re-exported
 from simsubjects.datasets.moca_humans import CONTRASTS  # noqa: F401 - MoCa's annotation; re-exported
+from simsubjects.analyze.choice_stats import p_yes
+from simsubjects.analyze.methods.agreement import agreement
+from simsubjects.analyze.methods.multiplicity import add_adjusted
+from simsubjects.studies.moca.ppi import paired_stories, tables as ppi_tables  # mixed subjects; paired comparisons
 
 
 
@@ -95,7 +99,6 @@ def outcomes(responses: pd.DataFrame, items: pd.DataFrame, missing_p: str = "hal
     0.5 (Yes and No equally likely), as the released evaluator does (github.com/cicl-stanford/moca,
     moca/evaluator.py, docs/conventions.md); `"drop"` leaves the trial out.
     """
-    from simsubjects.analyze.choice_stats import p_yes
 
     if missing_p not in MISSING_P:
         raise UserError(f"missing_p: expected one of {', '.join(MISSING_P)}, got {missing_p!r}")
@@ -347,9 +350,9 @@ def plot_radar(amce_table: pd.DataFrame, path) -> None:
 
     A positive AMCE (A - B) is drawn on A's spoke, a negative one on B's spoke, 0 on the other.
     """
-    import matplotlib
+    import matplotlib  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     if amce_table.empty:
         raise UserError("amce_table: empty, nothing to plot")
@@ -385,9 +388,9 @@ def plot_radar(amce_table: pd.DataFrame, path) -> None:
 
 def plot_forest(amce_table: pd.DataFrame, path, method: str | None = None) -> None:
     """Forest plot: per task and factor, each system's AMCE with its interval."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     if amce_table.empty:
         raise UserError("amce_table: empty, nothing to plot")
@@ -469,7 +472,6 @@ def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 100
     human rows are present). A model's AMCE pools all its trials (templates, personas) story by
     story. `missing_p`: a trial without P(Yes) counts as 0.5 ("half", the release) or is dropped.
     """
-    from simsubjects.analyze.methods.agreement import agreement
 
     data = outcomes(responses, items, missing_p)
     if "persona" not in data:
@@ -489,7 +491,6 @@ def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 100
         a = agreement(mp, hp, n_boot=n_boot, seed=seed)
         parts.append(a.assign(task=task))
     agree = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    from simsubjects.analyze.methods.multiplicity import add_adjusted
 
     # Holm/BH across the factors of a task, per system and method (the AMCE family)
     a = add_adjusted(amce(data, se_type=se_type, n_boot=n_boot, seed=seed),
@@ -497,7 +498,6 @@ def analyze_moca(responses: pd.DataFrame, items: pd.DataFrame, n_boot: int = 100
     out = {"table1": table1, "story_p": story, "agreement": agree, "amce": a}
     if (data["source"] == "human").any():
         out["amce_paper"] = amce(data, convention="paper", seed=seed)
-        from simsubjects.studies.moca.ppi import paired_stories, tables as ppi_tables  # mixed subjects; paired comparisons
 
         out.update(ppi_tables(data, seed=seed))
         out["paired"] = paired_stories(story, seed=seed)

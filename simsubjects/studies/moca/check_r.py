@@ -7,10 +7,10 @@ import numpy as np
 
 from simsubjects.errors import UserError
 from simsubjects.analyze.check_r import RSession, _tag, compare_fields
+from .analysis import BY, CONTRASTS, SE_TYPES, amce_ols, outcomes
 
 
 def check_moca(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-    from .analysis import BY, CONTRASTS, SE_TYPES, amce_ols, outcomes
 
     if items is None:
         raise UserError("check_r moca: needs the item table (items.parquet) for the story factors")

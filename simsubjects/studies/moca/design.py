@@ -26,6 +26,7 @@ import pandas as pd
 
 from simsubjects.errors import UserError
 from simsubjects.collect.studies.registry import size
+from simsubjects.datasets.moca_humans import load_moca
 
 STUDY = "moca"
 
@@ -118,7 +119,6 @@ def build_trials(items: pd.DataFrame, personas=None, method: str = "exact",
 
 def study_items(task: str = "causal", personas: str = "none", stories: int = 0, template: str = "yesno",
                 method: str = "exact"):
-    from simsubjects.datasets.moca_humans import load_moca
 
     if stories < 0:
         raise UserError(f"--stories {stories}: must be 0 (all) or a positive number")
@@ -143,7 +143,6 @@ def study_items(task: str = "causal", personas: str = "none", stories: int = 0, 
 
 def _with_human_votes(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
     """The 25 Prolific votes per story, as human rows beside the model's (same stories)."""
-    from simsubjects.datasets.moca_humans import load_moca
 
     human, _ = load_moca(params.get("task", "causal"))
     human = human[human["item"].isin(set(responses["item"]))]

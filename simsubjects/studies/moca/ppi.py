@@ -29,6 +29,8 @@ from scipy import stats
 
 from simsubjects.datasets.moca_humans import CONTRASTS
 from simsubjects.analyze.methods.ppi import ols_fit
+from simsubjects.analyze.methods.paired import paired_comparisons
+from simsubjects.analyze.methods.multiplicity import add_adjusted
 
 SIZES = (20, 50, 100)
 REPS = 100
@@ -128,7 +130,6 @@ def paired_stories(story: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """People and each model (persona) compared story by story within a task: paired t, Wilcoxon and
     bootstrap on P(Yes), McNemar on the Yes/No choice (P(Yes) > 0.5; for people, the majority vote),
     with Holm/BH across the pairs of systems (analyze.paired)."""
-    from simsubjects.analyze.methods.paired import paired_comparisons
 
     s = story.assign(system=np.where(story["source"] == "human", "people",
                                      np.where(story["persona"].astype(str) == "", story["model"].astype(str),
@@ -151,7 +152,6 @@ def paired_stories(story: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
         owner = dict(zip(s["system"], s["owner"]))
         t = t[[owner[a] != owner[b] for a, b in zip(t["system_a"], t["system_b"])]]
         if len(t):
-            from simsubjects.analyze.methods.multiplicity import add_adjusted
 
             t = t.drop(columns=["p.value.holm", "p.value.bh"], errors="ignore")
             t = add_adjusted(t.reset_index(drop=True), by=["task", "test"])

@@ -35,6 +35,7 @@ from simsubjects.analyze.methods import representativeness as rep
 from simsubjects.analyze.methods.tests import one_sample_t
 from simsubjects.analyze.order_effects import broom_fields, order_effects
 from simsubjects.analyze.tidy import n_trials, trial_total
+from simsubjects.analyze.check_r import _tag, compare, compare_fields
 
 OVERALL = "Overall"
 BROOM = {"se": "std.error", "ci_low": "conf.low", "ci_high": "conf.high"}
@@ -271,10 +272,10 @@ def summary(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
 
 def plot_opinion_survey(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list[Path]:
     """The model x group representativeness heatmap (OpinionQA Figures 2-3), people's baseline as the last row."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     r = tables["representativeness"]
     if r.empty:
@@ -312,7 +313,6 @@ def plot_opinion_survey(tables: dict[str, pd.DataFrame], responses: pd.DataFrame
 
 def check_r_opinion_survey(r, responses, items, tables, tol, tol_p) -> list[dict]:
     """Per-question W1/span and Rep of each prompt to each human group, Python vs R's representativeness()."""
-    from simsubjects.analyze.check_r import _tag, compare, compare_fields
 
     model, human = _split(responses)
     md = model_distributions(model, persona_attributes(model, human))

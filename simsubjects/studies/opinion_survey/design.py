@@ -31,6 +31,7 @@ import pandas as pd
 from simsubjects.collect import option_order, personas as P
 from simsubjects.errors import UserError
 from simsubjects.datasets.opinionqa import count_files, read_info, read_opinionqa
+from simsubjects.datasets.registry import data_path
 
 STUDY = "opinion_survey"
 BUNDLED = "opinion_survey/American_Trends_Panel_W99"
@@ -46,7 +47,6 @@ def format_question(question: str, options) -> str:
 
 
 def _bundled(rel: str) -> Path:
-    from simsubjects.datasets.registry import data_path
 
     return data_path(rel)
 

@@ -52,6 +52,7 @@ import pandas as pd
 
 from simsubjects.errors import UserError
 from simsubjects.analyze.methods.tests import one_sample_t, pearson_r, welch_t  # noqa: F401 - pearson_r re-exported
+from simsubjects.analyze.methods.multiplicity import add_adjusted, add_adjusted_wide
 
 BIAS_ORDER = ("acquiescence", "allow_forbid", "response_order", "opinion_float", "odd_even")
 PERTURBATION_ORDER = ("key_typo", "middle_random", "letter_swap")
@@ -301,7 +302,6 @@ def analyze_survey_bias(responses: pd.DataFrame, items: pd.DataFrame | None = No
                         exclude: tuple[str, ...] = ALLOW_FORBID_EXCLUDE, alpha: float = 0.05) -> dict[str, pd.DataFrame]:
     """All survey-bias tables: deltas, bias_tests, perturbation_tests, entropy, entropy_correlation,
     grid (Figure 2) and table4."""
-    from simsubjects.analyze.methods.multiplicity import add_adjusted, add_adjusted_wide
 
     deltas = question_deltas(responses, items, exclude)
     tests = delta_tests(deltas)
@@ -328,11 +328,11 @@ def plot_grid(grid: pd.DataFrame, path) -> Path:
     Significant positive cells dark blue, significant negative light orange (value printed),
     non-significant cells hatched.
     """
-    import matplotlib
+    import matplotlib  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
+    import matplotlib.pyplot as plt  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
+    from matplotlib.patches import Rectangle  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     if grid.empty:
         raise UserError("plot_grid: the grid table is empty")

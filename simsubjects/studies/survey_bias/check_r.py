@@ -10,11 +10,11 @@ import pandas as pd
 
 from simsubjects.errors import UserError
 from simsubjects.analyze.check_r import RSession, _tag, compare, compare_fields
+from simsubjects.analyze.methods import representativeness as rep
+from .analysis import delta_tests, question_deltas
 
 
 def check_survey_bias(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-    from simsubjects.analyze.methods import representativeness as rep
-    from .analysis import delta_tests, question_deltas
 
     tables = tables or {}
     deltas = tables.get("deltas")

@@ -58,6 +58,7 @@ from simsubjects.collect.seeds import seed_from_text
 from simsubjects.datasets.refusals import is_refusal  # noqa: F401 - re-exported (one rule: datasets/)
 from simsubjects.errors import UserError
 from simsubjects.collect.studies.registry import size
+from simsubjects.datasets.registry import data_path
 
 STUDY = "survey_bias"
 BIASES = ("acquiescence", "allow_forbid", "response_order", "opinion_float", "odd_even")
@@ -627,7 +628,6 @@ def write_biasmonkey_questions(items: pd.DataFrame, directory) -> list[Path]:
 
 def load_bundled_items(perturbations: Sequence[str] = PERTURBATIONS, seed: int = 0) -> pd.DataFrame:
     """The package's own question set (datasets/survey_bias) with generated perturbation pairs."""
-    from simsubjects.datasets.registry import data_path
 
     bias = read_biasmonkey_questions(data_path("survey_bias"))
     bias = bias.assign(source="bundled:" + bias["source"])

@@ -9,6 +9,7 @@ import pandas as pd
 
 from simsubjects.datasets.registry import data_path
 from simsubjects.analyze.blocks import Block, Table
+from simsubjects.studies.order_effects import report_block
 
 BIAS_NAMES = {"Acquiescence": "acquiescence", "Response Order": "response_order", "Odd/even": "odd_even",
               "Opinion Float": "opinion_float", "Allow/forbid": "allow_forbid"}
@@ -54,7 +55,6 @@ def survey_bias(run) -> list[Block]:
 
 def _order_effects(run) -> list[Block]:
     """With --order other than fixed (issue 15): the order-effect tables that analyze adds."""
-    from simsubjects.studies.order_effects import report_block
 
     b = report_block(run.analysis.tables, f"{run.rel}/analysis/order_effects.csv",
                      "The options of each question form were reordered (collect --order); Δb above pools the orderings.")

@@ -7,6 +7,7 @@ import pandas as pd
 
 from simsubjects.analyze.methods.tests import kruskal_test, mean_se, welch_test
 from simsubjects.analyze.tidy import prob_of
+from simsubjects.analyze.methods.multiplicity import add_adjusted
 
 PAIRINGS = ["Mr-Mr", "Mr-Ms", "Ms-Mr", "Ms-Ms"]
 
@@ -75,7 +76,6 @@ def offer_correlations(p: pd.DataFrame) -> pd.DataFrame:
 
 
 def analyze_ultimatum(responses: pd.DataFrame, items: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
-    from simsubjects.analyze.methods.multiplicity import add_adjusted
 
     p = accept_probs(responses)
     return {
@@ -89,10 +89,10 @@ def analyze_ultimatum(responses: pd.DataFrame, items: pd.DataFrame | None = None
 
 def plot_ultimatum(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list:
     """Figures 4a, 4b and 5 of the paper as PNG files; returns their paths."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     paths = []
     by_offer = tables["acceptance_by_offer"]

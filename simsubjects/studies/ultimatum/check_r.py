@@ -5,10 +5,10 @@ from __future__ import annotations
 
 
 from simsubjects.analyze.check_r import RSession, _tag, compare, compare_fields, compare_worst
+from .analysis import PAIRINGS, accept_probs, acceptance_by_offer, offer_correlations, pair_means, pairing_tests
 
 
 def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-    from .analysis import PAIRINGS, accept_probs, acceptance_by_offer, offer_correlations, pair_means, pairing_tests
 
     p = accept_probs(responses)
     tables = tables or {}

@@ -83,10 +83,10 @@ def analyze_wisdom(responses: pd.DataFrame, items: pd.DataFrame | None = None) -
 
 def plot_wisdom(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list:
     """Figure 8: median normalized estimate with quartile bars per question, beside the human median."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib imports in ~1.3 s; only a figure needs it
 
     pq = tables["per_question"]
     items = [i for i in questions()["item"] if i in set(pq["item"])]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 
 from simsubjects.analyze.check_r import RSession, _tag, compare
+from .design import questions
+from .analysis import estimates, per_question
 
 
 def check_wisdom(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-    from .design import questions
-    from .analysis import estimates, per_question
 
     pq = tables.get("per_question")
     pq = per_question(responses) if pq is None else pq

@@ -7,10 +7,10 @@ import pandas as pd
 
 from simsubjects.analyze.blocks import Block, fmt, spec
 from simsubjects.studies.aher2023 import validity_vs_table1
+from .design import paper_lm_reference, questions
 
 
 def wisdom(run) -> list[Block]:
-    from .design import paper_lm_reference, questions
 
     t = run.analysis.tables
     v = t["validity"]

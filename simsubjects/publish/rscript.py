@@ -21,7 +21,6 @@ from simsubjects.collect.studies.registry import studies
 
 
 def r_imports() -> list[str]:
-
     root = package_root()
     if root is None:
         return []
@@ -168,7 +167,6 @@ def _r_study_file(spec, folder: str) -> str:
 
 
 def r_script(manifest: dict, out: Path | None = None) -> str:
-
     declared = studies()
     source = manifest.get("source") or {}
     # version and commit sit inside R comments and string literals: only their own characters pass

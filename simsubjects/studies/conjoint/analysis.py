@@ -26,7 +26,6 @@ HUMAN = "HHY 2014 respondents"
 
 
 def _design():
-
     return immigration_design()
 
 

@@ -9,7 +9,6 @@ from . import analysis as gp
 
 
 def check_garden_path(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-
     sent = gp.per_sentence(gp.ungrammatical_probs(responses))
     cols = [c for c in ("source", "model", "trial", "response", "weight", "validity", "item", "condition", "set",
                         "type") if c in responses.columns]

@@ -9,7 +9,6 @@ from . import analysis as mg
 
 
 def check_milgram(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-
     b = mg.breakoffs(responses)
     sv = tables.get("survival")
     sv = mg.survival(b) if sv is None else sv

@@ -11,7 +11,6 @@ from simsubjects.datasets.milgram1963 import load_milgram1963, paper_lm5
 
 
 def milgram(run) -> list[Block]:
-
     t = run.analysis.tables
     ob = t["obedience"]
     scen = "milgram_classic" if run.manifest.get("study") == "milgram" else "milgram_novel"

@@ -11,7 +11,6 @@ from .analysis import BY, CONTRASTS, SE_TYPES, amce_ols, outcomes
 
 
 def check_moca(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-
     if items is None:
         raise UserError("check_r moca: needs the item table (items.parquet) for the story factors")
     data = outcomes(responses, items)

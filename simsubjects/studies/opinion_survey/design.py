@@ -47,7 +47,6 @@ def format_question(question: str, options) -> str:
 
 
 def _bundled(rel: str) -> Path:
-
     return data_path(rel)
 
 

@@ -15,7 +15,6 @@ from .analysis import delta_tests, question_deltas
 
 
 def check_survey_bias(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-
     tables = tables or {}
     deltas = tables.get("deltas")
     deltas = question_deltas(responses, items) if deltas is None else deltas

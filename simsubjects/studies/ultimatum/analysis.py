@@ -76,7 +76,6 @@ def offer_correlations(p: pd.DataFrame) -> pd.DataFrame:
 
 
 def analyze_ultimatum(responses: pd.DataFrame, items: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
-
     p = accept_probs(responses)
     return {
         "validity": validity(p),

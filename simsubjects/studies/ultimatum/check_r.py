@@ -9,7 +9,6 @@ from .analysis import PAIRINGS, accept_probs, acceptance_by_offer, offer_correla
 
 
 def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-
     p = accept_probs(responses)
     tables = tables or {}
     by_offer = tables.get("acceptance_by_offer")

@@ -10,7 +10,6 @@ from .analysis import estimates, per_question
 
 
 def check_wisdom(r: RSession, responses, items, tables, tol, tol_p) -> list[dict]:
-
     pq = tables.get("per_question")
     pq = per_question(responses) if pq is None else pq
     d = estimates(responses)[["model", "item", "estimate"]]

@@ -11,7 +11,6 @@ from .design import paper_lm_reference, questions
 
 
 def wisdom(run) -> list[Block]:
-
     t = run.analysis.tables
     v = t["validity"]
     val = v.loc[v["condition"] == "all", "validity"]

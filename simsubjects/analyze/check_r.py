@@ -89,7 +89,7 @@ def _import_rpy2():
     """
     before = os.environ.get("LD_LIBRARY_PATH")
     try:
-        import rpy2.robjects as ro
+        import rpy2.robjects as ro  # lazy: starts R itself (seconds); only --check-r needs it
     finally:
         if before is None:
             os.environ.pop("LD_LIBRARY_PATH", None)
@@ -108,7 +108,6 @@ class RSession:
             raise UserError("--check-r needs rpy2 and R: pip install 'rpy2==3.5.17' "
                             "(rpy2 3.6 does not work with R 4.2)") from None
         except Exception as e:  # rpy2 raises when it cannot find or start R
-            from .r_versions import fit_advice, installed_r_version, installed_rpy2_version
 
             advice = fit_advice(installed_rpy2_version(), installed_r_version())
             if advice:  # R is there, but this rpy2 cannot start it (e.g. rpy2 3.6 with R 4.2)
@@ -281,7 +280,6 @@ def check_r(study, responses: pd.DataFrame, items: pd.DataFrame | None = None,
     pieces recompute what they need from `responses`/`items` when a table is absent.
     Columns: statistic, python, r, abs_diff, tolerance, ok.
     """
-    from ..collect.studies.registry import StudyDef, studies
 
     declared = studies()
     # a StudyDef: the run's own declaration (a study file's, whose twins are R/studyfile.R); a name: a built-in study
@@ -302,6 +300,8 @@ def check_r(study, responses: pd.DataFrame, items: pd.DataFrame | None = None,
 # Holm/BH columns of any table against R's p.adjust (here, not in methods/multiplicity.py: the method
 # needs nothing of R, and check_r imports every analysis)
 from simsubjects.analyze.methods.multiplicity import METHODS, _wide_families, adjusted_columns  # noqa: E402
+from ..collect.studies.registry import StudyDef, studies
+from .r_versions import fit_advice, installed_r_version, installed_rpy2_version
 
 
 def check_r_rows(r, tables: dict[str, pd.DataFrame], tol: float = 1e-12) -> list[dict]:

@@ -15,6 +15,9 @@ from simsubjects.collect.store import staged_folder
 from simsubjects.analyze.tidy import stack_runs
 from simsubjects.collect.untrusted import check_table_name
 from . import saved
+from ..studyfile.origin import study_def  # which study made the run: a study file or a declared one
+from simsubjects.analyze.order_effects import order_effects
+from ..studyfile.origin import origin
 
 
 @dataclass
@@ -43,7 +46,6 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     if len(studies) > 1:
         raise UserError(f"cannot analyze runs of different studies together: {sorted(studies)}")
     study = studies.pop()
-    from ..studyfile.origin import study_def  # which study made the run: a study file or a declared one
 
     spec = study_def(dirs[0], runs[0][0], code_from)
     if not spec.analyze:
@@ -57,7 +59,6 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
                         "needs; the tables do not come from `simsubjects collect " + study.replace("_", "-") + "`") from None
     if "shown_position" in responses.columns and "order_effects" not in tables:
         # any k-choice study whose trials record the option order shown (simsubjects.collect.option_order)
-        from simsubjects.analyze.order_effects import order_effects
 
         tables["order_effects"], tables["order_effects_average"] = order_effects(responses)
     for name in tables:  # a name from the run's study copy or a function's dict: NAME.csv, never a path
@@ -98,7 +99,6 @@ def _output_folder(dirs, out) -> Path:
 
 
 def _is_study_file(manifest: dict) -> bool:
-    from ..studyfile.origin import origin
 
     return origin(manifest).is_study_file
 
@@ -110,7 +110,6 @@ def saved_analysis(folder: str | Path) -> Analysis | None:
     manifest = load_manifest(folder)  # the tables are read only for a record that is believed
     if _is_study_file(manifest):  # its analyses come from the folder's copy of the file: always computed
         return None
-    from ..studyfile.origin import study_def
 
     spec = study_def(folder, manifest)
     got = saved.read(folder, spec)

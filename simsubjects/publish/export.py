@@ -21,6 +21,8 @@ from simsubjects.collect.untrusted import md_text
 from .export_rds import write_labelled
 from simsubjects.collect.store import staged_folder
 from simsubjects.collect.schema import CORE_COLUMNS, labels as study_labels
+from simsubjects.collect.studies.registry import studies
+from simsubjects.studyfile.origin import origin, study_def
 
 FORMATS = ("csv", "parquet", "rds", "dta", "sav")
 STATA_LABEL = 80  # Stata's variable labels hold 80 characters; the codebook keeps the full text
@@ -202,7 +204,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None
                 strl = [c for c in out.columns if out[c].dtype == object and out[c].str.len().max() > 2045]
                 out.to_stata(tmp, write_index=False, version=118, variable_labels=var_labels, convert_strl=strl)
             else:
-                import pyreadstat
+                import pyreadstat  # lazy: about 0.4 s to import; only .dta/.sav need it
 
                 out = df.rename(columns=names)
                 value_labels = {}
@@ -227,8 +229,6 @@ def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None
 def _declaration(run_dir, manifest: dict):
     """The StudyDef that made the run: a study file's copy in the folder (read as data; its Likert
     scales and factor levels give the export's orders), else the built-in study; None when unknown."""
-    from simsubjects.collect.studies.registry import studies
-    from simsubjects.studyfile.origin import origin, study_def
 
     if run_dir is not None and origin(manifest).is_study_file:
         try:

@@ -26,6 +26,12 @@ from simsubjects.errors import UserError
 from simsubjects.collect.untrusted import inside, shell_join
 from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, render, table  # noqa: F401 - re-exported
 from simsubjects.papers import KIND, paper_of, papers, study_title, validity_reference
+from simsubjects.studyfile.origin import title
+from simsubjects.collect.studies.registry import studies
+from simsubjects.collect.store import load_run
+from simsubjects.studyfile.origin import file_of, without_file
+from simsubjects.collect.studies.registry import get_study
+from simsubjects.publish.analysis import analyze_runs, saved_analysis
 
 
 def studyfile_title(manifest: dict, folder: Path) -> str | None:
@@ -34,7 +40,6 @@ def studyfile_title(manifest: dict, folder: Path) -> str | None:
     A study file may share a built-in study's name; its run still gets the generic section with the
     file's own title, never the built-in study's paper tables.
     """
-    from simsubjects.studyfile.origin import title
 
     return title(manifest, folder)
 
@@ -113,7 +118,6 @@ def _option_tables(run: Run, a) -> dict[str, tuple[str, pd.DataFrame]]:
 
 def _report_section(study: str):
     """The study's declared report section, or None (an unknown study gets the generic section)."""
-    from simsubjects.collect.studies.registry import studies
 
     decl = studies().get(study)
     return decl.report if decl is not None and decl.report else None
@@ -146,7 +150,6 @@ def find_runs(path: Path) -> tuple[dict | None, list[Run]]:
                 runs.append(Run(folder, e.get("folder", e["study"]), man, e))
         return top, runs
     if top is not None and top.get("study"):
-        from simsubjects.collect.store import load_run
 
         load_run(path)  # a single run that is unfinished, damaged or mistyped is an error, not a page
         return None, [Run(path, ".", top)]
@@ -176,7 +179,6 @@ def _read_json(path: Path) -> dict | None:
 def collect_command(man: dict, folder: str) -> str:
     """An equivalent `simsubjects collect` command for a single run folder."""
     study = man.get("study", "?")
-    from simsubjects.studyfile.origin import file_of, without_file
 
     params = without_file(dict(man.get("parameters", {})))
     args = ["simsubjects", "collect", study.replace("_", "-"), "--model", man.get("model", {}).get("spec", "?")]
@@ -184,7 +186,6 @@ def collect_command(man: dict, folder: str) -> str:
         args[2] = f"{folder}/{file_of(man.get('parameters', {}))}"
         args += ["--judge-model", params["judge_model"]] if params.get("judge_model") else []
     try:
-        from simsubjects.collect.studies.registry import get_study
 
         options = get_study(study).options
     except Exception:  # noqa: BLE001 - an unregistered study still gets its parameters listed
@@ -230,7 +231,6 @@ details{margin:6px 0 10px}summary{cursor:pointer;color:#2f5d8a}nav ul{columns:2;
 def _analyze(run: Run, analyses: dict | None) -> None:
     """The run's analysis: replicate's own, else the one the run folder holds when it is current
     (analysis/analysis.json, simsubjects.publish.saved), else computed (and written) here."""
-    from simsubjects.publish.analysis import analyze_runs, saved_analysis
 
     if run.error:
         return

@@ -32,6 +32,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from simsubjects.studies.conjoint.analysis import features
 
 STUDIES_IN_STATA = ("ultimatum", "garden_path", "conjoint_immigration")
 TOL, TOL_P = 1e-8, 1e-6
@@ -225,7 +226,6 @@ def _garden_path_tests(a: Path, folder: str) -> list[str]:
 
 
 def _conjoint(out: Path, folder: str) -> list[str]:
-    from simsubjects.studies.conjoint.analysis import features
 
     a = out / folder / "analysis"
     feats = features()

@@ -104,7 +104,7 @@ def test_representativeness_divides_by_the_whole_option_span():
 
 
 def test_model_distribution_lists_every_option():
-    from simsubjects.collect.studies import survey_bias as sb
+    from simsubjects.studies.survey_bias import design as sb
 
     items = sb.generate_pairs(pd.DataFrame({"key": ["Q"], "question": ["How?"], "options": ["v | s | n | x"],
                                             "middle_label": ["mid"]}))

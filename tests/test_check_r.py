@@ -103,7 +103,7 @@ def test_moca_human_and_model(check_r):
 def survey_bias_data(seed=1):
     """Model rows (exact and sampled) for generated bias and perturbation pairs, released-style
     acquiescence and allow/forbid pairs, and human ATP distributions overall and by sex."""
-    from simsubjects.collect.studies import survey_bias as sb
+    from simsubjects.studies.survey_bias import design as sb
 
     rng = np.random.default_rng(seed)
     questions = pd.DataFrame({

@@ -192,3 +192,17 @@ def test_functions_over_sixty_lines_are_few():
     found = long_functions()
     assert len(found) <= MAX_LONG, "split the longest (behaviour unchanged):\n" + "\n".join(
         f"{n} lines {where}" for n, where in found)
+
+
+def test_replicate_only_orders_its_steps_and_writes_no_r():
+    """cli/replicate.py: plan -> collect -> analyze -> export -> package, one function each; the R script,
+    the README and the Stata file are written by publish/ (rscript.py, readme.py, stata.py)."""
+    path = ROOT / "simsubjects" / "cli" / "replicate.py"
+    text = path.read_text(encoding="utf-8")
+    funcs = {n.name: n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)}
+    assert {"plan", "collect", "analyze", "export", "package"} <= set(funcs)
+    body = funcs["replicate"]
+    assert body.end_lineno - body.lineno + 1 <= 30
+    called = {c.func.id for c in ast.walk(body) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+    assert {"plan", "collect", "analyze", "export", "package"} <= called
+    assert "<-" not in text and "Rscript" not in text and "library(" not in text  # no R text

@@ -7,7 +7,7 @@ import pytest
 
 from simsubjects.analyze.methods.representativeness import (model_distribution, representativeness, wasserstein_by_question,
                                                     wasserstein_normalized)
-from simsubjects.collect.studies import survey_bias as sb
+from simsubjects.studies.survey_bias import design as sb
 from simsubjects.errors import UserError
 
 
@@ -221,7 +221,7 @@ def test_opinion_survey_interval_resamples_people_as_a_multinomial_of_their_n():
     replicate's Rep by the pandas `representativeness`), and the table of a bundled old run carries them."""
     import numpy as np
 
-    from simsubjects.analyze import opinion as op
+    from simsubjects.studies.opinion_survey import analysis as op
     from simsubjects.analyze.methods.representativeness import multinomial_interval
     from simsubjects.collect.store import load_run
 

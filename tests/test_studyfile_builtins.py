@@ -76,7 +76,7 @@ def test_garden_path_study_file_gives_the_commands_trials(tmp_path):
 
 
 def test_garden_path_study_file_gives_the_commands_responses(smollm2, tmp_path, monkeypatch):
-    from simsubjects.collect.studies import garden_path
+    from simsubjects.studies.garden_path import design as garden_path
 
     # the first 2 sentences only (keeps the test short): names are drawn sentence after sentence, so the
     # first sentences get the same names in the command and in the file (the trials test compares 5 per sentence)
@@ -109,7 +109,7 @@ def test_survey_bias_study_file_gives_the_commands_trials():
 
 
 def test_survey_bias_study_file_gives_the_commands_responses(smollm2, tmp_path, monkeypatch):
-    from simsubjects.collect.studies import survey_bias
+    from simsubjects.studies.survey_bias import design as survey_bias
 
     # two response-order questions (original and reversed forms) and their letter-swap forms: short, and
     # both the mapped-back labels and the seeded perturbations are compared

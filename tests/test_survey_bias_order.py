@@ -9,7 +9,8 @@ import pytest
 
 from simsubjects.analyze.order_effects import order_effects
 from simsubjects.studies.survey_bias.analysis import analyze_survey_bias
-from simsubjects.studies.survey_bias.design import SURVEY_BIAS, build_trials, format_prompt
+from simsubjects.studies.survey_bias import SURVEY_BIAS
+from simsubjects.studies.survey_bias.design import build_trials, format_prompt
 from simsubjects.errors import UserError
 
 SMALL = dict(bias="response_order,opinion_float", perturbation="none")

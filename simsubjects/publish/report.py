@@ -31,7 +31,7 @@ from simsubjects.collect.studies.registry import studies
 from simsubjects.collect.store import load_run
 from simsubjects.studyfile.origin import file_of, without_file
 from simsubjects.collect.studies.registry import get_study
-from simsubjects.publish.analysis import analyze_runs, saved_analysis
+from simsubjects.publish import analysis as analysis_step  # its functions looked up when called (tests replace them)
 
 
 def studyfile_title(manifest: dict, folder: Path) -> str | None:
@@ -239,7 +239,7 @@ def _analyze(run: Run, analyses: dict | None) -> None:
         run.analysis = analyses[key]
         return
     try:
-        run.analysis = saved_analysis(run.folder) or analyze_runs([run.folder])
+        run.analysis = analysis_step.saved_analysis(run.folder) or analysis_step.analyze_runs([run.folder])
     except Exception as e:  # noqa: BLE001 - the report still shows the other studies
         if run.rel == ".":  # a report of one run has no other studies: its failure is the command's
             raise

@@ -270,7 +270,7 @@ def test_any_study_that_records_its_order_gets_an_order_effect_table(tmp_path, m
     resp = option_order.add_shown_position(_fake_responses(shown, primacy=1.0).assign(study="toy"))
     store = RunStore.open(tmp_path / "run", {"study": "toy"})
     store.finish(check_responses(resp), pd.DataFrame({"item": ["i1", "i2"]}), {"study": "toy", "status": "complete"})
-    toy = StudyDef(name="toy", help="", build=None, analyze="tests.test_opinion_survey:toy_analysis")
+    toy = StudyDef(name="toy", help="", build=None, analyze=toy_analysis)
     monkeypatch.setattr("simsubjects.collect.studies.registry.get_study", lambda name: toy)  # studyfile.origin asks it
     a = analyze_run.analyze_runs([tmp_path / "run"], plots=False)
     assert set(a.tables) == {"rows", "order_effects", "order_effects_average"}

@@ -240,6 +240,7 @@ def _hsb_finding(key: str) -> tuple[dict, dict, str]:
 STAT = [("chi2", re.compile(r"chi2\((\d+),\s*N\s*=\s*(\d+)\)\s*=\s*([\d.]+)")),
         ("t", re.compile(r"\bt\((\d+)\)\s*=\s*(-?[\d.]+)")),
         ("r", re.compile(r"\br\((\d+)\)\s*=\s*(-?[\d.]+)")),
+        ("r_n", re.compile(r"\br\s*=\s*(-?[\d.]+),\s*n\s*=\s*(\d+)")),
         ("F", re.compile(r"\bF\(1,\s*(\d+)\)\s*=\s*([\d.]+)"))]
 
 
@@ -253,6 +254,8 @@ def _hsb_stat(text: str) -> tuple[str | None, float | None, float | None, int | 
             continue
         if name == "chi2":
             return name, float(m.group(3)), float(m.group(1)), int(m.group(2)), p
+        if name == "r_n":  # "r=0.42, n=103"
+            return "r", float(m.group(1)), float(m.group(2)) - 2, int(m.group(2)), p
         df = float(m.group(1))
         return name, float(m.group(2)), df, int(df) + 2, p  # t(df), F(1, df): N = df + 2 (two groups); r(df): N = df + 2
     return None, None, None, None, p
@@ -267,6 +270,21 @@ def _cell(finding: dict, path: str, file: str) -> tuple[float, int | None]:
     return _num(data[group][field]) / 100.0, _int(data[group].get("n"))
 
 
+def _hsb_group_f(finding: dict, path: str, file: str, source: str, p) -> Effect:
+    """One group's F(1, n1 + n2 - 2) of two groups whose Ns the same entry gives (its first two `n_*`
+    fields, e.g. n_choice_1/n_choice_2): d = sqrt(F) * sqrt(1/n1 + 1/n2), the two-group t's d
+    (Rosenthal 1994), in the direction the original found."""
+    group, _, field = path.rpartition("/")
+    data = ((finding.get("original_data_points") or {}).get("data") or {}).get(group) or {}
+    ns = [_int(v) for k, v in data.items() if k.startswith("n_")][:2]
+    f = _num(data.get(field))
+    if f is None or len(ns) != 2 or None in ns:
+        raise ReaderError(f"{file}: original_data_points has no F {path!r} with two group Ns (n_...)")
+    n1, n2 = ns
+    return Effect(scale="d", value=math.sqrt(f) * math.sqrt(1 / n1 + 1 / n2), ci_low=None, ci_high=None, n=n1 + n2,
+                  test="F", statistic=f, df=float(n1 + n2 - 2), p=p, n_groups=(n1, n2), source=f"{source}:{path}")
+
+
 def humanstudy_bench_original(key: str, cells: list[str] | None = None) -> Effect:
     """The published result of a HumanStudy-Bench test. With `cells` (two "<group>/<field>" percentages):
     the difference of the two proportions (scale diff_prop) and its Wald 95% interval from statsmodels,
@@ -275,6 +293,8 @@ def humanstudy_bench_original(key: str, cells: list[str] | None = None) -> Effec
     finding, test, file = _hsb_finding(key)
     name, stat, df, n, p = _hsb_stat(str(test.get("reported_statistics", "")))
     source = f"{file}:{key}"
+    if cells and len(cells) == 1:
+        return _hsb_group_f(finding, cells[0], file, source, p)
     if cells:
         from statsmodels.stats.proportion import confint_proportions_2indep
 

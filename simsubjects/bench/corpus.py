@@ -22,7 +22,7 @@ from ..studyfile.load import Source, StudyFileError, did_you_mean, read_source
 __all__ = ["Effect", "Finding", "corpora", "load_corpus", "check_finding"]
 
 FINDING = {"id", "title", "corpus", "citation", "year", "domain", "hypothesis", "estimator", "test", "original",
-           "replication", "reason"}
+           "replication", "reason", "source"}  # reason, source: not_runnable.yaml only
 KINDS = {"between": {"outcome", "factor", "levels", "measure", "direction"},
          "within": {"outcomes", "measure", "direction"},
          "one_sample": {"outcome", "measure", "null", "direction"},
@@ -51,7 +51,7 @@ class Finding:
     hypothesis: dict  # the parsed `hypothesis` mapping, validated
     estimator: str
     test: str
-    original: Effect
+    original: Effect | None  # None only for a non-runnable finding whose source gives no effect size
     replication: Effect | None
 
 
@@ -143,9 +143,14 @@ def _finding(src: Source, d, path: tuple, corpus: str | None, study_path: Path |
     hyp = _hypothesis(src, d.get("hypothesis"), (*path, "hypothesis")) if runnable or "hypothesis" in d else {}
     est = _choice(src, d, "estimator", path, ESTIMATORS, runnable)
     test = _choice(src, d, "test", path, TESTS, runnable)
-    if "original" not in d:
-        raise src.error((*path, "original"), "required: {from: CORPUS, key: KEY} or the numbers inline with a source")
-    original = _effect(src, d["original"], (*path, "original"), "original")
+    if runnable and "source" in d:
+        raise src.error((*path, "source"), "a finding file cites its numbers in original/replication, not `source`")
+    if "original" not in d and not (not runnable and isinstance(d.get("source"), str)):
+        raise src.error((*path, "original"), "required: {from: CORPUS, key: KEY} or the numbers inline with a source"
+                        + ("" if runnable else " (or, for a result without an effect size, `source`: file and row)"))
+    original = _effect(src, d["original"], (*path, "original"), "original") if "original" in d else None
+    if original is None:
+        reason = f"{reason} (source: {d['source']})"
     replication = _effect(src, d["replication"], (*path, "replication"), "replication") if d.get("replication") else None
     return Finding(id=fid, title=_text(src, d, "title", path), corpus=name, citation=_text(src, d, "citation", path),
                    year=year, domain=_text(src, d, "domain", path), runnable=runnable, reason=reason,

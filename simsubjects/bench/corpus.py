@@ -88,28 +88,30 @@ def load_corpus(name_or_dir: str | Path) -> list[Finding]:
 
 def _load_dir(folder: Path, corpus: str | None) -> list[Finding]:
     files_ = sorted(p for p in folder.rglob("*.y*ml") if p.suffix in (".yaml", ".yml") and p.name != INDEX)
-    out = [_runnable(read_source(p), corpus) for p in files_]
+    out = [_runnable(read_source(p), corpus, folder.name) for p in files_]
     index = folder / INDEX
     if index.exists():
-        out += _index(read_source(index), corpus)
+        out += _index(read_source(index), corpus, folder.name)
     if not out:
         raise UserError(f"{folder}: holds no finding files (study files with a `finding:` section)")
     return out
 
 
-def _runnable(src: Source, corpus: str | None) -> Finding:
+def _runnable(src: Source, corpus: str | None, folder: str) -> Finding:
     data = src.data if isinstance(src.data, dict) else {}
     if "finding" not in data:
         raise src.error(("finding",), "a bench finding file needs a `finding:` section (docs/bench.md)")
-    return _finding(src, data["finding"], ("finding",), corpus, study_path=src.file)
+    defaults = {"corpus": folder, "citation": data.get("citation"), "domain": "unspecified"}
+    return _finding(src, data["finding"], ("finding",), corpus, study_path=src.file, defaults=defaults)
 
 
-def _index(src: Source, corpus: str | None) -> list[Finding]:
+def _index(src: Source, corpus: str | None, folder: str) -> list[Finding]:
     """`not_runnable.yaml`: {findings: [{id, title, ..., reason, original, replication}, ...]}."""
     data = src.data if isinstance(src.data, dict) else None
     if data is None or not isinstance(data.get("findings"), list):
         raise src.error(("findings",), "a list of the corpus' findings that cannot run, each with its reason")
-    return [_finding(src, f, ("findings", i), corpus, study_path=None) for i, f in enumerate(data["findings"])]
+    return [_finding(src, f, ("findings", i), corpus, study_path=None, defaults={"corpus": folder})
+            for i, f in enumerate(data["findings"])]
 
 
 def _text(src: Source, d: dict, key: str, path: tuple, required: bool = True) -> str:
@@ -121,9 +123,13 @@ def _text(src: Source, d: dict, key: str, path: tuple, required: bool = True) ->
     return v.strip()
 
 
-def _finding(src: Source, d, path: tuple, corpus: str | None, study_path: Path | None) -> Finding:
+def _finding(src: Source, d, path: tuple, corpus: str | None, study_path: Path | None, defaults: dict) -> Finding:
+    """One finding. A user's file may leave out `corpus` (its folder's name), `citation` (the study's) and
+    `domain`; a bundled corpus' files give all three (its test checks)."""
     if not isinstance(d, dict):
         raise src.error(path, "a mapping (id, title, corpus, citation, year, domain, hypothesis, ...)")
+    if corpus is None:
+        d = {**{k: v for k, v in defaults.items() if v is not None}, **d}
     for k in d:
         if k not in FINDING:
             raise src.error((*path, k), f"unknown key{did_you_mean(k, FINDING)}")
@@ -152,7 +158,7 @@ def _finding(src: Source, d, path: tuple, corpus: str | None, study_path: Path |
     if original is None:
         reason = f"{reason} (source: {d['source']})"
     replication = _effect(src, d["replication"], (*path, "replication"), "replication") if d.get("replication") else None
-    return Finding(id=fid, title=_text(src, d, "title", path), corpus=name, citation=_text(src, d, "citation", path),
+    return Finding(id=fid, title=_text(src, d, "title", path), corpus=name, citation=_text(src, d, "citation", path, required=corpus is not None),
                    year=year, domain=_text(src, d, "domain", path), runnable=runnable, reason=reason,
                    study_path=study_path, hypothesis=hyp, estimator=est, test=test, original=original,
                    replication=replication)

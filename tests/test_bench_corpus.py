@@ -265,3 +265,16 @@ def test_duplicate_ids_are_refused(tmp_path):
         (tmp_path / name / "study.yaml").write_text(FINDING.format(kind="between"), encoding="utf-8")
     with pytest.raises(UserError, match="lab.framing"):
         load_corpus(tmp_path)
+
+
+def test_the_docs_walkthrough_finding_loads(tmp_path):
+    """The finding file of docs/bench.md's walkthrough, copied from the page, is a corpus of one."""
+    import re
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "bench.md").read_text(encoding="utf-8")
+    text = re.search(r"```yaml\n# my_lab/framing/study.yaml\n(.*?)```", page, re.S).group(1)
+    (tmp_path / "framing").mkdir()
+    (tmp_path / "framing" / "study.yaml").write_text(text, encoding="utf-8")
+    (f,) = load_corpus(tmp_path)
+    assert f.id == "lab.framing" and f.original.source and f.original.n_groups == (60, 60)
+    check_finding(f)

@@ -278,3 +278,19 @@ def test_the_docs_walkthrough_finding_loads(tmp_path):
     (f,) = load_corpus(tmp_path)
     assert f.id == "lab.framing" and f.original.source and f.original.n_groups == (60, 60)
     check_finding(f)
+
+
+@pytest.mark.parametrize("original,key", [
+    ('{from: manylabs2}', "finding.original.key"),
+    ('{from: manylabs3, key: "X.1"}', "finding.original.from"),
+    ('{from: humanstudy_bench, key: "study_005:Experiment 1:Finding 1:0", cells: [1, 2]}', "finding.original.cells"),
+    ('{effect: 0.9, ci: [1.4, 0.4], source: "x"}', "finding.original.ci"),
+    ('{effect: 0.9}', "finding.original.source"),
+])
+def test_bad_effects_name_their_key(tmp_path, original, key):
+    text = FINDING.format(kind="between")
+    text = text[:text.index("  original:")] + f"  original: {original}\n"
+    (tmp_path / "study.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(UserError) as e:
+        load_corpus(tmp_path)
+    assert key in str(e.value) and "\n" not in str(e.value)

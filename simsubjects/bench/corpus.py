@@ -209,6 +209,11 @@ def _effect(src: Source, e, path: tuple, which: str) -> Effect:
                 raise src.error((*path, k), f"unknown key{did_you_mean(k, FROM)} (the numbers are read, not typed)")
         if e["from"] not in RAW_CORPORA:
             raise src.error((*path, "from"), f"{e['from']!r}: one of {', '.join(RAW_CORPORA)}")
+        if not isinstance(e.get("key"), (str, int)) or isinstance(e.get("key"), bool):
+            raise src.error((*path, "key"), "required: the row's key, e.g. Tversky.1 (manylabs2) or study3a (manylabs1)")
+        cells = e.get("cells")
+        if cells is not None and (not isinstance(cells, list) or not all(isinstance(c, str) for c in cells)):
+            raise src.error((*path, "cells"), "a list of \"<group>/<field>\" texts")
         try:
             return read_effect(e["from"], which, str(e.get("key")), e.get("cells"))
         except ReaderError as err:

@@ -436,3 +436,63 @@ for it in judg:
         hyp=between("estimate", "anchor", ["high", "low"], {"mean": True}), est_="cohens_d", test="correlation",
         key="study_002:Experiment 1:F1:1")
 print("written")
+
+# ------------------------------------------------------------------ the seeds (the built-in studies' findings)
+# Wording from the package's own bundled files (simsubjects/datasets/), the human counts read by the
+# `seeds` reader (datasets/replications/seeds.py). Milgram and MoCa only: the other seeds' human results
+# are not bundled (seeds/not_runnable.yaml says why).
+PKG = Path(__file__).resolve().parents[1] / "simsubjects" / "datasets"
+SEEDL = "see the bundled dataset's SOURCE.md"
+
+def moca_pair(task, i, j):
+    stories = [json.loads(s) if isinstance(s, str) else s for s in json.loads((PKG / "moca" / f"{task}_dataset_v1.json").read_text())]
+    return [stories[k]["story"] + "\n" + stories[k]["question"] for k in (i, j)]
+
+MOCA = "Nie et al. (2023), MoCa (human votes)"
+for task, (i, j), fid, lv, title, cite, year, domain in [
+        ("causal", (2, 3), "seeds.moca_causal", ["abnormal", "normal"],
+         "Event normality (MoCa, pen vignette): the norm-violating professor is judged a cause more than the assistant",
+         "Knobe & Fraser (2008), pen vignette; human votes from Nie et al. (2023), MoCa", 2008, "causal"),
+        ("moral", (18, 19), "seeds.moca_moral", ["personal", "impersonal"],
+         "Personal force (MoCa, crying-baby dilemma): smothering by hand vs by a noisy boiler",
+         "Christensen et al. (2014), personal-force dilemma; human votes from Nie et al. (2023), MoCa", 2014, "moral")]:
+    a, b = moca_pair(task, i, j)
+    write("seeds", fid, study=fid.replace(".", "-").replace("_", "-"), title=title, citation=cite,
+          license="CC BY 4.0 (MoCa; datasets/moca/SOURCE.md)",
+          wording=f"simsubjects/datasets/moca/{task}_dataset_v1.json, stories {i} and {j} (the first pair with the same story text that differs in one annotated factor)",
+          factor="factor", levels=lv, items=item_by("judgment", "factor", {lv[0]: a, lv[1]: b}, YESNO),
+          finding=fnd(fid, title, "seeds", cite, year, domain,
+                      between("judgment", "factor", lv, {"option": "yes"}), "log_odds_ratio", "fisher",
+                      {"from": "seeds", "key": f"moca:{task}:{i}:{j}"}))
+
+# Milgram (1963) as one prompt: the classic scenario's introduction and stage texts (Aher et al. 2023,
+# Figures 17, 18, 20; datasets/aher2023/milgram_classic.yaml), then whether the subject goes on to 450 V.
+MC = yaml.safe_load((PKG / "aher2023" / "milgram_classic.yaml").read_text())["obedience"]
+def tmpl(t):
+    return re.sub(r"\$(subject|poss_obj|poss)\b", lambda m: "${" + {"subject": "name"}.get(m.group(1), m.group(1)) + "}", t)
+stage = {s["level"]: s["text"] for s in MC["stages"]}
+MILGRAM_Q = "\n\n".join([tmpl(MC["introduction"]), tmpl(stage[21]), tmpl(MC["prods"][3]), tmpl(stage[23]),
+                         "Question: Does ${name} go on, one level higher after each wrong or missing answer, "
+                         "up to the last switch, 450 volts?"])
+names = json.loads((PKG / "aher2023" / "names.json").read_text())["groups"]
+fid = "seeds.milgram"
+title = "Milgram obedience: 26 of 40 subjects administered the 450-volt shock, tested against one half"
+cite = "Milgram (1963), Experiment 1; scenario text from Aher, Arriaga & Kalai (2023), §6"
+d = {"study": "seeds-milgram", "title": title, "citation": cite,
+     "license": "transcribed from Aher et al. (2023) for research use, with attribution (datasets/aher2023/SOURCE.md)",
+     "design": {"subjects": {"table": "subjects.csv", "id": "name"}, "seed": 1},
+     "items": [{"id": "obey", "text": MILGRAM_Q, "response": YESNO}],
+     "option_order": {"mode": "averaged"}, "prompt": CHOICE_PROMPT,
+     "finding": fnd(fid, title, "seeds", cite, 1963, "social",
+                    {"kind": "one_sample", "outcome": "obey", "measure": {"option": "yes"}, "null": 0.5, "direction": "positive"},
+                    "cohens_h", "binomial", {"from": "seeds", "key": "milgram1963:completed:0.5"})}
+folder = OUT / "seeds" / "milgram"
+folder.mkdir(parents=True, exist_ok=True)
+(folder / "study.yaml").write_text(
+    "# A finding of `simsubjects bench` (docs/bench.md). Wording: simsubjects/datasets/aher2023/milgram_classic.yaml\n"
+    "# (introduction, stages 21 and 23, prod 4), asked once: does the subject go on to 450 volts? Milgram's\n"
+    "# subjects were men: one Mr. per surname group of Aher et al.'s names (the first surname of each).\n"
+    "# The numbers of `original` are read from simsubjects/datasets/ by the seeds reader.\n"
+    "#   simsubjects study check THIS.yaml\n" + yaml.safe_dump(d, sort_keys=False, width=110, allow_unicode=True))
+(folder / "subjects.csv").write_text("name,poss,poss_obj\n" + "".join(f"Mr. {v[0]},his,him\n" for v in names.values()))
+print("seeds written")

@@ -13,6 +13,9 @@ finding/test path), never the numbers. The files are the projects' own (SOURCE.m
   `MLforR_sheets/<sheet>.csv` "Overall" row.
 - HumanStudy-Bench (Liu et al. 2026): the original publication's result from the study's
   `ground_truth.json` (no replication exists).
+- The seeds (the built-in studies' findings): the human counts of the package's own bundled files
+  (`datasets/aher2023/milgram1963_breakoff.json`, `datasets/moca/`), an effect and interval computed
+  from them by the formulas of `seeds.py` (no replication exists).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import pandas as pd
 from ...errors import UserError
 
 ROOT = Path(__file__).resolve().parent
-CORPORA = ("manylabs1", "manylabs2", "humanstudy_bench")
+CORPORA = ("manylabs1", "manylabs2", "humanstudy_bench", "seeds")
 
 
 @dataclass(frozen=True)
@@ -318,11 +321,24 @@ def humanstudy_bench_original(key: str, cells: list[str] | None = None) -> Effec
                       f"({test.get('reported_statistics')!r}); name two percentages with `cells`")
 
 
+# ------------------------------------------------------------------------------------------------ seeds
+
+def seeds_original(key: str) -> Effect:
+    """The human result of a seed finding (keys and formulas: seeds.py)."""
+    from .seeds import SeedKeyError
+    from .seeds import seeds_original as read
+
+    try:
+        return Effect(**read(key))
+    except SeedKeyError as err:
+        raise ReaderError(str(err)) from None
+
+
 # ------------------------------------------------------------------------------------------------ door
 
 READERS = {("manylabs2", "original"): manylabs2_original, ("manylabs2", "replication"): manylabs2_replication,
            ("manylabs1", "original"): manylabs1_original, ("manylabs1", "replication"): manylabs1_replication,
-           ("humanstudy_bench", "original"): humanstudy_bench_original}
+           ("humanstudy_bench", "original"): humanstudy_bench_original, ("seeds", "original"): seeds_original}
 
 
 def read_effect(corpus: str, which: str, key: str, cells: list[str] | None = None) -> Effect:

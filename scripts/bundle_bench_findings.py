@@ -449,20 +449,20 @@ def moca_pair(task, i, j):
     return [stories[k]["story"] + "\n" + stories[k]["question"] for k in (i, j)]
 
 MOCA = "Nie et al. (2023), MoCa (human votes)"
-for task, (i, j), fid, lv, title, cite, year, domain in [
-        ("causal", (2, 3), "seeds.moca_causal", ["abnormal", "normal"],
+for task, (i, j), fid, fac, lv, title, cite, year, domain in [
+        ("causal", (2, 3), "seeds.moca_causal", "event_normality", ["abnormal", "normal"],
          "Event normality (MoCa, pen vignette): the norm-violating professor is judged a cause more than the assistant",
          "Knobe & Fraser (2008), pen vignette; human votes from Nie et al. (2023), MoCa", 2008, "causal"),
-        ("moral", (18, 19), "seeds.moca_moral", ["personal", "impersonal"],
+        ("moral", (18, 19), "seeds.moca_moral", "personal_force", ["personal", "impersonal"],
          "Personal force (MoCa, crying-baby dilemma): smothering by hand vs by a noisy boiler",
          "Christensen et al. (2014), personal-force dilemma; human votes from Nie et al. (2023), MoCa", 2014, "moral")]:
     a, b = moca_pair(task, i, j)
     write("seeds", fid, study=fid.replace(".", "-").replace("_", "-"), title=title, citation=cite,
           license="CC BY 4.0 (MoCa; datasets/moca/SOURCE.md)",
           wording=f"simsubjects/datasets/moca/{task}_dataset_v1.json, stories {i} and {j} (the first pair with the same story text that differs in one annotated factor)",
-          factor="factor", levels=lv, items=item_by("judgment", "factor", {lv[0]: a, lv[1]: b}, YESNO),
+          factor=fac, levels=lv, items=item_by("judgment", fac, {lv[0]: a, lv[1]: b}, YESNO),
           finding=fnd(fid, title, "seeds", cite, year, domain,
-                      between("judgment", "factor", lv, {"option": "yes"}), "log_odds_ratio", "fisher",
+                      between("judgment", fac, list(lv), {"option": "yes"}), "log_odds_ratio", "fisher",
                       {"from": "seeds", "key": f"moca:{task}:{i}:{j}"}))
 
 # Milgram (1963) as one prompt: the classic scenario's introduction and stage texts (Aher et al. 2023,

@@ -129,8 +129,57 @@ def hsb_original(key, cells):
     raise AssertionError(f"no reading for {key}: {text}")
 
 
+DATASETS = RAW.parent  # the package's own bundled files (the seeds' human counts)
+Z = 1.959963984540054  # the standard normal's 97.5% quantile: 95% intervals
+
+
+def binom_two_sided(x, n, p0):
+    """The exact two-sided binomial p: the outcomes no more likely than x (relative tolerance 1e-7, as
+    R's binom.test), summed by hand."""
+    pmf = [math.comb(n, k) * p0 ** k * (1 - p0) ** (n - k) for k in range(n + 1)]
+    return min(1.0, sum(q for q in pmf if q <= pmf[x] * (1 + 1e-7)))
+
+
+def fisher_two_sided(a, n1, b, n2):
+    """Fisher's exact two-sided p of [[a, n1 - a], [b, n2 - b]]: the hypergeometric tables (margins fixed) no
+    more likely than the observed one, summed by hand."""
+    m, n = a + b, n1 + n2
+    prob = {k: math.comb(n1, k) * math.comb(n2, m - k) / math.comb(n, m) for k in range(max(0, m - n2), min(m, n1) + 1)}
+    return min(1.0, sum(q for q in prob.values() if q <= prob[a] * (1 + 1e-7)))
+
+
+def seeds_original(key):
+    """Milgram: the break-off json read by the json module, n checked against the counts, h, the Wilson interval
+    and the binomial p by hand. MoCa: the story file decoded here (not moca_humans), the log odds ratio and
+    Woolf's interval by hand (0.5 added to every cell when one is 0), Fisher's p by hand."""
+    head, *rest = key.split(":")
+    if head == "milgram1963":
+        t = json.loads((DATASETS / "aher2023/milgram1963_breakoff.json").read_text(encoding="utf-8"))
+        x, n, p0 = t["completed"], t["n"], float(rest[1])
+        assert n == x + sum(b["count"] for b in t["breakoff"])  # the 40 subjects, every one counted once
+        h = lambda p: 2 * math.asin(math.sqrt(p)) - 2 * math.asin(math.sqrt(p0))  # noqa: E731
+        p = x / n
+        mid, half = p + Z * Z / (2 * n), Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
+        lo, hi = (mid - half) / (1 + Z * Z / n), (mid + half) / (1 + Z * Z / n)
+        return dict(value=h(p), ci_low=h(lo), ci_high=h(hi), n=n, statistic=x, df=None, n_groups=None,
+                    p=binom_two_sided(x, n, p0))
+    task, i, j = rest[0], int(rest[1]), int(rest[2])
+    raw = json.loads((DATASETS / f"moca/{task}_dataset_v1.json").read_text(encoding="utf-8"))
+    (a, n1), (b, n2) = ((sum(v is True for v in s["individual_votes"]), len(s["individual_votes"]))
+                        for s in (json.loads(raw[i]), json.loads(raw[j])))
+    cells = [a, n1 - a, b, n2 - b]
+    if 0 in cells:
+        cells = [c + 0.5 for c in cells]
+    lor = math.log(cells[0] * cells[3] / (cells[1] * cells[2]))
+    half = Z * math.sqrt(sum(1 / c for c in cells))
+    return dict(value=lor, ci_low=lor - half, ci_high=lor + half, n=n1 + n2, statistic=None, df=None,
+                n_groups=(n1, n2), p=fisher_two_sided(a, n1, b, n2))
+
+
 def reference(f: Finding, which: str, spec: dict):
     key, cells = str(spec["key"]), spec.get("cells")
+    if spec["from"] == "seeds":
+        return seeds_original(key)
     if spec["from"] == "manylabs2":
         return ml2_original(key) if which == "original" else ml2_replication(key)
     if spec["from"] == "manylabs1":
@@ -160,7 +209,7 @@ SPECS = specs()
 def test_every_bundled_effect_is_read_from_a_file():
     assert len(SPECS) >= 100  # 40 runnable findings' originals, 19 replications, and the non-runnable ones'
     for f in ALL:
-        if f.corpus != "seeds" and f.original is not None:
+        if f.original is not None:
             assert any(s[0] is f and s[1] == "original" for s in SPECS), f.id  # no bundled number typed
 
 
@@ -173,8 +222,12 @@ def test_effect_equals_an_independent_reading(f, which, spec):
         if field == "n_groups":
             assert (have is None and value is None) or tuple(map(float, have)) == tuple(map(float, value)), (f.id, field)
         else:
-            assert same(have, value, 1e-9 if field in ("ci_low", "ci_high") else 1e-12), (f.id, which, field, have, value)
-    assert got.source.split(":", 1)[0] in {str(p.relative_to(RAW)) for p in RAW.rglob("*") if p.is_file()}
+            tol = 1e-9 if field in ("ci_low", "ci_high") else 1e-12
+            assert same(have, value, tol), (f.id, which, field, have, value)
+    if spec["from"] == "seeds":  # the package's own dataset files, named from the package root
+        assert (DATASETS.parent / got.source.split(":", 1)[0]).is_file(), got.source
+    else:
+        assert got.source.split(":", 1)[0] in {str(p.relative_to(RAW)) for p in RAW.rglob("*") if p.is_file()}
 
 
 # --------------------------------------------------------------------------------- the corpora
@@ -184,6 +237,7 @@ def test_corpora_and_counts():
     by = {c: sum(f.runnable for f in ALL if f.corpus == c) for c in corpora()}
     assert sum(by[c] for c in ("manylabs1", "manylabs2", "humanstudy_bench")) >= 40, by
     assert all(by[c] >= 8 for c in ("manylabs1", "manylabs2", "humanstudy_bench")), by
+    assert by["seeds"] >= 3, by  # Milgram and MoCa causal/moral; the rest lack bundled human counts
     ids = [f.id for f in ALL]
     assert len(ids) == len(set(ids))
     for f in ALL:  # every finding says where its numbers (or, lacking an effect size, its result) come from

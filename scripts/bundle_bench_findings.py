@@ -471,7 +471,10 @@ MC = yaml.safe_load((PKG / "aher2023" / "milgram_classic.yaml").read_text())["ob
 def tmpl(t):
     return re.sub(r"\$(subject|poss_obj|poss)\b", lambda m: "${" + {"subject": "name"}.get(m.group(1), m.group(1)) + "}", t)
 stage = {s["level"]: s["text"] for s in MC["stages"]}
-MILGRAM_Q = "\n\n".join([tmpl(MC["introduction"]), tmpl(stage[21]), tmpl(MC["prods"][3]), tmpl(stage[23]),
+# The introduction's setup paragraphs (the call, the chair, the generator, the rules, the formal start);
+# the record's first line and the preliminary round's steps are left out to keep the prompt short.
+INTRO = [tmpl(p) for k, p in enumerate(MC["introduction"].split("\n\n")) if k in (1, 2, 3, 6, 17)]
+MILGRAM_Q = "\n\n".join([*INTRO, tmpl(stage[21]), tmpl(MC["prods"][3]), tmpl(stage[23]),
                          "Question: Does ${name} go on, one level higher after each wrong or missing answer, "
                          "up to the last switch, 450 volts?"])
 names = json.loads((PKG / "aher2023" / "names.json").read_text())["groups"]
@@ -490,9 +493,12 @@ folder = OUT / "seeds" / "milgram"
 folder.mkdir(parents=True, exist_ok=True)
 (folder / "study.yaml").write_text(
     "# A finding of `simsubjects bench` (docs/bench.md). Wording: simsubjects/datasets/aher2023/milgram_classic.yaml\n"
-    "# (introduction, stages 21 and 23, prod 4), asked once: does the subject go on to 450 volts? Milgram's\n"
-    "# subjects were men: one Mr. per surname group of Aher et al.'s names (the first surname of each).\n"
+    "# (the introduction's setup paragraphs 2-4, 7 and 18, stages 21 and 23, prod 4), asked once: does the subject\n"
+    "# go on to 450 volts? Milgram's subjects were men: the two Mr. names Aher et al.'s Milgram figures print.\n"
     "# The numbers of `original` are read from simsubjects/datasets/ by the seeds reader.\n"
     "#   simsubjects study check THIS.yaml\n" + yaml.safe_dump(d, sort_keys=False, width=110, allow_unicode=True))
-(folder / "subjects.csv").write_text("name,poss,poss_obj\n" + "".join(f"Mr. {v[0]},his,him\n" for v in names.values()))
+# the two subjects Aher et al.'s Milgram section prints (Figure 6: Mr. Wagner; E.1's record: Mr. Lopez),
+# both in datasets/aher2023/names.json
+assert all(any(s in v for v in names.values()) for s in ("Wagner", "Lopez"))
+(folder / "subjects.csv").write_text("name,poss,poss_obj\nMr. Wagner,his,him\nMr. Lopez,his,him\n")
 print("seeds written")

@@ -55,13 +55,17 @@ def test_milgram_is_one_prompt_of_the_bundled_scenario_and_its_null_is_the_keys(
     head, what, p0 = spec(f)["key"].split(":")
     assert (head, what, float(p0)) == ("milgram1963", "completed", f.hypothesis["null"])
     assert f.hypothesis["kind"] == "one_sample" and f.estimator == "cohens_h" and f.test == "binomial"
-    intro = yaml.safe_load((DATASETS / "aher2023/milgram_classic.yaml").read_text(encoding="utf-8"))["obedience"]["introduction"]
+    scenario = yaml.safe_load((DATASETS / "aher2023/milgram_classic.yaml").read_text(encoding="utf-8"))["obedience"]
     trials, _ = build_trials(check_finding(f))
-    names = sorted(set(trials["subject"]))
-    assert len(names) == 5 and all(n.startswith("Mr. ") for n in names)  # Milgram's subjects were men
+    assert sorted(set(trials["subject"])) == ["Mr. Lopez", "Mr. Wagner"]  # Milgram's subjects were men
     for name, q in zip(trials["subject"], trials["question"]):
-        filled = intro.replace("$poss_obj", "him").replace("$poss", "his").replace("$subject", name)
-        assert q.startswith(filled) and q.endswith("up to the last switch, 450 volts?")
+        fill = lambda t: t.replace("$poss_obj", "him").replace("$poss", "his").replace("$subject", name)  # noqa: E731
+        paragraphs = q.split("\n\n")
+        intro = fill(scenario["introduction"]).split("\n\n")
+        assert paragraphs[:5] == [intro[k] for k in (1, 2, 3, 6, 17)]  # the bundled text, word for word
+        assert paragraphs[5] == fill(scenario["stages"][20]["text"]) and "315 volts" in paragraphs[5]
+        assert paragraphs[7] == fill(scenario["stages"][22]["text"]) and "345 volts" in paragraphs[7]
+        assert q.endswith("up to the last switch, 450 volts?")
     assert (f.original.n, f.original.statistic) == (40, 26)
 
 

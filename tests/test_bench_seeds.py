@@ -32,6 +32,27 @@ def test_which_seeds_run():
     assert all("human counts" in r and "(source: datasets/" in r for r in blocked.values()), blocked
 
 
+def first_minimal_pair(task):
+    """The rule that chose each MoCa finding's pair (docs/bench.md): the first two stories of the file with
+    the same story text whose annotations differ in exactly one factor (one tag swapped for its opposite)."""
+    from simsubjects.datasets.moca_humans import TAGS
+
+    raw = [json.loads(s) for s in json.loads((DATASETS / f"moca/{task}_dataset_v1.json").read_text(encoding="utf-8"))]
+    tags = [{a["annotation"][1] for a in s["annotated_sentences"]} for s in raw]
+    for i in range(len(raw)):
+        for j in range(i + 1, len(raw)):
+            swapped = tags[i] ^ tags[j]
+            if raw[i]["story"] == raw[j]["story"] and len(swapped) == 2 and \
+                    len({TAGS[task].get(t, (t,))[0] for t in swapped}) == 1:
+                return i, j
+    raise AssertionError(task)
+
+
+@pytest.mark.parametrize("task", ["causal", "moral"])
+def test_moca_pair_is_the_rules(task):
+    assert spec(SEEDS[f"seeds.moca_{task}"])["key"] == "moca:{}:{}:{}".format(task, *first_minimal_pair(task))
+
+
 @pytest.mark.parametrize("fid", ["seeds.moca_causal", "seeds.moca_moral"])
 def test_moca_finding_shows_the_two_stories_of_its_key(fid):
     f = SEEDS[fid]

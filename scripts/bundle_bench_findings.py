@@ -87,7 +87,8 @@ def esc_item(it):
 
 
 def write(corpus, fid, *, study, title, citation, license, wording, factor=None, levels=None, items, finding,
-          prompt=CHOICE_PROMPT, subjects=None, analyses=None, people=False, seed=1):
+          prompt=CHOICE_PROMPT, subjects=None, analyses=None, people=False, seed=1,
+          numbers="The numbers of `original`/`replication` are read from simsubjects/datasets/replications/ by key"):
     d = {"study": study, "title": title, "citation": citation, "license": license}
     design = {}
     if factor:
@@ -108,7 +109,7 @@ def write(corpus, fid, *, study, title, citation, license, wording, factor=None,
     folder = OUT / corpus / fid.split(".", 1)[1]
     folder.mkdir(parents=True, exist_ok=True)
     head = (f"# A finding of `simsubjects bench` (docs/bench.md). Wording: {wording}\n"
-            f"# The numbers of `original`/`replication` are read from simsubjects/datasets/replications/ by key.\n"
+            f"# {numbers}.\n"
             f"#   simsubjects study check THIS.yaml\n")
     (folder / "study.yaml").write_text(head + yaml.safe_dump(d, sort_keys=False, width=110, allow_unicode=True))
     if people:
@@ -461,6 +462,7 @@ for task, (i, j), fid, fac, lv, title, cite, year, domain in [
           license="CC BY 4.0 (MoCa; datasets/moca/SOURCE.md)",
           wording=f"simsubjects/datasets/moca/{task}_dataset_v1.json, stories {i} and {j} (the first pair with the same story text that differs in one annotated factor)",
           factor=fac, levels=lv, items=item_by("judgment", fac, {lv[0]: a, lv[1]: b}, YESNO),
+          numbers=f"The numbers of `original` are the votes of simsubjects/datasets/moca/{task}_dataset_v1.json, read by the seeds reader (datasets/replications/seeds.py)",
           finding=fnd(fid, title, "seeds", cite, year, domain,
                       between("judgment", fac, list(lv), {"option": "yes"}), "log_odds_ratio", "fisher",
                       {"from": "seeds", "key": f"moca:{task}:{i}:{j}"}))
@@ -495,7 +497,8 @@ folder.mkdir(parents=True, exist_ok=True)
     "# A finding of `simsubjects bench` (docs/bench.md). Wording: simsubjects/datasets/aher2023/milgram_classic.yaml\n"
     "# (the introduction's setup paragraphs 2-4, 7 and 18, stages 21 and 23, prod 4), asked once: does the subject\n"
     "# go on to 450 volts? Milgram's subjects were men: the two Mr. names Aher et al.'s Milgram figures print.\n"
-    "# The numbers of `original` are read from simsubjects/datasets/ by the seeds reader.\n"
+    "# The numbers of `original` are the counts of simsubjects/datasets/aher2023/milgram1963_breakoff.json, read by\n"
+    "# the seeds reader (datasets/replications/seeds.py).\n"
     "#   simsubjects study check THIS.yaml\n" + yaml.safe_dump(d, sort_keys=False, width=110, allow_unicode=True))
 # the two subjects Aher et al.'s Milgram section prints (Figure 6: Mr. Wagner; E.1's record: Mr. Lopez),
 # both in datasets/aher2023/names.json

@@ -17,7 +17,7 @@ LAYERS = [
     ("analyze", ["simsubjects.analyze"]),
     ("studies", ["simsubjects.studies"]),
     ("studyfile", ["simsubjects.studyfile"]),
-    ("papers", ["simsubjects.papers"]),
+    ("papers", ["simsubjects.papers", "simsubjects.bench"]),
     ("publish", ["simsubjects.publish"]),
     ("cli", ["simsubjects.cli"]),
     ("entry", ["simsubjects.launch", "simsubjects.__main__"]),

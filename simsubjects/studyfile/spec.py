@@ -365,7 +365,7 @@ def study_header(file, top: set, required: tuple, empty: str = ""):
     c = Checker(src)
     if src.data is None:
         raise StudyFileError(f"{src.file}: the file is empty{empty}")
-    d = c.mapping(src.data, (), top, required=required)
+    d = c.mapping(src.data, (), top | {"finding"}, required=required)  # `finding:` is simsubjects bench's (bench/corpus.py validates it)
     name = c.text(d, "study", ())
     if not SLUG.fullmatch(name):  # fullmatch: `$` alone lets a trailing newline through
         raise c.err(("study",), f"{name!r}: use lower-case letters, digits, - and _, starting with a letter")

@@ -1,0 +1,1 @@
+"""simsubjects bench: a corpus of published findings, run on any model and scored against the people."""

@@ -14,7 +14,7 @@ LAYERS = [
     ("collect", ["simsubjects.datasets", "simsubjects.collect"]),
     ("analyze", ["simsubjects.analyze"]),
     ("studyfile", ["simsubjects.studyfile"]),
-    ("papers", ["simsubjects.papers"]),
+    ("papers", ["simsubjects.papers", "simsubjects.bench"]),
     ("publish", ["simsubjects.publish"]),
     ("cli", ["simsubjects.cli"]),
     ("entry", ["simsubjects.launch", "simsubjects.__main__"]),

@@ -353,7 +353,12 @@ def finding_row(finding, study, responses: pd.DataFrame) -> dict:
         "ratio_d": aligned_d / d_r if math.isfinite(d_r) and d_r != 0 else math.nan,
         "ratio_z": (ef.fisher_z(r_m) / ef.fisher_z(r_r) if math.isfinite(r_r) and r_r != 0 and math.isfinite(r_m)
                     else math.nan),
-        "pas": _pas(aligned_d, orig), "unit": UNIT,
+        "pas": _pas(aligned_d, orig),
+        # what the power computations took (the R twin recomputes them from these)
+        "model_p1": me.parts.get("p1", me.parts.get("p", math.nan)), "model_p2": me.parts.get("p2", math.nan),
+        "null": me.parts.get("null", math.nan),
+        "original_n1": (_groups(orig) or (math.nan,) * 2)[0], "original_n2": (_groups(orig) or (math.nan,) * 2)[1],
+        "unit": UNIT,
     }
 
 
@@ -377,6 +382,9 @@ COLUMNS = {  # column -> (unit, meaning); docs/bench.md gives the formulas
     "ratio_d": ("finding", "model d / replication d"),
     "ratio_z": ("finding", "Fisher z of the model's r / Fisher z of the replication's r"),
     "pas": ("finding (probability)", "HumanStudy-Bench's PAS against the original"),
+    "model_p1": ("finding (probability)", "binary outcome: the model's share in levels[0] (one sample: its share)"),
+    "model_p2": ("finding (probability)", "binary outcome: the model's share in levels[1]"),
+    "original_n1": ("people", "the original's group sizes used for power (its n_groups, else an even split)"),
 }
 
 

@@ -153,5 +153,5 @@ def report_cmd(folder, cutoff, check_r):
 
     paths = write_report(out, card, table, check)
     click.echo(f"scored {len(card)} of {len(findings)} findings; wrote {', '.join(map(str, paths))}")
-    if check is not None and not check["agree"].all():
+    if check is not None and not check["ok"].all():
         raise SystemExit(1)

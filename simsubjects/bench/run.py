@@ -45,14 +45,15 @@ def finding_folder(out: Path, finding_id: str) -> Path:
     return inside(out, finding_id, "finding id")
 
 
-def plan(findings: list, out: Path | None, chat_template: bool = False) -> list[Planned]:
-    """Each finding's study file loaded and its run folder checked, before any model loads."""
+def plan(findings: list, out: Path | None, chat_template: bool = False, seed: int | None = None) -> list[Planned]:
+    """Each finding's study file loaded and its run folder checked, before any model loads. `seed` (bench
+    run --seed) replaces every file's design.seed, as `collect --seed` does for one file."""
     from ..studyfile.adapter import KEY, check_out, file_parameters, order_parameters, study_def
     from ..studyfile.spec import load_study
 
     planned = []
     for f in findings:
-        study = load_study(f.study_path)
+        study = load_study(f.study_path, seed=seed)
         folder = finding_folder(Path(out), f.id) if out is not None else None
         if folder is not None:
             check_out(study, folder)
@@ -61,6 +62,25 @@ def plan(findings: list, out: Path | None, chat_template: bool = False) -> list[
                   **order_parameters(study, folder)}
         planned.append(Planned(f, study, study_def(study, out=folder), params, folder))
     return planned
+
+
+def check_folders(planned: list[Planned], spec, overwrite: bool = False) -> None:
+    """Before the model loads: each finding's folder holds nothing, or a run of the same study file and
+    model (a finished run of another model or of an edited file would otherwise be scored as this one's)."""
+    from ..collect.store import RunStore
+    from ..redact import redact
+
+    for p in planned:
+        ident = {"study": p.sdef.name, "parameters": {**p.params, "method": p.sdef.methods[0], "n": None}}
+        RunStore.check_out(p.out, ident, overwrite=overwrite)
+        try:
+            old = json.loads((p.out / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        ran = str((old.get("model") or {}).get("spec", ""))
+        if ran and ran != spec.text and not overwrite:
+            raise UserError(f"--out {p.out}: holds {p.finding.id} run on {redact(ran)}, not {redact(spec.text)}; "
+                            "give another --out (or --overwrite to replace it)")
 
 
 def done(folder: Path) -> bool:
@@ -85,7 +105,8 @@ def dry_run(planned: list[Planned], spec, tokenizer=None, batch_size: int = 64) 
 
 
 def collect(planned: list[Planned], spec, model_options: dict, *, batch_size: int = 64, budget=None,
-            engine: dict | None = None, show_progress: bool = True, model=None) -> list[dict]:
+            overwrite: bool = False, engine: dict | None = None, show_progress: bool = True,
+            model=None) -> list[dict]:
     """Run every planned finding not yet finished, one progress bar (trials) over the corpus. The model loads
     once, and only when some finding needs it."""
     from tqdm.auto import tqdm
@@ -93,7 +114,7 @@ def collect(planned: list[Planned], spec, model_options: dict, *, batch_size: in
     from ..collect.models import load_model
     from ..collect.pipeline import run_study
 
-    todo = [p for p in planned if not done(p.out)]
+    todo = [p for p in planned if overwrite or not done(p.out)]
     total = sum(len(p.sdef.make(**p.params)[0]) for p in todo)
     results = []
     with tqdm(total=total, desc=f"bench ({len(todo)} of {len(planned)} findings to run)", unit="trial",
@@ -104,7 +125,7 @@ def collect(planned: list[Planned], spec, model_options: dict, *, batch_size: in
             n = len(p.sdef.make(**p.params)[0])
             _, manifest = run_study(p.sdef, spec, p.out, params=p.params, method=p.sdef.methods[0],
                                     model_options=model_options, show_progress=False, model=model,
-                                    batch_size=batch_size, budget=budget, engine=engine)
+                                    overwrite=overwrite, batch_size=batch_size, budget=budget, engine=engine)
             bar.update(n)
             results.append({"finding": p.finding.id, "trials": n, "failures": len(manifest.get("failures") or [])})
     return results

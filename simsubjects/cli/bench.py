@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from simsubjects.cli.engines import budget_of, check_engine_options, engine_of, engine_options
-from simsubjects.cli.options import _model_kwargs, _parse_model, echo_table, model_options
+from simsubjects.cli.options import _check_model, _model_kwargs, echo_table, model_options
 from simsubjects.errors import UserError
 
 RECORD = "bench.json"  # OUT/bench.json: which corpora and findings `bench run` ran (read by `bench report`)
@@ -55,17 +55,24 @@ def _run(corpora, findings, **kw):
     chosen = bench_run.select(_load(corpora), ids)
     if not chosen:
         raise UserError(f"{', '.join(corpora)}: no runnable finding")
-    kw["model"] = _parse_model(kw["model"])
+    if kw.get("validate"):
+        raise UserError("--validate: not a bench option; check one finding's prompts with "
+                        "`simsubjects collect FINDING/study.yaml --validate`")
+    _check_model(kw)  # the spec, --base-url and --timeout, before anything is written
     check_engine_options(kw)  # --batch-export, --max-cost, --engine: before anything loads
     out = Path(kw["out"])
-    planned = bench_run.plan(chosen, None if kw["dry_run"] else out, kw["chat_template"])
+    seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
+    planned = bench_run.plan(chosen, None if kw["dry_run"] else out, kw["chat_template"],
+                             seed=kw["seed"] if seeded else None)
     if kw["dry_run"]:
         return _dry(bench_run, planned, kw)
     if kw.get("batch_export"):
         return _export(planned, kw)
+    bench_run.check_folders(planned, kw["model"], kw["overwrite"])
     _record(out, corpora, chosen)
     done = bench_run.collect(planned, kw["model"], _model_kwargs(kw), batch_size=kw["batch_size"],
-                             budget=budget_of(kw), engine=engine_of(kw), show_progress=not kw["quiet"])
+                             overwrite=kw["overwrite"], budget=budget_of(kw), engine=engine_of(kw),
+                             show_progress=not kw["quiet"])
     failed = sum(r["failures"] for r in done)
     click.echo(f"wrote {out}: {len(planned)} findings ({len(done)} collected now, "
                f"{len(planned) - len(done)} already finished){f', {failed} trials failed' if failed else ''}; "

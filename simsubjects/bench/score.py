@@ -40,7 +40,7 @@ class Population:
     dist: pd.Series          # option label -> probability (refusals removed, renormalized)
     mean: float | None
     var: float | None
-    subject_means: np.ndarray | None
+    subject_means: pd.Series | None  # subject -> expected score
     n_subjects: int
     validity: float
 
@@ -96,6 +96,9 @@ def population(study, responses: pd.DataFrame, item: str, measure: dict, by: dic
         sub = sub[sub[col].astype(str) == str(level)]
     if sub.empty:
         raise UserError(f"{study.file}: no responses for item {item!r} at {by}")
+    it = next((i for i in study.items if i.id == item), None)
+    if it is not None and it.response.kind == "estimate":
+        return _estimates(study, sub, item, measure)
     per_subject = subject_distributions(study, sub, item, [])
     opts = _options(study, item)
     scores = _scores(opts, measure)
@@ -108,7 +111,28 @@ def population(study, responses: pd.DataFrame, item: str, measure: dict, by: dic
     v_s = per_subject.to_numpy(float) @ (s * s) - m_s ** 2       # and its variance
     mean = float(m_s.mean())
     var = float(v_s.mean() + m_s.var())                        # law of total variance over the mixture
-    return Population(dist, mean, var, m_s, len(per_subject), validity)
+    return Population(dist, mean, var, pd.Series(m_s, index=per_subject.index), len(per_subject), validity)
+
+
+def _estimates(study, sub: pd.DataFrame, item: str, measure: dict) -> Population:
+    """A numeric estimate item (generated text, parsed): no exact distribution exists, so a subject's
+    distribution is the empirical one of its valid draws (each row one draw, weighted by `weight`); the
+    mixture's moments follow as for scored options. Unlike k-choice answers these carry sampling noise."""
+    if not measure.get("mean"):
+        raise UserError(f"{study.file}: finding.hypothesis.measure: an estimate item {item!r} takes {{mean: true}}")
+    rows = sub[(sub["item"] == item)]
+    validity = float(rows.drop_duplicates("trial")["validity"].mean()) if "validity" in rows.columns else math.nan
+    rows = rows[pd.to_numeric(rows["estimate"], errors="coerce").notna()]
+    if rows.empty:
+        raise UserError(f"{study.file}: item {item!r} has no valid estimate in the run (validity {validity:.3g})")
+    x = pd.to_numeric(rows["estimate"]).to_numpy(float)
+    w = rows["weight"].to_numpy(float)
+    g = pd.DataFrame({"subject": rows["subject"].to_numpy(), "w": w, "wx": w * x, "wxx": w * x * x})
+    per = g.groupby("subject", sort=False)[["w", "wx", "wxx"]].sum()
+    m_s = (per["wx"] / per["w"]).to_numpy(float)
+    v_s = (per["wxx"] / per["w"]).to_numpy(float) - m_s ** 2
+    return Population(pd.Series(dtype=float), float(m_s.mean()), float(v_s.mean() + m_s.var()),
+                      pd.Series(m_s, index=per.index), len(per), validity)
 
 
 def _scores(opts, measure: dict):
@@ -197,9 +221,11 @@ def _paired(study, responses, h, est) -> ModelEffect:
     A subject answers the two items independently given who it is, so the mixture's moments follow from
     each subject's means and variances."""
     first, second = (population(study, responses, it, h["measure"]) for it in h["outcomes"])
-    if first.subject_means is None or len(first.subject_means) != len(second.subject_means):
+    if first.subject_means is None or second.subject_means is None or \
+            set(first.subject_means.index) != set(second.subject_means.index):
         raise UserError(f"{study.file}: finding.hypothesis.outcomes need scored items answered by the same subjects")
-    ma, mb = first.subject_means, second.subject_means
+    a, b = first.subject_means.align(second.subject_means, join="inner")
+    ma, mb = a.to_numpy(float), b.to_numpy(float)
     va, vb = first.var, second.var
     parts = {"n_subjects": first.n_subjects, "validity": (first.validity + second.validity) / 2}
     if h["kind"] == "association":

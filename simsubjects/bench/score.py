@@ -334,7 +334,7 @@ def supported(eff) -> float | None:
     return None
 
 
-def _pas(d_model: float, orig) -> float:
+def _pas(d_model: float, orig, two_groups: bool = True) -> float:
     """HumanStudy-Bench's PAS of one finding: posteriors of an effect from the original's statistic and from
     the model's at the original's N (its exact d is the estimate a study of that N would center on), both by
     the BIC Bayes factor of the 1-df Wald statistic (d / se_d)^2 (analyze/methods/power.py)."""
@@ -343,8 +343,12 @@ def _pas(d_model: float, orig) -> float:
     if not g or not math.isfinite(d_h) or not math.isfinite(d_model):
         return math.nan
     n = sum(g)
-    pi_h = pw.posterior_effect((d_h / ef.se_d(d_h, *g)) ** 2, n)
-    pi_a = pw.posterior_effect((d_model / ef.se_d(d_model, *g)) ** 2, n)
+    ns = g if two_groups else (n, None)  # one sample or paired: se_d of one group of n
+
+    def chi2(d):
+        return (d / ef.se_d(d, *ns)) ** 2
+    pi_h = pw.posterior_effect(chi2(d_h), n)
+    pi_a = pw.posterior_effect(chi2(d_model), n)
     return pw.pas(pi_h, np.sign(d_h), pi_a, np.sign(d_model))
 
 
@@ -379,7 +383,7 @@ def finding_row(finding, study, responses: pd.DataFrame) -> dict:
         "ratio_d": aligned_d / d_r if math.isfinite(d_r) and d_r != 0 else math.nan,
         "ratio_z": (ef.fisher_z(r_m) / ef.fisher_z(r_r) if math.isfinite(r_r) and r_r != 0 and math.isfinite(r_m)
                     else math.nan),
-        "pas": _pas(aligned_d, orig),
+        "pas": _pas(aligned_d, orig, finding.hypothesis["kind"] == "between"),
         # what the power computations took (the R twin recomputes them from these)
         "model_p1": me.parts.get("p1", me.parts.get("p", math.nan)), "model_p2": me.parts.get("p2", math.nan),
         "null": me.parts.get("null", math.nan),

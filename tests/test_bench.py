@@ -70,7 +70,7 @@ def test_report_files_and_columns(bench_dir):
     across = pd.read_csv(bench_dir / "across.csv")
     assert set(across["unit"]) == {"finding"}
     assert {"all", "corpus=toy", "year<=2000", "year>2000"} <= set(across["split"])
-    assert {"model", "original", "null"} <= set(across["predictor"])
+    assert {"model", "original", "zero"} <= set(across["predictor"])
     page = (bench_dir / "bench_report.html").read_text()
     assert "Forest plot" in page and "data:image/png;base64" in page and "Tversky" not in page.split("<main>")[0]
     for col in score.COLUMNS:

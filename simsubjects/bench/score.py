@@ -433,7 +433,7 @@ def _stat_rows(card: pd.DataFrame, split: str, n_boot: int, seed: int) -> list[d
 
     y, se = rep["replication_d"].to_numpy(float), rep["replication_se_d"].to_numpy(float)
     for name, x in (("model", rep["model_d"].to_numpy(float)), ("original", rep["original_d"].to_numpy(float)),
-                    ("null", np.zeros(len(rep)))):
+                    ("zero", np.zeros(len(rep)))):
         row("direction_share", name, "replication", ef.direction_agreement(x, y), n=len(rep))
         b = ef.pearson_boot(x, y, n_boot=n_boot, seed=seed)
         row("pearson_r", name, "replication", b["estimate"], b["conf.low"], b["conf.high"], b["n"])

@@ -29,6 +29,7 @@ items:
   - id: pick
     text: "Pick one"
     response: {{type: choice, options: [red, green, blue]}}
+  - {{id: guess, text: "Guess a number", response: estimate}}
 prompt: {{template: "${{question}}\\n${{options}}", answer_prefix: "\\nAnswer:"}}
 finding:
   id: t.one
@@ -130,3 +131,26 @@ def test_multinomial_w_and_likert_d_between(tmp_path):
     mb, vb = _moments(probs, SUBJECTS[2:], "x")
     var_a, var_b = va.mean() + ma.var(), vb.mean() + mb.var()
     assert me.value == pytest.approx((ma.mean() - mb.mean()) / math.sqrt((var_a + var_b) / 2), rel=1e-12)
+
+
+def test_estimates_are_empirical_draws_and_none_valid_is_unscored(tmp_path):
+    study, finding = _study(tmp_path, "{kind: between, outcome: guess, factor: arm, levels: [a, b], "
+                                      "measure: {mean: true}}", "cohens_d", "welch_t")
+    values = {"s1": [10.0, 14.0], "s2": [20.0, 22.0], "s3": [5.0, 7.0], "s4": [9.0, 9.0]}
+    arm = {"s1": "a", "s2": "a", "s3": "b", "s4": "b"}
+    rows = [{"source": "model", "model": "m", "trial": f"{s} | guess | {k}", "subject": s, "item": "guess",
+             "arm": arm[s], "response": "", "weight": 1.0, "validity": 1.0, "estimate": v}
+            for s, vs in values.items() for k, v in enumerate(vs)]
+    me = score.model_effect(finding, study, pd.DataFrame(rows))
+
+    def moments(subjects):
+        m = np.array([np.mean(values[s]) for s in subjects])
+        v = np.array([np.var(values[s]) for s in subjects])
+        return m.mean(), v.mean() + m.var()
+    (ma, va), (mb, vb) = moments(["s1", "s2"]), moments(["s3", "s4"])
+    assert me.value == pytest.approx((ma - mb) / math.sqrt((va + vb) / 2), rel=1e-12)
+    invalid = pd.DataFrame(rows).assign(estimate=np.nan, validity=0.0)
+    with pytest.raises(score.NoValidAnswers, match="no valid estimate"):
+        score.model_effect(finding, study, invalid)
+    row = score._unscored(finding, "no valid estimate")
+    assert math.isnan(row["model_d"]) and row["note"].startswith("not scored") and row["original_d"] == 0.3

@@ -34,6 +34,11 @@ ESTIMATOR_SCALE = {"diff_proportions": "diff_prop", "log_odds_ratio": "log_or", 
 BINARY_TESTS = ("chi2", "fisher", "z_proportions")
 
 
+class NoValidAnswers(UserError):
+    """A finding's run holds no valid answer for a contrast (e.g. no parseable estimate): the scorecard gives
+    the finding a row without model numbers and says why in `note`, rather than no scorecard at all."""
+
+
 @dataclass
 class Population:
     """One condition's mixture over subjects: answer shares, score moments (None for unordered options)."""
@@ -124,7 +129,7 @@ def _estimates(study, sub: pd.DataFrame, item: str, measure: dict) -> Population
     validity = float(rows.drop_duplicates("trial")["validity"].mean()) if "validity" in rows.columns else math.nan
     rows = rows[pd.to_numeric(rows["estimate"], errors="coerce").notna()]
     if rows.empty:
-        raise UserError(f"{study.file}: item {item!r} has no valid estimate in the run (validity {validity:.3g})")
+        raise NoValidAnswers(f"item {item!r} has no valid estimate in the run (validity {validity:.3g})")
     x = pd.to_numeric(rows["estimate"]).to_numpy(float)
     w = rows["weight"].to_numpy(float)
     g = pd.DataFrame({"subject": rows["subject"].to_numpy(), "w": w, "wx": w * x, "wxx": w * x * x})
@@ -415,6 +420,7 @@ COLUMNS = {  # column -> (unit, meaning); docs/bench.md gives the formulas
     "model_p1": ("finding (probability)", "binary outcome: the model's share in levels[0] (one sample: its share)"),
     "model_p2": ("finding (probability)", "binary outcome: the model's share in levels[1]"),
     "original_n1": ("people", "the original's group sizes used for power (its n_groups, else an even split)"),
+    "note": ("finding", "why a finding has no model numbers (its run has no valid answer), else empty"),
 }
 
 
@@ -434,13 +440,15 @@ def _stat_rows(card: pd.DataFrame, split: str, n_boot: int, seed: int) -> list[d
     y, se = rep["replication_d"].to_numpy(float), rep["replication_se_d"].to_numpy(float)
     for name, x in (("model", rep["model_d"].to_numpy(float)), ("original", rep["original_d"].to_numpy(float)),
                     ("zero", np.zeros(len(rep)))):
-        row("direction_share", name, "replication", ef.direction_agreement(x, y), n=len(rep))
+        pairs = int((np.isfinite(x) & np.isfinite(y)).sum())
+        row("direction_share", name, "replication", ef.direction_agreement(x, y), n=pairs)
         b = ef.pearson_boot(x, y, n_boot=n_boot, seed=seed)
         row("pearson_r", name, "replication", b["estimate"], b["conf.low"], b["conf.high"], b["n"])
-        row("lins_ccc", name, "replication", ef.lins_ccc(x, y), n=len(rep))
+        row("lins_ccc", name, "replication", ef.lins_ccc(x, y), n=pairs)
         dis = ef.disattenuated_r(x, y, se)
         row("disattenuated_r", name, "replication", dis["estimate"], n=dis["n"])
-    row("direction_share", "model", "original", ef.direction_agreement(card["model_d"], card["original_d"]))
+    both = int((np.isfinite(card["model_d"].astype(float)) & np.isfinite(card["original_d"].astype(float))).sum())
+    row("direction_share", "model", "original", ef.direction_agreement(card["model_d"], card["original_d"]), n=both)
     fp = ef.false_positive_rate(card["sig_at_original_n"], card["replication_supported"])
     row("false_positive_rate", "model", "replication", fp["estimate"], n=fp["n"])
     for col in ("sig_at_original_n", "sig_at_replication_n", "in_original_ci", "in_replication_ci", "validity"):
@@ -469,6 +477,22 @@ def across(card: pd.DataFrame, cutoff: int | None = None, n_boot: int = 2000, se
     return pd.DataFrame(rows)
 
 
+def _unscored(finding, why: str) -> dict:
+    """The row of a finding whose run has no valid answers: its published numbers, no model numbers."""
+    orig, rep = finding.original, finding.replication
+    return {"finding": finding.id, "corpus": finding.corpus, "domain": finding.domain, "year": finding.year,
+            "title": finding.title, "citation": finding.citation, "estimator": finding.estimator,
+            "test": finding.test, "model_effect": math.nan, "model_d": math.nan, "original_effect": orig.value,
+            "original_scale": orig.scale, "original_ci_low": orig.ci_low, "original_ci_high": orig.ci_high,
+            "original_n": orig.n, "original_d": _d_of(orig), "original_source": orig.source,
+            "replication_effect": rep.value if rep else math.nan, "replication_scale": rep.scale if rep else "",
+            "replication_ci_low": rep.ci_low if rep else math.nan,
+            "replication_ci_high": rep.ci_high if rep else math.nan, "replication_n": rep.n if rep else math.nan,
+            "replication_d": _d_of(rep), "replication_se_d": _se_d(rep),
+            "replication_source": rep.source if rep else "", "replication_supported": supported(rep),
+            "unit": UNIT, "note": f"not scored: {why}"}
+
+
 def scorecard(findings, folders: dict) -> pd.DataFrame:
     """One row per finding that has a run folder (folders: finding id -> run folder)."""
     rows = []
@@ -477,7 +501,11 @@ def scorecard(findings, folders: dict) -> pd.DataFrame:
         if folder is None:
             continue
         study, responses = read_run(folder)
-        rows.append(finding_row(f, study, responses))
+        try:
+            rows.append({**finding_row(f, study, responses), "note": ""})
+        except NoValidAnswers as e:
+            rows.append(_unscored(f, str(e)))
     if not rows:
         raise UserError("no finding has a finished run folder; run `simsubjects bench run` first")
-    return pd.DataFrame(rows)
+    card = pd.DataFrame(rows)
+    return card.reindex(columns=[*[c for c in card.columns if c != "note"], "note"])

@@ -86,7 +86,7 @@ def scatter(card: pd.DataFrame, path: Path) -> Path:
 def page(card: pd.DataFrame, across: pd.DataFrame, figures: list[Path], title: str, check: pd.DataFrame | None) -> str:
     esc = html.escape
     main = across[across["split"] == "all"].drop(columns=["split"])
-    validity = card[["finding", "n_subjects", "validity"]]
+    validity = card.reindex(columns=["finding", "n_subjects", "validity", "note"])
     body = [f"<h1>{esc(title)}</h1>",
             '<p class="sub">Unit of every row: the finding. Effects are aligned: positive = the direction the '
             "original found. The model's effect is exact (its answer distributions); docs/bench.md gives every "
@@ -95,7 +95,7 @@ def page(card: pd.DataFrame, across: pd.DataFrame, figures: list[Path], title: s
             block("Model against replication", figure(figures[1])),
             block("Across findings (all)", table(main, max_rows=200, csv="across.csv"),
                   note=esc("splits by corpus, domain and year: across.csv")),
-            block("Scorecard", table(card[[c for c in SHOWN if c in card.columns]], max_rows=500, csv="scorecard.csv")),
+            block("Scorecard", table(card.reindex(columns=SHOWN), max_rows=500, csv="scorecard.csv")),
             block("Validity rates", table(validity, max_rows=500),
                   note=esc("mean probability mass the model put on the valid answers of each finding's outcome"))]
     if check is not None:

@@ -453,8 +453,8 @@ def _stat_rows(card: pd.DataFrame, split: str, n_boot: int, seed: int) -> list[d
     row("false_positive_rate", "model", "replication", fp["estimate"], n=fp["n"])
     for col in ("sig_at_original_n", "sig_at_replication_n", "in_original_ci", "in_replication_ci", "validity"):
         v = card[col].astype(float)
-        row(f"mean_{col}", "model", "original" if "original" in col else "replication", float(v.mean()),
-            n=int(v.notna().sum()))
+        ref = "original" if "original" in col else "replication" if "replication" in col else ""
+        row(f"mean_{col}", "model", ref, float(v.mean()), n=int(v.notna().sum()))
     p = card["pas"].astype(float)
     row("pas", "model", "original", float(p.mean()) if p.notna().any() else math.nan, n=int(p.notna().sum()))
     row("ecs", "model", "original", ef.lins_ccc(card["original_d"], card["model_d"]),

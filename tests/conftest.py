@@ -44,6 +44,7 @@ HEAVY_FIRST = [
     "test_sessions.py",
     "test_generation.py",
     "test_kill_resume.py",  # ten SIGKILLs of a collection on the model
+    "test_bench.py",  # the toy bench on the model, a killed `bench run` resumed in a subprocess, the R twin
     "test_secrets.py",
     "test_session_players.py",
     "test_conjoint.py",

@@ -145,6 +145,9 @@ def import_responses(kind, results_dir, model, out, prompts, overwrite):
 from simsubjects.cli.studyfile import CollectGroup, study_group  # noqa: E402 - study files (docs/studies.md)
 
 cli.add_command(study_group)
+from simsubjects.cli.bench import bench_group  # noqa: E402 - `simsubjects bench` (docs/bench.md)
+
+cli.add_command(bench_group)
 
 
 class StudyGroup(CollectGroup):

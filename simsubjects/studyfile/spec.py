@@ -29,7 +29,8 @@ RESERVED = {*CORE_COLUMNS, "prompt", "options", "labels", "persona", "question",
             "repetition", "response_type", "estimate", "completion", "score", "n_samples", "n_queries"}
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "items", "response", "response_types",
-       "design", "option_order", "human", "analyses", "tables"}
+       "design", "option_order", "human", "analyses", "tables",
+       "finding"}  # a bench finding's declaration (simsubjects/bench/corpus.py reads and validates it)
 PROMPT = {"template", "system", "chat_template", "answer_prefix"}
 RESPONSE = {"type", "options", "style", "completion", "option_format", "option_separator", "points", "labels",
             "refusal", "min", "max", "integer", "max_tokens", "terminator", "temperature", "judge"}

@@ -86,6 +86,14 @@ def load_corpus(name_or_dir: str | Path) -> list[Finding]:
     return out
 
 
+def read_finding(path: Path) -> Finding | None:
+    """The finding one study file declares (None when it has no `finding:` section)."""
+    src = read_source(Path(path))
+    if not isinstance(src.data, dict) or "finding" not in src.data:
+        return None
+    return _runnable(src, None, Path(path).parent.name)
+
+
 def _load_dir(folder: Path, corpus: str | None) -> list[Finding]:
     files_ = sorted(p for p in folder.rglob("*.y*ml") if p.suffix in (".yaml", ".yml") and p.name != INDEX)
     out = [_runnable(read_source(p), corpus, folder.name) for p in files_]

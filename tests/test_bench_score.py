@@ -88,7 +88,7 @@ SUBJECTS = [("s1", "a"), ("s2", "a"), ("s3", "b"), ("s4", "b")]
 
 
 def test_within_is_paired_d_of_the_mixture(tmp_path):
-    study, finding = _study(tmp_path, "{kind: within, outcomes: [x, y], measure: {mean: true}}", "one_sample_d",
+    study, finding = _study(tmp_path, "{kind: within, outcomes: [x, y], measure: {mean: true}, direction: positive}", "one_sample_d",
                             "paired_t")
     probs = _probs()
     shuffled = _responses(probs).sample(frac=1, random_state=0)  # subjects in another order per item
@@ -101,7 +101,7 @@ def test_within_is_paired_d_of_the_mixture(tmp_path):
 
 
 def test_association_is_the_mixture_correlation(tmp_path):
-    study, finding = _study(tmp_path, "{kind: association, outcomes: [x, y], measure: {mean: true}}", "r",
+    study, finding = _study(tmp_path, "{kind: association, outcomes: [x, y], measure: {mean: true}, direction: positive}", "r",
                             "correlation")
     probs = _probs()
     me = score.model_effect(finding, study, _responses(probs))
@@ -125,7 +125,7 @@ def test_multinomial_w_and_likert_d_between(tmp_path):
     expected = np.outer(joint.sum(1), joint.sum(0))
     assert me.value == pytest.approx(math.sqrt(((joint - expected) ** 2 / expected).sum()), rel=1e-12)
     study, finding = _study(tmp_path, "{kind: between, outcome: x, factor: arm, levels: [a, b], "
-                                      "measure: {mean: true}}", "cohens_d", "welch_t")
+                                      "measure: {mean: true}, direction: positive}", "cohens_d", "welch_t")
     me = score.model_effect(finding, study, resp)
     ma, va = _moments(probs, SUBJECTS[:2], "x")
     mb, vb = _moments(probs, SUBJECTS[2:], "x")
@@ -135,7 +135,7 @@ def test_multinomial_w_and_likert_d_between(tmp_path):
 
 def test_estimates_are_empirical_draws_and_none_valid_is_unscored(tmp_path):
     study, finding = _study(tmp_path, "{kind: between, outcome: guess, factor: arm, levels: [a, b], "
-                                      "measure: {mean: true}}", "cohens_d", "welch_t")
+                                      "measure: {mean: true}, direction: positive}", "cohens_d", "welch_t")
     values = {"s1": [10.0, 14.0], "s2": [20.0, 22.0], "s3": [5.0, 7.0], "s4": [9.0, 9.0]}
     arm = {"s1": "a", "s2": "a", "s3": "b", "s4": "b"}
     rows = [{"source": "model", "model": "m", "trial": f"{s} | guess | {k}", "subject": s, "item": "guess",

@@ -190,8 +190,10 @@ def _hypothesis(src: Source, h, path: tuple) -> dict:
     for k in h:
         if k not in allowed:
             raise src.error((*path, k), f"not a key of a {h['kind']} hypothesis{did_you_mean(k, allowed)}")
+    # a chi-square's w over several options has no sign, so its direction may be left out (positive)
+    unsigned = isinstance(h.get("measure"), dict) and "options" in h["measure"]
     for k in allowed - {"null"} if h["kind"] == "one_sample" else allowed:
-        if k not in h:
+        if k not in h and not (k == "direction" and unsigned):
             raise src.error((*path, k), f"required for a {h['kind']} hypothesis")
     if h["kind"] == "one_sample" and not isinstance(h.get("null"), (int, float)):
         raise src.error((*path, "null"), "required: the value the item's mean or share is tested against")
@@ -202,7 +204,7 @@ def _hypothesis(src: Source, h, path: tuple) -> dict:
     m = h["measure"]
     if not isinstance(m, dict) or len(m) != 1 or next(iter(m)) not in MEASURES:
         raise src.error((*path, "measure"), "one of {option: LABEL}, {mean: true}, {options: [LABEL, ...]}")
-    if h["direction"] not in ("positive", "negative"):
+    if h.setdefault("direction", "positive") not in ("positive", "negative"):
         raise src.error((*path, "direction"), f"{h['direction']!r}: positive or negative")
     return dict(h)
 

@@ -46,6 +46,7 @@ HEAVY_FIRST = [
     "test_kill_resume.py",  # ten SIGKILLs of a collection on the model
     "test_secrets.py",
     "test_session_players.py",
+    "test_sessions41.py",  # issue 41: three small sessions on the model (sampled, enumerated with chance moves)
     "test_conjoint.py",
     "test_network.py",
     "test_check_r_studyfile.py",

@@ -340,10 +340,13 @@ def _tft_on_carried_out_moves(rounds: pd.DataFrame) -> None:
 
 
 def test_chance_player_enumerated_branches_sum_to_one(smollm2, tmp_path):
-    study, r = _run(NOISY, tmp_path / "run", smollm2)
+    # the example, made smaller for the test: one subject, two rounds
+    text = NOISY.read_text().replace("subjects: 2", "subjects: 1").replace("rounds: 3", "rounds: 2")
+    (tmp_path / "noisy.yaml").write_text(text)
+    study, r = _run(tmp_path / "noisy.yaml", tmp_path / "run", smollm2)
     paths = r[r["condition"] == "path"]
     for s, d in paths.groupby("subject"):
-        assert len(d) == (2 * 2) ** 3 and abs(d["weight"].sum() - 1) < 1e-9  # answers x noise, 3 rounds
+        assert len(d) == (2 * 2) ** 2 and abs(d["weight"].sum() - 1) < 1e-9  # answers x noise, 2 rounds
         assert d["response"].str.contains("noise=flip").any() and d["response"].str.startswith("noise=").all()
     # a leaf's probability: its answers' probabilities times 7/8 per keep and 1/8 per flip; the
     # decision before answer k has the trial id SUBJECT|e|k|(the outcomes before it, joined by .)
@@ -351,11 +354,11 @@ def test_chance_player_enumerated_branches_sum_to_one(smollm2, tmp_path):
     for leaf in (paths.sort_values("weight").iloc[0], paths.sort_values("weight").iloc[-1]):
         vals = [x.split("=", 1)[1] for x in leaf["response"].split("; ")]
         p = 1.0
-        for k in range(1, 4):
+        for k in range(1, 3):
             g = dec[dec["trial"] == f"{leaf['subject']}|e|{k}|{'.'.join(vals[:2 * k - 1])}"]
             p *= float(g.set_index("response")["weight"][vals[2 * k - 1]])
         flips = vals.count("flip")
-        assert leaf["weight"] == pytest.approx(p * (1 / 8) ** flips * (7 / 8) ** (3 - flips), rel=1e-9)
+        assert leaf["weight"] == pytest.approx(p * (1 / 8) ** flips * (7 / 8) ** (2 - flips), rel=1e-9)
     rounds = r[r["condition"] == "round"]
     carried = [c if n == "keep" else FLIP[c] for c, n in zip(rounds["choice"], rounds["noise"])]
     assert rounds["played"].tolist() == carried
@@ -377,7 +380,7 @@ def test_sampled_draws_replay_from_the_documented_formula(smollm2, tmp_path):
     """Chance draws, decisions and continuation draws of sampled paths, replayed in the documented
     order from the documented seed (no package code): noise, then the decision, then (before the
     last round) the continuation."""
-    text = NOISY.read_text().replace("paths: enumerate", "paths: 3")
+    text = NOISY.read_text().replace("paths: enumerate", "paths: 2")
     text = text.replace("rounds: 3", "rounds: {max: 3, continue: 0.75}")
     (tmp_path / "noisy.yaml").write_text(text)
     study, r = _run(tmp_path / "noisy.yaml", tmp_path / "run", smollm2)

@@ -168,7 +168,7 @@ def replicate(paper_names, model, out, *, scale: float = 1.0, seed: int = 0, met
         "kind": KIND,
         "papers": [p.key for p in papers],
         # title, then the citation after a dash: a citation ends in its own punctuation ("... 32 pairs).")
-        "paper_titles": {p.key: f"{p.title} — {p.citation}" for p in papers},
+        "paper_titles": {p.key: p.title if p.citation == p.title else f"{p.title} — {p.citation}" for p in papers},
         "scale": scale,
         "seed": seed,
         "method": method,

@@ -424,8 +424,8 @@ def test_replicate_runs_a_session_file(smollm2, tmp_path):
     man = replicate([str(src / "study.yaml")], "smollm2", tmp_path / "rep", show_progress=False,
                     loaded_model=smollm2, log=lambda m: None)
     assert [e["study"] for e in man["studies"]] == ["bad-session"]
-    # the list of papers: the title, then the citation apart (issue 41: not "...32 pairs).: A malformed ...")
-    assert list(man["paper_titles"].values()) == [f"A malformed session corpus — {cite}"]
+    # the list of papers: the citation, then the title apart (issue 41: not "...32 pairs).: A malformed ...")
+    assert list(man["paper_titles"].values()) == [f"{cite} — A malformed session corpus"]
     assert not man["studies"][0].get("error")
     assert (tmp_path / "rep" / "bad-session" / "responses.parquet").exists()
 

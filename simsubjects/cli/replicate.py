@@ -167,8 +167,8 @@ def replicate(paper_names, model, out, *, scale: float = 1.0, seed: int = 0, met
     manifest = {
         "kind": KIND,
         "papers": [p.key for p in papers],
-        # title, then the citation after a dash: a citation ends in its own punctuation ("... 32 pairs).")
-        "paper_titles": {p.key: p.title if p.citation == p.title else f"{p.title} — {p.citation}" for p in papers},
+        # the citation, then the title after a dash: a citation ends in its own punctuation ("... 32 pairs).")
+        "paper_titles": {p.key: p.title if p.citation == p.title else f"{p.citation} — {p.title}" for p in papers},
         "scale": scale,
         "seed": seed,
         "method": method,

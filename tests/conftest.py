@@ -47,6 +47,7 @@ HEAVY_FIRST = [
     "test_bench.py",  # the toy bench on the model, a killed `bench run` resumed in a subprocess, the R twin
     "test_secrets.py",
     "test_session_players.py",
+    "test_sessions41.py",  # issue 41: three small sessions on the model (sampled, enumerated with chance moves)
     "test_conjoint.py",
     "test_network.py",
     "test_check_r_studyfile.py",

@@ -310,7 +310,7 @@ def test_dalbo_example_beside_people_subject_and_person_units(smollm2, tmp_path)
 
 def test_beside_people_welch_test_is_scipys_on_subject_and_person_values():
     """The Welch test of beside_people on made-up rows: scipy's ttest_ind(equal_var=False) on each
-    subject's mean (reach-weighted over its paths) and each person's value, never on decisions."""
+    subject's mean (over its sampled paths, each of weight 1) and each person's value, never on decisions."""
     from scipy import stats
 
     from simsubjects.studyfile.session_analysis import beside_people
@@ -320,8 +320,8 @@ def test_beside_people_welch_test_is_scipys_on_subject_and_person_values():
     for s, ps in (("s1", [0.2, 0.4]), ("s2", [0.7, 0.9]), ("s3", [0.5, 0.5])):
         for path, p in enumerate(ps, 1):
             for lab, w in (("J", p), ("F", 1 - p)):
-                rows.append({"subject": s, "item": "choice", "response": lab, "weight": w, "reach": 0.5,
-                             "round": 1, "path": path, "condition": "decision"})
+                rows.append({"subject": s, "item": "choice", "response": lab, "weight": w, "reach": p,
+                             "round": 1, "path": path, "condition": "decision", "trial": f"{s}|p{path}|1"})
     dec = pd.DataFrame(rows)
     study.people = pd.DataFrame({"respondent": ["a", "b", "c", "d"], "measure": "share choice=J",
                                  "value": [0.1, 0.3, 0.2, 0.6], "round": 1})
@@ -418,10 +418,14 @@ def test_replicate_runs_a_session_file(smollm2, tmp_path):
 
     src = tmp_path / "s"
     src.mkdir()
-    (src / "study.yaml").write_text((BAD / "valid_base.yaml").read_text())
+    cite = "Someone, A. (2020). A paper (the no-history treatment, 32 pairs)."
+    (src / "study.yaml").write_text((BAD / "valid_base.yaml").read_text().replace(
+        "title: A malformed session corpus", f"title: A malformed session corpus\ncitation: \"{cite}\""))
     man = replicate([str(src / "study.yaml")], "smollm2", tmp_path / "rep", show_progress=False,
                     loaded_model=smollm2, log=lambda m: None)
     assert [e["study"] for e in man["studies"]] == ["bad-session"]
+    # the list of papers: the citation, then the title apart (issue 41: not "...32 pairs).: A malformed ...")
+    assert list(man["paper_titles"].values()) == [f"{cite} — A malformed session corpus"]
     assert not man["studies"][0].get("error")
     assert (tmp_path / "rep" / "bad-session" / "responses.parquet").exists()
 

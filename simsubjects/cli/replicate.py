@@ -240,7 +240,8 @@ def package(rep: Replication, entries: list[dict], analyses: dict, lm, cli_optio
     manifest = {
         "kind": KIND,
         "papers": [p.key for p in rep.papers],
-        "paper_titles": {p.key: f"{p.citation}: {p.title}" for p in rep.papers},
+        # the citation, then the title after a dash: a citation ends in its own punctuation ("... 32 pairs).")
+        "paper_titles": {p.key: p.title if p.citation == p.title else f"{p.citation} — {p.title}" for p in rep.papers},
         "scale": rep.scale,
         "seed": rep.seed,
         "method": rep.method,

@@ -198,16 +198,17 @@ def replicate(paper_names, model, out, *, scale: float = 1.0, seed: int = 0, met
 def _code_files(rows, allow_code: bool) -> dict[str, str]:
     """{study name: its study file} whose `type: function` analyses run (--allow-code: the user's own files);
     without the flag, a study file that names code is refused before the model loads."""
-    from simsubjects.studyfile.spec import load_study, study_kind
+    from simsubjects.studyfile.door import load_any
     from simsubjects.collect.untrusted import ALLOW_CODE
 
     code = {}
     for paper, _, study, params in rows:
+        loaded = load_any(paper.key) if "studyfile" in params else None
         # a session (session.py) or a Milgram obedience file (obedience.py) names no code
-        if "studyfile" not in params or study_kind(paper.key) != "plain":
+        if loaded is None or not loaded.plain:
             continue
         if not allow_code:
-            s = load_study(paper.key)
+            s = loaded.study
             for i, a in enumerate(s.analyses):
                 if a["type"] == "function":
                     raise s.source.error(("analyses", i, "function"), f"type: function runs Python code "
@@ -414,16 +415,15 @@ def _study_file_spec(entry: dict, out: Path | None):
     for a session or obedience file (no R twins of their analyses yet) or without the replication folder."""
     if out is None:
         return None
-    from simsubjects.studyfile.spec import load_study, study_kind
+    from simsubjects.studyfile.door import load_any
 
     run = (Path(out) / entry["folder"]).resolve()
     rel = file_of(entry.get("parameters") or {})
     path = (run / rel).resolve()
     if not rel or not path.is_relative_to(run) or not path.is_file():
         return None  # a manifest's path leads nowhere outside the study's own folder
-    if study_kind(path) != "plain":
-        return None
-    return load_study(path)
+    loaded = load_any(path)
+    return loaded.study if loaded.plain else None
 
 
 def _r_value(v) -> str:

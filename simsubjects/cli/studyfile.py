@@ -53,13 +53,12 @@ def _collect_file(path: str, kw: dict) -> None:
     from ..collect.pipeline import run_study
     from simsubjects.studyfile.adapter import KEY, file_parameters, order_parameters, study_def
     from simsubjects.studyfile.design import build_trials
-    from simsubjects.studyfile.spec import load_study
+    from simsubjects.studyfile.door import load_any
 
     # --seed given: it replaces design.seed (before the seeded tables are drawn)
     seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
-    from ..studyfile.spec import study_kind
-
-    kind = study_kind(path)
+    loaded = load_any(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
+    kind = loaded.kind
     if kind == "session":
         from .session_cmd import collect_session_file
 
@@ -70,7 +69,7 @@ def _collect_file(path: str, kw: dict) -> None:
         return collect_obedience_file(path, kw, seeded)
     if kw.get("paths") is not None:
         raise UserError(f"--paths: {path} is not a session (no session: key); see docs/studies.md")
-    study = load_study(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
+    study = loaded.study
     bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
     if bad:
         raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")

@@ -176,12 +176,11 @@ def _read_json(path: Path) -> dict | None:
 def collect_command(man: dict, folder: str) -> str:
     """An equivalent `simsubjects collect` command for a single run folder."""
     study = man.get("study", "?")
-    from simsubjects.studyfile.origin import file_of, without_file
+    from simsubjects.studyfile.origin import collect_target, origin, without_file
 
     params = without_file(dict(man.get("parameters", {})))
-    args = ["simsubjects", "collect", study.replace("_", "-"), "--model", man.get("model", {}).get("spec", "?")]
-    if file_of(man.get("parameters", {})):  # a study file: the command names its copy in the run folder
-        args[2] = f"{folder}/{file_of(man.get('parameters', {}))}"
+    args = ["simsubjects", "collect", collect_target(man, folder), "--model", man.get("model", {}).get("spec", "?")]
+    if origin(man).is_study_file:  # a study file: the command names its copy in the run folder
         args += ["--judge-model", params["judge_model"]] if params.get("judge_model") else []
     try:
         from simsubjects.collect.studies.registry import get_study

@@ -9,12 +9,12 @@ probabilities when they were enumerated), never on decisions; by-round tables ar
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..analyze.methods.tests import paired_t, welch_t
 from .session import SessionStudy
 
 SYSTEM = ["source", "model"]
@@ -72,7 +72,7 @@ def _mean_ci(x: pd.Series, level: float = 0.95) -> dict:
 
 def subject_tests(dec: pd.DataFrame) -> pd.DataFrame:
     """Does a choice's probability change from the first round to the last? A paired t-test over
-    subjects (scipy.stats.ttest_rel) of each subject's mean probability in the last vs the first
+    subjects (the package's one, analyze/methods/tests.paired_t) of each subject's mean probability in the last vs the first
     round (unit: subject); items with a single round are left out."""
     rows = []
     dec = dec.assign(_w=dec["reach"].astype(float))
@@ -87,11 +87,8 @@ def subject_tests(dec: pd.DataFrame) -> pd.DataFrame:
         if len(pair) < 2:
             continue
         diff = pair[last] - pair[first]
-        if diff.std(ddof=1) == 0:  # no variation: the t statistic is undefined
-            stat, p = float("nan"), float("nan")
-        else:
-            t = stats.ttest_rel(pair[last], pair[first])
-            stat, p = float(t.statistic), float(t.pvalue)
+        t = paired_t(pair[last].to_numpy(float), pair[first].to_numpy(float))  # no spread: tests.no_test's rule
+        stat, p = t["statistic"], t["p.value"]
         ci = _mean_ci(diff)
         rows.append({**dict(zip([*_key(dec), "item", "response"], keys)), "test": f"round {last} - round {first}",
                      "estimate": ci["estimate"], "std.error": ci["std.error"], "statistic": stat,
@@ -177,7 +174,7 @@ def subject_values(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame,
 def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
     """Model and people side by side in each cell of the human table (by round, block, persona column):
     the mean over subjects vs the mean over persons, each with its t interval (unit: subject, person),
-    and a Welch two-sample t-test of the difference (scipy.stats.ttest_ind, equal_var=False)."""
+    and a Welch two-sample t-test of the difference (analyze/methods/tests.welch_t)."""
     people, by = study.people, study.people_by
     rows, tests = [], []
     for keys, g in people.groupby(["measure", *by], sort=False, dropna=False):
@@ -189,16 +186,13 @@ def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
             if not len(vals):
                 continue  # a cell the model did not play (e.g. a supergame of people only)
             rows.append({"measure": measure, **where, "source": src, **_mean_ci(vals), "unit": unit})
-        if len(model) >= 2 and len(human) >= 2 and (model.var() > 0 or human.var() > 0):
-            with warnings.catch_warnings():  # identical subjects (one prompt) give a zero variance: fine
-                warnings.simplefilter("ignore", RuntimeWarning)
-                t = stats.ttest_ind(model, human, equal_var=False)
-                ci = t.confidence_interval()
+        if len(model) >= 2 and len(human) >= 2:
+            # the package's one Welch test; identical subjects (one prompt) beside people without spread
+            # give the exact difference and no p-value (tests.no_test's rule)
+            t = welch_t(model.to_numpy(float), human.to_numpy(float))
             tests.append({"measure": measure, **where, "test": "Welch two-sample t-test, model - people",
-                          "estimate": float(model.mean() - human.mean()), "statistic": float(t.statistic),
-                          "df": float(t.df), "p.value": float(t.pvalue), "conf.low": float(ci.low),
-                          "conf.high": float(ci.high), "n_model": len(model), "n_people": len(human),
-                          "unit": "subject / person"})
+                          **{k: t[k] for k in ("estimate", "statistic", "df", "p.value", "conf.low", "conf.high")},
+                          "n_model": len(model), "n_people": len(human), "unit": "subject / person"})
     return pd.DataFrame(rows), pd.DataFrame(tests)
 
 

@@ -28,7 +28,7 @@ import pandas as pd
 from scipy import stats
 
 from simsubjects.errors import UserError
-from simsubjects.analyze.methods.tests import essentially_constant, quiet_rounding
+from simsubjects.analyze.methods import tests
 
 COLUMNS = ["test", "estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n"]
 
@@ -46,18 +46,9 @@ def _row(**kw) -> pd.DataFrame:
 
 
 def paired_t(x, y, level: float = 0.95) -> pd.DataFrame:
-    """Paired t-test of mean(x - y) = 0."""
+    """Paired t-test of mean(x - y) = 0: tests.paired_t (the package's one) on the complete pairs."""
     x, y = _pair(x, y)
-    d = x - y
-    n = d.size
-    if n < 2 or essentially_constant(d.std(ddof=1) / math.sqrt(n), d.mean()):
-        return _row(test="Paired t-test", estimate=d.mean() if n else math.nan, n=n)
-    with quiet_rounding():
-        res = stats.ttest_rel(x, y)
-    se = d.std(ddof=1) / math.sqrt(n)
-    ci = res.confidence_interval(level)
-    return _row(test="Paired t-test", estimate=d.mean(), **{"std.error": se, "statistic": res.statistic,
-                "df": float(n - 1), "p.value": res.pvalue, "conf.low": ci.low, "conf.high": ci.high}, n=n)
+    return _row(**tests.paired_t(x, y, level))
 
 
 def wilcoxon(x, y) -> pd.DataFrame:

@@ -124,6 +124,7 @@ def study_group():
     \b
       simsubjects study new survey my_study      # a commented, runnable starting point
       simsubjects study check my_study/study.yaml
+      simsubjects study schema > study.schema.json  # for your editor
       simsubjects collect my_study/study.yaml --model smollm2 --out runs/my_study
       simsubjects analyze runs/my_study
     """
@@ -139,6 +140,22 @@ def check(study_file, show):
     from simsubjects.collect.untrusted import term
 
     click.echo(term(describe(study_file, show), keep_newlines=True))  # study text never drives the terminal
+
+
+@study_group.command("schema")
+def schema():
+    """Print the JSON Schema of the study-file format (for VS Code's YAML extension; docs/studies.md).
+
+    It is generated from the definitions `study check` uses (simsubjects/studyfile/schema.py).
+
+    \b
+      simsubjects study schema > study.schema.json
+    """
+    import json
+
+    from simsubjects.studyfile.schema import schema as study_schema
+
+    click.echo(json.dumps(study_schema(), indent=1, sort_keys=True))
 
 
 @study_group.command("new")

@@ -178,8 +178,10 @@ def _resampled(study: Study, d: pd.DataFrame, out: pd.DataFrame, by: list[str], 
         extra.append({"estimate.corrected": r["estimate.corrected"], "boot.low": r["boot.low"],
                       "boot.high": r["boot.high"], "boot.bias": r["boot.bias"],
                       "boot_unit": "respondent (people) and subject (model), resampled independently",
-                      "replicates": r["replicates"], "n_respondents": r["n_respondents"], "n_subjects": r["n_subjects"],
-                      "note": small_sample_note(r["n_respondents"], r["boot.bias"])})
+                      "boot_method": r["boot.method"], "replicates": r["replicates"], "n_respondents": r["n_respondents"],
+                      "n_subjects": r["n_subjects"],
+                      "note": "; ".join(filter(None, (small_sample_note(r["n_respondents"], r["boot.bias"]),
+                                                      r["boot.note"])))})
     return pd.concat([out.reset_index(drop=True), pd.DataFrame(extra, index=range(len(out)))], axis=1)
 
 

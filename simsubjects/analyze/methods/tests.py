@@ -191,3 +191,29 @@ def pearson_r(x, y, conf: float = 0.95) -> dict:
     return {"test": "Pearson correlation", "estimate": r, "statistic": t, "df": float(n - 2),
             "p.value": float(res.pvalue), "conf.low": ci.low if ci else math.nan,
             "conf.high": ci.high if ci else math.nan, "n": n}
+
+
+PROPORTION_METHODS = {"wilson": "Wilson score", "beta": "Clopper-Pearson exact"}
+
+
+def proportion_interval(values, method: str = "wilson", conf: float = 0.95) -> dict:
+    """The share of 1s among people's 0/1 values (a selection, a check-all box, a choice) with its Wilson
+    score or Clopper-Pearson interval (statsmodels' proportion_confint, method "wilson" or "beta"), not a
+    t interval: a t interval over 0/1 values leaves [0, 1] and collapses to a point at 0 or n successes
+    (issue 40). Model probabilities are not 0/1 values: they keep the t interval over subjects."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    x = np.asarray(values, float)
+    x = x[~np.isnan(x)]
+    if not np.isin(x, (0.0, 1.0)).all():
+        raise ValueError("proportion_interval takes 0/1 values (a person's selection); got other values")
+    if method not in PROPORTION_METHODS:
+        raise ValueError(f"proportion_interval: method is one of {', '.join(PROPORTION_METHODS)}")
+    n, k = len(x), int(x.sum())
+    row = {"test": f"Proportion, {PROPORTION_METHODS[method]} interval", "estimate": k / n if n else math.nan,
+           "conf.low": math.nan, "conf.high": math.nan, "n": n}
+    if n:
+        lo, hi = proportion_confint(k, n, alpha=1 - conf, method=method)
+        # float rounding puts Wilson's bound at 0 successes a hair above 0 (2.8e-17): the bounds hold the share
+        row.update({"conf.low": float(min(max(lo, 0.0), k / n)), "conf.high": float(max(min(hi, 1.0), k / n))})
+    return row

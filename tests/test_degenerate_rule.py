@@ -53,15 +53,15 @@ def test_the_rule_in_the_tests_module():
     _too_few(T.one_sample_t([0.3]))
     _too_few(T.paired_t([0.3], [0.1]))
     _too_few(T.welch_t([0.3], [0.1, 0.2]))
-    assert T.chi_square([[3.0, 0.0], [2.0, 0.0]]) is None  # all one answer
-    ok = T.chi_square([[3.0, 1.0], [1.0, 3.0]])
+    assert T.pearson_chi2([[3.0, 0.0], [2.0, 0.0]]) is None  # all one answer
+    ok = T.pearson_chi2([[3.0, 1.0], [1.0, 3.0]])
     assert ok["df"] == 1.0 and 0 < ok["p.value"] < 1 and 0 < ok["effect_size"] < 1
 
 
 def test_methods_paired_follows_the_rule():
-    from simsubjects.analyze.methods.paired import paired_t
+    from simsubjects.analyze.methods.paired import paired_test
 
-    row = paired_t([0.3, 0.4, 0.5], [0.2, 0.3, 0.4]).iloc[0].to_dict()
+    row = paired_test([0.3, 0.4, 0.5], [0.2, 0.3, 0.4]).iloc[0].to_dict()
     _no_spread(row, 0.1, 2.0)
 
 

@@ -72,8 +72,8 @@ def _mean_ci(x: pd.Series, level: float = 0.95) -> dict:
 
 def subject_tests(dec: pd.DataFrame) -> pd.DataFrame:
     """Does a choice's probability change from the first round to the last? A paired t-test over
-    subjects (the package's one, analyze/methods/tests.paired_t) of each subject's mean probability in the last vs the first
-    round (unit: subject); items with a single round are left out."""
+    subjects (analyze/methods/tests.paired_t, the package's one) of each subject's mean probability in the
+    last vs the first round (unit: subject); items with a single round are left out."""
     rows = []
     dec = dec.assign(_w=dec["reach"].astype(float))
     dec["_wp"] = dec["_w"] * dec["weight"].astype(float)

@@ -2,7 +2,7 @@
 trial weight `tw`): the study file's welch, paired, one_sample and chi_square analyses, moved here from
 studyfile/analyses.py (issue 37) so every statistic has one home. Each averages a subject's trials
 first (`unit_means`), then calls the package's one test of its kind (tests.py: welch_t, paired_t,
-one_sample_t, chi_square) or, for people with survey weights, survey.py's design-based twin; R's twins
+one_sample_t, pearson_chi2) or, for people with survey weights, survey.py's design-based twin; R's twins
 are in R/studyfile.R (sf_welch, sf_one_sample, sf_chi_square).
 
 Test tables use broom's names: estimate, std.error, statistic, df, p.value, conf.low, conf.high, n,
@@ -18,7 +18,7 @@ import pandas as pd
 from ...errors import UserError
 from ..tidy import shares, trial_key
 from . import survey
-from .tests import DEGENERATE, chi_square as chi_square_test, is_degenerate, one_sample_t, paired_t, welch_t
+from .tests import DEGENERATE, is_degenerate, one_sample_t, paired_t, pearson_chi2, welch_t
 
 SYSTEM = ["source", "model"]
 BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high"]
@@ -175,7 +175,7 @@ def _expected_counts(g: pd.DataFrame, factor: str, trials: pd.DataFrame) -> tupl
 def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: list[str]) -> pd.DataFrame:
     """Pearson chi-square of factor level x response on expected counts, each subject counted once (so a
     row of the table sums to the subjects at that level, not to their trials), with Cramér's V
-    (tests.chi_square). A group whose table has one row or one column (all one answer) has no row."""
+    (tests.pearson_chi2). A group whose table has one row or one column (all one answer) has no row."""
     df = shares(responses)
     rows = []
     for key, g in df.groupby([*SYSTEM, *by], sort=False):
@@ -183,7 +183,7 @@ def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: l
         if factor_column(g, factor) is None:
             continue
         table, n, is_weighted = _expected_counts(g, factor, trials)
-        r = chi_square_test(table.to_numpy(float))
+        r = pearson_chi2(table.to_numpy(float))
         if r is None:
             continue
         rows.append({**key, "test": r["test"] + (" (survey-weighted, Kish effective n)" if is_weighted else ""),

@@ -66,7 +66,7 @@ def no_test(estimate: float, n: int, zero_spread: bool, df: float = math.nan) ->
     - no spread (`essentially_constant`: a standard error that is 0 or float rounding): the estimate is
       exact, so std.error = 0 and the interval is the point [estimate, estimate]; no statistic and no
       p-value (R's t.test stops there); `df` where its formula needs no variance (n - 1), else NaN.
-    A chi-square table of one row or one column (all one answer) is no test either (`chi_square`)."""
+    A chi-square table of one row or one column (all one answer) is no test either (`pearson_chi2`)."""
     row = {"estimate": estimate, **NAN_INFERENCE, "n": n}
     if zero_spread:
         row.update({"std.error": 0.0, "df": df, "conf.low": estimate, "conf.high": estimate})
@@ -136,7 +136,7 @@ def welch_t(x, y, conf: float = 0.95, n: int | None = None) -> dict:
             "n": n}
 
 
-def chi_square(table) -> dict | None:
+def pearson_chi2(table) -> dict | None:
     """Pearson's chi-square test of independence on a table of (possibly fractional) counts, rows and
     columns without any count dropped, with Cramér's V (scipy.stats.chi2_contingency, correction=False;
     R's chisq.test(correct = FALSE)); V by its formula, since scipy's `association` takes integer counts

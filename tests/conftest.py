@@ -58,6 +58,7 @@ HEAVY_FIRST = [
     "test_report.py",
     "test_crash_consistency.py",
     "test_representativeness.py",
+    "test_rep_coverage.py",  # 100 simulated studies, each with a double bootstrap (issue 40's coverage check)
     "test_garden_path.py",
     "test_perf_paths.py",
     "test_opinion_survey.py",

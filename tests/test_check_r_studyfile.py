@@ -103,10 +103,10 @@ def test_a_perturbed_table_fails_the_check(runs, tmp_path):
 
 def test_a_perturbed_analysis_exits_1(runs, monkeypatch, capsys):
     """A Python analysis that drifts from its R twin (the Welch estimate moved by 1e-6): exit 1, the row named."""
-    import simsubjects.studyfile.analyses as analyses
+    import simsubjects.analyze.methods.subjects as subjects  # the registry runs the test from its one home
 
-    welch = analyses.welch
-    monkeypatch.setattr(analyses, "welch", lambda *a, **k: welch(*a, **k).assign(estimate=lambda d: d["estimate"] + 1e-6))
+    welch = subjects.welch
+    monkeypatch.setattr(subjects, "welch", lambda *a, **k: welch(*a, **k).assign(estimate=lambda d: d["estimate"] + 1e-6))
     assert main(["analyze", str(runs["vignette_2x2"]), "--no-plots", "--check-r", "--out",
                  str(runs["vignette_2x2"].parent / "perturbed")]) == 1
     out = capsys.readouterr().out

@@ -253,3 +253,40 @@ def test_no_module_function_strings():
     mods = modules()
     bad = [f"{f}:{line}: {text!r}" for m, f in sorted(mods.items()) for text, line in code_references(f, mods)]
     assert bad == [], "import the function instead of naming it as text:\n" + "\n".join(bad)
+
+
+# issue 37, item 3: study files go through one door. The kind of a study file (plain, session, obedience)
+# is told by spec.study_kind and acted on by door.load_any only; every other module loads through the door.
+KIND_DOOR = {"simsubjects.studyfile.spec", "simsubjects.studyfile.door"}
+
+
+def kind_calls(path: Path) -> list[int]:
+    """Lines that call `study_kind` (as a name or an attribute) or import it."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id == "study_kind") or \
+                    (isinstance(f, ast.Attribute) and f.attr == "study_kind"):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "study_kind" for a in node.names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_kind_finder():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "m.py"
+        f.write_text("from .spec import study_kind\n\ndef go(p):\n    return spec.study_kind(p), study_kind(p)\n")
+        assert sorted(kind_calls(f)) == [1, 4, 4]
+
+
+def test_study_files_go_through_one_door():
+    for m, f in sorted(modules().items()):
+        if m in KIND_DOOR:
+            continue
+        lines = kind_calls(f)
+        assert not lines, f"{f}:{lines[0]}: {m} tells a study file's kind itself; load it with " \
+                          "studyfile/door.load_any (the one plain/session/obedience dispatch)"

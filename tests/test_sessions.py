@@ -252,7 +252,21 @@ def test_sigkill_mid_session_resumes_with_identical_rows(smollm2, tmp_path):
 # ------------------------------------------------------------------------------ Dal Bó & Fréchette (2011)
 
 DALBO = ROOT / "examples" / "pd_dalbo"
-SHARED_DF2011 = ROOT.parent / "shared" / "data" / "games" / "DF2011.rda"
+# the article's decisions, bundled with their source and GPL-3 licence so the test runs on a plain clone
+DF2011 = ROOT / "tests" / "data" / "dalbo2011" / "DF2011.rda"
+
+
+def test_dalbo_bundled_decisions_are_the_source_file():
+    """The bundled copy is the file its SOURCE.md names (checksum read from there); beside the project's
+    shared data folder, it is also byte for byte that file."""
+    import hashlib
+    import re
+
+    recorded = re.search(r"sha256: ([0-9a-f]{64})", (DF2011.parent / "SOURCE.md").read_text()).group(1)
+    assert hashlib.sha256(DF2011.read_bytes()).hexdigest() == recorded
+    shared = ROOT.parent / "shared" / "data" / "games" / "DF2011.rda"
+    if shared.exists():
+        assert shared.read_bytes() == DF2011.read_bytes()
 
 
 def test_dalbo_people_equal_a_fresh_computation_from_the_article_data():
@@ -261,7 +275,7 @@ def test_dalbo_people_equal_a_fresh_computation_from_the_article_data():
         from bundle_dalbo2011 import people
     finally:
         sys.path.pop(0)
-    fresh = people(SHARED_DF2011)
+    fresh = people(DF2011)
     bundled = pd.read_csv(DALBO / "people.csv", keep_default_na=False)
     assert len(bundled) == len(fresh) and bundled["person"].nunique() == 266
     assert (bundled["person"].tolist() == fresh["person"].tolist())

@@ -270,16 +270,17 @@ def package(rep: Replication, entries: list[dict], analyses: dict, lm, cli_optio
 def _code_files(rows, allow_code: bool) -> dict[str, str]:
     """{study name: its study file} whose `type: function` analyses run (--allow-code: the user's own files);
     without the flag, a study file that names code is refused before the model loads."""
-    from simsubjects.studyfile.spec import load_study, study_kind
+    from simsubjects.studyfile.door import load_any
     from simsubjects.collect.untrusted import ALLOW_CODE
 
     code = {}
     for paper, _, study, params in rows:
+        loaded = load_any(paper.key) if "studyfile" in params else None
         # a session (session.py) or a Milgram obedience file (obedience.py) names no code
-        if "studyfile" not in params or study_kind(paper.key) != "plain":
+        if loaded is None or not loaded.plain:
             continue
         if not allow_code:
-            s = load_study(paper.key)
+            s = loaded.study
             for i, a in enumerate(s.analyses):
                 if a["type"] == "function":
                     raise s.source.error(("analyses", i, "function"), f"type: function runs Python code "

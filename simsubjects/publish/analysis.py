@@ -14,6 +14,7 @@ from ..errors import UserError
 from simsubjects.collect.store import staged_folder
 from simsubjects.analyze.tidy import stack_runs
 from simsubjects.collect.untrusted import check_table_name
+from ..studyfile.origin import analysis_reusable
 from . import saved
 from ..studyfile.origin import study_def  # which study made the run: a study file or a declared one
 from simsubjects.analyze.order_effects import order_effects
@@ -76,7 +77,7 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         for name, df in (extra(spec, responses, items, tables) if extra else {}).items():
             check_table_name(name, f"{dirs[0]}: analysis")
             (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
-        reusable = len(dirs) == 1 and code_from is None and out is None and not _is_study_file(runs[0][0])
+        reusable = len(dirs) == 1 and code_from is None and out is None and analysis_reusable(runs[0][0])
         record = saved.record(Path(dirs[0]), spec, tables, csv, stage, [p.name for p in figures],
                               plotted=plots and bool(spec.plot)) if reusable else {"reusable": False}
         (stage / saved.RECORD).write_bytes(json.dumps(record, indent=1).encode("utf-8"))
@@ -98,17 +99,13 @@ def _output_folder(dirs, out) -> Path:
     return outdir
 
 
-def _is_study_file(manifest: dict) -> bool:
-
-    return origin(manifest).is_study_file
-
-
 def saved_analysis(folder: str | Path) -> Analysis | None:
     """The analysis that `analyze` (or `replicate`) already wrote into FOLDER/analysis, read back instead
     of computed again, when it is current (see simsubjects.publish.saved); None when it is not."""
     folder = Path(folder)
     manifest = load_manifest(folder)  # the tables are read only for a record that is believed
-    if _is_study_file(manifest):  # its analyses come from the folder's copy of the file: always computed
+
+    if not analysis_reusable(manifest):  # a study file's analyses come from the folder's copy: always computed
         return None
 
     spec = study_def(folder, manifest)

@@ -29,7 +29,7 @@ from simsubjects.papers import KIND, paper_of, papers, study_title, validity_ref
 from simsubjects.studyfile.origin import title
 from simsubjects.collect.studies.registry import studies
 from simsubjects.collect.store import load_run
-from simsubjects.studyfile.origin import file_of, without_file
+from simsubjects.studyfile.origin import collect_target, file_of, origin, without_file
 from simsubjects.collect.studies.registry import get_study
 from simsubjects.publish import analysis as analysis_step  # its functions looked up when called (tests replace them)
 
@@ -179,11 +179,9 @@ def _read_json(path: Path) -> dict | None:
 def collect_command(man: dict, folder: str) -> str:
     """An equivalent `simsubjects collect` command for a single run folder."""
     study = man.get("study", "?")
-
     params = without_file(dict(man.get("parameters", {})))
-    args = ["simsubjects", "collect", study.replace("_", "-"), "--model", man.get("model", {}).get("spec", "?")]
-    if file_of(man.get("parameters", {})):  # a study file: the command names its copy in the run folder
-        args[2] = f"{folder}/{file_of(man.get('parameters', {}))}"
+    args = ["simsubjects", "collect", collect_target(man, folder), "--model", man.get("model", {}).get("spec", "?")]
+    if origin(man).is_study_file:  # a study file: the command names its copy in the run folder
         args += ["--judge-model", params["judge_model"]] if params.get("judge_model") else []
     try:
 

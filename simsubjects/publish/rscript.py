@@ -15,7 +15,7 @@ from simsubjects import __version__
 from simsubjects.collect.untrusted import r_comment, r_string
 from simsubjects.studyfile.origin import file_of
 from simsubjects.publish.rpackage import package_root
-from simsubjects.studyfile.spec import load_study, study_kind
+from simsubjects.studyfile.door import load_any
 from simsubjects.studyfile.check_r import options_table
 from simsubjects.collect.studies.registry import studies
 
@@ -127,9 +127,8 @@ def _study_file_spec(entry: dict, out: Path | None):
     path = (run / rel).resolve()
     if not rel or not path.is_relative_to(run) or not path.is_file():
         return None  # a manifest's path leads nowhere outside the study's own folder
-    if study_kind(path) != "plain":
-        return None
-    return load_study(path)
+    loaded = load_any(path)
+    return loaded.study if loaded.plain else None
 
 
 def _r_value(v) -> str:

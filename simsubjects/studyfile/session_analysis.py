@@ -15,10 +15,12 @@ once by being drawn and once by its probability, and make round 1 dominate a mea
 
 from __future__ import annotations
 
+
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..analyze.methods.tests import paired_t, welch_t
 from .session import SessionStudy
 
 SYSTEM = ["source", "model"]
@@ -113,7 +115,7 @@ def last_round(per: pd.DataFrame, first) -> int | None:
 
 def subject_tests(dec: pd.DataFrame) -> pd.DataFrame:
     """Does a choice's probability change from the first round to a later one? A paired t-test over
-    subjects (scipy.stats.ttest_rel) of each subject's mean probability in round L vs the first round,
+    subjects (analyze/methods/tests.paired_t, the package's one) of each subject's mean probability in round L vs the first round,
     L the last round at least REACHED_SHARE of the subjects reached (unit: subject); items with a
     single round are left out; a degenerate sample (`degenerate`) has `note` and no p-value."""
     rows = []
@@ -127,11 +129,11 @@ def subject_tests(dec: pd.DataFrame) -> pd.DataFrame:
             continue
         pair = per[[first, last]].dropna()
         diff = pair[last] - pair[first]
-        note = degenerate(("subjects", diff))
+        note = degenerate(("subjects", diff))  # n < MIN_N or no spread: a note, no p-value
         stat, p = float("nan"), float("nan")
         if not note:
-            t = stats.ttest_rel(pair[last], pair[first])
-            stat, p = float(t.statistic), float(t.pvalue)
+            t = paired_t(pair[last].to_numpy(float), pair[first].to_numpy(float))
+            stat, p = t["statistic"], t["p.value"]
         ci = _mean_ci(diff)
         rows.append({**dict(zip([*_key(dec), "item", "response"], keys)), "test": f"round {last} - round {first}",
                      "estimate": ci["estimate"], "std.error": ci["std.error"], "statistic": stat,
@@ -222,7 +224,7 @@ def subject_values(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame,
 def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
     """Model and people side by side in each cell of the human table (by round, block, persona column):
     the mean over subjects vs the mean over persons, each with its t interval (unit: subject, person),
-    and a Welch two-sample t-test of the difference (scipy.stats.ttest_ind, equal_var=False); a
+    and a Welch two-sample t-test of the difference (analyze/methods/tests.welch_t); a
     degenerate sample (`degenerate`: n < 3 or zero variance on a side) has a `note` and no p-value."""
     people, by = study.people, study.people_by
     rows, tests = [], []
@@ -240,9 +242,8 @@ def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
         note = degenerate(("model", model), (study.human_name, human))
         est, stat, df, p, low, high = float(model.mean() - human.mean()), *[float("nan")] * 5
         if not note:
-            t = stats.ttest_ind(model, human, equal_var=False)
-            ci = t.confidence_interval()
-            stat, df, p, low, high = float(t.statistic), float(t.df), float(t.pvalue), float(ci.low), float(ci.high)
+            t = welch_t(model.to_numpy(float), human.to_numpy(float))
+            stat, df, p, low, high = (t[k] for k in ("statistic", "df", "p.value", "conf.low", "conf.high"))
         tests.append({"measure": measure, **where, "test": "Welch two-sample t-test, model - people",
                       "estimate": est, "statistic": stat, "df": df, "p.value": p, "conf.low": low,
                       "conf.high": high, "n_model": len(model), "n_people": len(human),

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from simsubjects.analyze.methods.tests import essentially_constant, mean_se, quiet_rounding
+from simsubjects.analyze.methods.tests import mean_se, paired_t
 from simsubjects.analyze.tidy import prob_of
 
 SET_TITLES = {"published": "Christianson et al. (2001) sentences\n(cf. Figure 10a)",
@@ -83,14 +83,10 @@ def paired_tests(sent: pd.DataFrame) -> pd.DataFrame:
             w = stats.wilcoxon(d)
             out.append({**base, "test": "Wilcoxon signed-rank test", "statistic": float(w.statistic),
                         "df": np.nan, "p.value": float(w.pvalue)})
-            if essentially_constant(d.std(ddof=1) / np.sqrt(len(d)), d.mean()):  # R's t.test stops here
-                out.append({**base, "test": "Paired t-test", "statistic": np.nan, "df": float(len(d) - 1),
-                            "p.value": np.nan})
-                continue
-            with quiet_rounding():
-                tt = stats.ttest_rel(g["garden_path"], g["control"])
-            out.append({**base, "test": "Paired t-test", "statistic": float(tt.statistic),
-                        "df": float(len(d) - 1), "p.value": float(tt.pvalue)})
+            # the package's one paired t-test; differences without spread: no statistic (tests.no_test)
+            tt = paired_t(g["garden_path"].to_numpy(float), g["control"].to_numpy(float))
+            out.append({**base, "test": "Paired t-test", "statistic": tt["statistic"], "df": tt["df"],
+                        "p.value": tt["p.value"]})
         else:
             out.append({**base, "test": "none (fewer than 2 sentences or no differences)",
                         "statistic": np.nan, "df": np.nan, "p.value": np.nan})

@@ -63,11 +63,14 @@
              conf.high = res$conf.int[2], n = n)
 }
 
-# t.test, or no inference where R stops ("data are essentially constant")
-.sf_t <- function(est, n, fn) {
+# t.test, or no inference where R stops ("data are essentially constant"): the package's one rule for a
+# sample without spread (simsubjects/analyze/methods/tests.py no_test; docs/conventions.md): the exact
+# value with standard error 0 and the point interval, no statistic and no p-value; `df` where its formula
+# needs no variance (n - 1 for one sample), else NA (Welch's)
+.sf_t <- function(est, n, fn, df = NA_real_) {
   tryCatch(.sf_t_row(fn(), est, n), error = function(e)
-    data.frame(estimate = est, std.error = 0, statistic = NA_real_, df = NA_real_, p.value = NA_real_,
-               conf.low = NA_real_, conf.high = NA_real_, n = n))
+    data.frame(estimate = est, std.error = 0, statistic = NA_real_, df = df, p.value = NA_real_,
+               conf.low = est, conf.high = est, n = n))
 }
 
 .sf_key_cols <- function(s, by) s[1, c("source", "model", by), drop = FALSE]
@@ -119,7 +122,7 @@ sf_one_sample <- function(responses, options, mu = 0, by = "item") {
                         statistic = unname(r$statistic), df = unname(r$parameter), p.value = r$p.value,
                         conf.low = r$conf.int[1], conf.high = r$conf.int[2], n = length(x))
     } else {
-      row <- .sf_t(mean(x), length(x), function() stats::t.test(x))
+      row <- .sf_t(mean(x), length(x), function() stats::t.test(x), df = length(x) - 1)
     }
     rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), row, stringsAsFactors = FALSE)
   }

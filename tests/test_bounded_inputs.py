@@ -346,7 +346,7 @@ def test_study_new_keeps_a_users_tmp_folder(tmp_path, capsys):
                                   # a spread of float rounding is none (R's t.test: 'essentially constant')
                                   ([0.9999999, 0.9999999 + 1e-16, 0.9999999], [0.5, 0.5 + 1e-16, 0.5])])
 def test_a_degenerate_welch_test_warns_instead_of_p_zero(x, y, recwarn):
-    from simsubjects.studyfile.analyses import welch
+    from simsubjects.analyze.methods.subjects import welch
 
     # trial_scores' layout: one subject per trial (the test's unit), trial weight tw 1 for a model's rows
     trials = pd.DataFrame({"source": "model", "model": "m", "item": "q1", "frame": ["a"] * len(x) + ["b"] * len(y),

@@ -70,7 +70,7 @@ def test_paired_tests_agree_with_r():
     y = x + rng.normal(0.05, 0.1, 40)
     xb, yb = (rng.random(60) < 0.5).astype(float), (rng.random(60) < 0.65).astype(float)
     X, Y, XB, YB = (ro.FloatVector(v) for v in (x, y, xb, yb))
-    t = paired.paired_t(x, y).iloc[0]
+    t = paired.paired_test(x, y).iloc[0]
     rt = ro.r["t.test"](X, Y, paired=True)
     assert abs(t["p.value"] - rt.rx2("p.value")[0]) < 1e-12 and abs(t["statistic"] - rt.rx2("statistic")[0]) < 1e-10
     assert abs(t["conf.low"] - rt.rx2("conf.int")[0]) < 1e-10

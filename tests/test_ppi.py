@@ -221,8 +221,8 @@ def test_analyze_ppi_bad_inputs(tmp_path, capsys, extra, needle):
 
 def test_moca_demo_on_synthetic_model():
     """The MoCa subsample demonstration on all 206 stories, with a 'model' whose P(Yes) tracks people's."""
-    from simsubjects.analyze import ppi_moca
-    from simsubjects.analyze.amce import amce_dim, outcomes
+    from simsubjects.studies.moca import ppi as ppi_moca
+    from simsubjects.studies.moca.analysis import amce_dim, outcomes
     from simsubjects.datasets.moca_humans import load_moca
 
     parts = [load_moca(t) for t in ("causal", "moral")]

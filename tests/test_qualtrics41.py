@@ -194,7 +194,8 @@ def _exact_2x2_p(table: np.ndarray) -> float:
 
 
 def test_numbers_get_welch_not_chi_square_and_sparse_tables_a_monte_carlo_p(tmp_path, capsys):
-    from simsubjects.studyfile.analyses import chi_square, trial_scores
+    from simsubjects.analyze.methods.subjects import chi_square
+    from simsubjects.studyfile.analyses import trial_scores
 
     rc, _, err = _run(capsys, QSF, tmp_path / "s", "--responses", CSV3, "--finished-only")
     assert rc == 0, err
@@ -259,7 +260,8 @@ def test_parallel_arms_are_listed_and_merged_on_request(tmp_path, capsys):
     pd.testing.assert_frame_equal(arms[cols].sort_values(cols).reset_index(drop=True),
                                   merged.loc[merged["item"] == "support", cols].sort_values(cols).reset_index(drop=True))
     # the arms are now compared: the randomizer's Welch test has a row for the merged item
-    from simsubjects.studyfile.analyses import trial_scores, welch
+    from simsubjects.analyze.methods.subjects import welch
+    from simsubjects.studyfile.analyses import trial_scores
 
     levels = list(study.factor("randomizer_fl_3").levels)
     w = welch(trial_scores(study, study.human), "randomizer_fl_3", levels, ["item"])

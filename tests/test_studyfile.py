@@ -433,7 +433,7 @@ def _ultimatum_file(tmp_path, pairs: int) -> Path:
 
 
 def test_ultimatum_study_file_gives_the_commands_trials(tmp_path):
-    from simsubjects.collect.studies.ultimatum import build_trials as command_trials
+    from simsubjects.studies.ultimatum.design import build_trials as command_trials
 
     mine, _ = build_trials(load_study(_ultimatum_file(tmp_path, 40)))
     theirs, _ = command_trials(pairs=40)
@@ -483,7 +483,7 @@ def test_cli_collect_validate_analyze_report_a_study_file(smollm2, tmp_path, mon
 
 
 def test_moca_study_file_gives_the_commands_trials():
-    from simsubjects.collect.studies.moca import study_items
+    from simsubjects.studies.moca.design import study_items
 
     mine, _ = build_trials(load_study(ROOT / "tests" / "data" / "builtin_studyfiles" / "moca" / "study.yaml"))
     theirs, _ = study_items(task="causal")

@@ -17,6 +17,7 @@ import pandas as pd
 
 from .methods.tests import one_sample_t, welch_t
 from .tidy import trial_total
+from simsubjects.analyze.methods.multiplicity import add_adjusted
 
 ITEM_COLUMNS = ["model", "item", "response", "p_first", "p_last", "test", "estimate", "std.error", "statistic", "df",
                 "p.value", "conf.low", "conf.high", "n_first", "n_last", "unit", "family", "p.value.holm",
@@ -68,7 +69,6 @@ def order_effects(responses: pd.DataFrame, item: str = "item") -> tuple[pd.DataF
 
     The per-item rows of one model are one family: Holm and BH adjusted p-values (analyze.multiplicity)
     beside each raw p-value, the family named in `family`."""
-    from simsubjects.analyze.methods.multiplicity import add_adjusted
 
     r = shown_shares(responses)
     if r.empty:

@@ -46,10 +46,10 @@ def datasets():
 @datasets.command("list")
 def datasets_list():
     """List the bundled datasets with size, source and license."""
-    from simsubjects.datasets import DATASETS
+    from simsubjects.collect.studies.registry import declared_datasets
 
     df = _pandas().DataFrame([{"name": d.name, "n": d.n, "license": d.license, "description": d.description}
-                       for d in DATASETS.values()])
+                       for d in declared_datasets().values()])
     click.echo(df.to_string(index=False, max_colwidth=70))
 
 
@@ -57,9 +57,10 @@ def datasets_list():
 @click.argument("name")
 def datasets_show(name):
     """Show one dataset's description, files, source, license and citation."""
+    from simsubjects.collect.studies.registry import declared_datasets
     from simsubjects.datasets import checksum, get
 
-    d = get(name)
+    d = declared_datasets().get(name) or get(name)
     click.echo(f"{d.name}: {d.description}\n  n: {d.n}\n  source: {d.source}\n  license: {d.license}\n"
                f"  citation: {d.citation}\n  files: {', '.join(str(p) for p in d.paths())}\n  checksum: {checksum(d)}")
 
@@ -72,7 +73,7 @@ def datasets_show(name):
 def datasets_import(kind, prompts_dir, out):
     """Read released files: BiasMonkey question files (PROMPTS_DIR) into the survey-bias item table, or an
     OpinionQA folder (<ATTRIBUTE>_data.json count files or a wave folder, with info.csv) into tidy human rows."""
-    from simsubjects.collect.studies.survey_bias import read_biasmonkey_questions
+    from simsubjects.studies.survey_bias.design import read_biasmonkey_questions
 
     if out and not Path(out).parent.is_dir():
         raise UserError(f"--out {out}: the folder {Path(out).parent} does not exist")
@@ -124,7 +125,7 @@ def _import_opinionqa(folder, out) -> None:
 @click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run.")
 def import_responses(kind, results_dir, model, out, prompts, overwrite):
     """Turn released per-sample response files into a run folder, so `analyze` runs unchanged."""
-    from simsubjects.datasets.biasmonkey import read_biasmonkey_responses
+    from simsubjects.studies.survey_bias.biasmonkey import read_biasmonkey_responses
     from simsubjects.collect.store import RunStore, stable_hash
     from simsubjects.collect.schema import check_responses
 
@@ -144,6 +145,9 @@ def import_responses(kind, results_dir, model, out, prompts, overwrite):
 from simsubjects.cli.studyfile import CollectGroup, study_group  # noqa: E402 - study files (docs/studies.md)
 
 cli.add_command(study_group)
+from simsubjects.cli.bench import bench_group  # noqa: E402 - `simsubjects bench` (docs/bench.md)
+
+cli.add_command(bench_group)
 
 
 class StudyGroup(CollectGroup):

@@ -1,5 +1,5 @@
 """`collect OBEDIENCE.yaml`: the command's part of a Milgram obedience study file (its options, the
-run); the file itself is studyfile/obedience.py and its simulator collect/studies/milgram.py. Here,
+run); the file itself is studyfile/obedience.py and its simulator studies/milgram/design.py. Here,
 in cli/, because it reads the command's options (docs/architecture.md: studyfile/ imports no command)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def collect_obedience_file(path: str, kw: dict, seeded: bool) -> None:
     if method not in ("exact", "sampled"):
         raise UserError(f"--method {method}: a Milgram obedience file supports exact, sampled")
     if study.judge_rule == "scored" and method != "exact":
-        from ..collect.studies.milgram import SCORED_NEEDS_EXACT
+        from ..studies.milgram.design import SCORED_NEEDS_EXACT
 
         raise UserError(f"{path}: design.judge_rule scored: {SCORED_NEEDS_EXACT.split('; ', 1)[1]}")
     # the built-in's parameters, plus the file (so a changed file is a different run, never a resumed one)

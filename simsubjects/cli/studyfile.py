@@ -53,13 +53,12 @@ def _collect_file(path: str, kw: dict) -> None:
     from ..collect.pipeline import run_study
     from simsubjects.studyfile.adapter import KEY, file_parameters, order_parameters, study_def
     from simsubjects.studyfile.design import build_trials
-    from simsubjects.studyfile.spec import load_study
+    from simsubjects.studyfile.door import load_any
 
     # --seed given: it replaces design.seed (before the seeded tables are drawn)
     seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
-    from ..studyfile.spec import study_kind
-
-    kind = study_kind(path)
+    loaded = load_any(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
+    kind = loaded.kind
     if kind == "session":
         from .session_cmd import collect_session_file
 
@@ -70,7 +69,7 @@ def _collect_file(path: str, kw: dict) -> None:
         return collect_obedience_file(path, kw, seeded)
     if kw.get("paths") is not None:
         raise UserError(f"--paths: {path} is not a session (no session: key); see docs/studies.md")
-    study = load_study(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
+    study = loaded.study
     bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
     if bad:
         raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
@@ -125,6 +124,7 @@ def study_group():
     \b
       simsubjects study new survey my_study      # a commented, runnable starting point
       simsubjects study check my_study/study.yaml
+      simsubjects study schema > study.schema.json  # for your editor
       simsubjects collect my_study/study.yaml --model smollm2 --out runs/my_study
       simsubjects analyze runs/my_study
     """
@@ -140,6 +140,22 @@ def check(study_file, show):
     from simsubjects.collect.untrusted import term
 
     click.echo(term(describe(study_file, show), keep_newlines=True))  # study text never drives the terminal
+
+
+@study_group.command("schema")
+def schema():
+    """Print the JSON Schema of the study-file format (for VS Code's YAML extension; docs/studies.md).
+
+    It is generated from the definitions `study check` uses (simsubjects/studyfile/schema.py).
+
+    \b
+      simsubjects study schema > study.schema.json
+    """
+    import json
+
+    from simsubjects.studyfile.schema import schema as study_schema
+
+    click.echo(json.dumps(study_schema(), indent=1, sort_keys=True))
 
 
 @study_group.command("new")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import __version__
-from ..datasets.registry import checksum, get
+from ..datasets.registry import as_dataset, checksum
 from ..errors import UserError
 from simsubjects.collect.schema import check_responses
 from ..redact import redact, redact_obj
@@ -51,7 +51,7 @@ def base_manifest(study: str, model, params: dict, datasets: list[str], template
                   "revision": model.info.revision, **model.info.details},
         "parameters": params,
         "seed": params.get("seed"),
-        "datasets": {d: checksum(get(d)) for d in datasets},
+        "datasets": {as_dataset(d).name: checksum(as_dataset(d)) for d in datasets},
         "prompt_template_sha256": [stable_hash(t) for t in templates or []],
         "timings": {"seconds": round(time.perf_counter() - started, 3)},
     }

@@ -34,6 +34,7 @@ import pandas as pd
 from simsubjects import __version__
 from simsubjects.collect.store import ITEMS, MANIFEST, RESPONSES
 from simsubjects.collect.untrusted import is_ident
+from simsubjects.collect.models.weight_cache import root
 
 RECORD = "analysis.json"
 FORMAT = 1
@@ -44,7 +45,6 @@ TEXT_TYPES = ("str", "object", "bool")  # read with the recorded type; numbers a
 def _key() -> bytes | None:
     """This machine's signing key (32 random bytes, created once, readable by its owner only); None where
     the cache folder cannot hold one (the analysis is then always computed)."""
-    from simsubjects.collect.models.weight_cache import root
 
     path = root() / "analysis.key"
     try:

@@ -1,5 +1,6 @@
 """`simsubjects bench run`: every finding of one or more corpora through the ordinary study-file collection
-(collect/pipeline.run_study, the path of `collect STUDY.yaml`) into OUT/<finding id>/ (one ordinary run folder per finding).
+(collect/pipeline.run_study, the path of `collect STUDY.yaml`) into OUT/<finding id>/ (one ordinary run folder
+per finding).
 
 Everything that needs no model is checked first (every finding's study file, every run folder), then the
 model loads once and serves every finding. Each finding's folder is an ordinary run folder: a killed run

@@ -179,7 +179,8 @@ def check_hypothesis(finding, study) -> None:
         estimate = items[it].response.kind == "estimate"
         labels = [o.label for o in _options_or_none(study, it)]
         if "option" in mm and mm["option"] not in labels:
-            raise src.error((*path, "measure", "option"), f"{mm['option']!r}: not an option of {it} ({', '.join(labels)})")
+            raise src.error((*path, "measure", "option"),
+                            f"{mm['option']!r}: not an option of {it} ({', '.join(labels)})")
         if mm.get("mean") and not estimate and any(o.position is None for o in _options_or_none(study, it)):
             raise src.error((*path, "measure"), f"{{mean: true}}: the options of {it} have no positions (scores)")
         if "options" in mm and [o for o in mm["options"] if str(o) not in labels]:
@@ -257,7 +258,8 @@ def _one_sample(study, responses, h, est) -> ModelEffect:
     if "option" in h["measure"]:
         parts["p"] = pop.mean
         d = ef.cohens_h(pop.mean, null)
-        value = {"cohens_h": d, "diff_proportions": pop.mean - null, "one_sample_d": ef.one_sample_d(pop.mean, pop.var, null),
+        value = {"cohens_h": d, "diff_proportions": pop.mean - null,
+                 "one_sample_d": ef.one_sample_d(pop.mean, pop.var, null),
                  "log_odds_ratio": ef.log_odds_ratio(pop.mean, null)}.get(est)
     else:
         d = ef.one_sample_d(pop.mean, pop.var, null)
@@ -413,7 +415,8 @@ def finding_row(finding, study, responses: pd.DataFrame) -> dict:
     p_orig, method = significance(finding, me, orig)
     p_rep, _ = significance(finding, me, rep)
     d_o, d_r = _d_of(orig), _d_of(rep)
-    r_m, r_r = ef.d_to_r(aligned_d) if math.isfinite(aligned_d) else math.nan, ef.d_to_r(d_r) if math.isfinite(d_r) else math.nan
+    r_m = ef.d_to_r(aligned_d) if math.isfinite(aligned_d) else math.nan
+    r_r = ef.d_to_r(d_r) if math.isfinite(d_r) else math.nan
     return {
         "finding": finding.id, "corpus": finding.corpus, "domain": finding.domain, "year": finding.year,
         "title": finding.title, "citation": finding.citation, "estimator": finding.estimator, "test": finding.test,

@@ -157,10 +157,14 @@ def test_estimates_are_empirical_draws_and_none_valid_is_unscored(tmp_path):
 
 
 @pytest.mark.parametrize("hypothesis,message", [
-    ("{kind: between, outcome: x, factor: arm, levels: [a, c], measure: {mean: true}}", "'c': not a level of arm"),
-    ("{kind: between, outcome: z, factor: arm, levels: [a, b], measure: {mean: true}}", "'z': not an item"),
-    ("{kind: between, outcome: pick, factor: arm, levels: [a, b], measure: {option: pink}}", "'pink': not an option"),
-    ("{kind: between, outcome: pick, factor: arm, levels: [a, b], measure: {mean: true}}", "no positions"),
+    ("{kind: between, outcome: x, factor: arm, levels: [a, c], measure: {mean: true}, direction: positive}",
+     "'c': not a level of arm"),
+    ("{kind: between, outcome: z, factor: arm, levels: [a, b], measure: {mean: true}, direction: positive}",
+     "'z': not an item"),
+    ("{kind: between, outcome: pick, factor: arm, levels: [a, b], measure: {option: pink}, direction: positive}",
+     "'pink': not an option"),
+    ("{kind: between, outcome: pick, factor: arm, levels: [a, b], measure: {mean: true}, direction: positive}",
+     "no positions"),
 ])
 def test_hypothesis_checked_before_the_model_loads(tmp_path, hypothesis, message):
     from simsubjects.bench import run as bench_run
@@ -175,8 +179,8 @@ def test_hypothesis_checked_before_the_model_loads(tmp_path, hypothesis, message
 
 def test_association_of_a_binary_choice_and_a_scale(tmp_path):
     """{option: X} scores the outcome that has option X; the other outcome is scored by its positions."""
-    study, finding = _study(tmp_path, "{kind: association, outcomes: [pick, x], measure: {option: red}}", "r",
-                            "correlation")
+    study, finding = _study(tmp_path, "{kind: association, outcomes: [pick, x], measure: {option: red}, "
+                                      "direction: positive}", "r", "correlation")
     probs = _probs()
     me = score.model_effect(finding, study, _responses(probs))
     pr = np.array([probs[(s, a, "pick")]["red"] for s, a in SUBJECTS])

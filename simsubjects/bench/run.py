@@ -1,5 +1,6 @@
 """`simsubjects bench run`: every finding of one or more corpora through the ordinary study-file collection
-(collect/pipeline.run_study, the path of `collect STUDY.yaml`) into OUT/<finding id>/ (one ordinary run folder per finding).
+(collect/pipeline.run_study, the path of `collect STUDY.yaml`) into OUT/<finding id>/ (one ordinary run folder
+per finding).
 
 Everything that needs no model is checked first (every finding's study file, every run folder), then the
 model loads once and serves every finding. Each finding's folder is an ordinary run folder: a killed run
@@ -49,11 +50,13 @@ def plan(findings: list, out: Path | None, chat_template: bool = False, seed: in
     """Each finding's study file loaded and its run folder checked, before any model loads. `seed` (bench
     run --seed) replaces every file's design.seed, as `collect --seed` does for one file."""
     from ..studyfile.adapter import KEY, check_out, file_parameters, order_parameters, study_def
+    from .score import check_hypothesis
     from ..studyfile.spec import load_study
 
     planned = []
     for f in findings:
         study = load_study(f.study_path, seed=seed)
+        check_hypothesis(f, study)
         folder = finding_folder(Path(out), f.id) if out is not None else None
         if folder is not None:
             check_out(study, folder)

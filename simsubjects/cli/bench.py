@@ -115,7 +115,8 @@ def _export(planned, kw) -> None:
                              batch_size=kw["batch_size"], base_url=kw.get("base_url"))
         target = base.with_name(f"{base.stem}-{p.finding.id}{base.suffix or '.jsonl'}")
         paths, n = export_batch(plan, target, kw["batch_format"], max_requests=kw["batch_max_requests"])
-        click.echo(f"{p.finding.id}: {n} requests" + (f" -> {', '.join(map(str, paths))}" if paths else " (all cached)"))
+        where = f" -> {', '.join(map(str, paths))}" if paths else " (all cached)"
+        click.echo(f"{p.finding.id}: {n} requests{where}")
 
 
 def _run_command():
@@ -147,7 +148,8 @@ def report_cmd(folder, cutoff, check_r):
         rec = json.loads((out / RECORD).read_text(encoding="utf-8"))
         corpora, ids = list(rec["corpora"]), set(rec["findings"])
     except (OSError, ValueError, KeyError, TypeError):
-        raise UserError(f"{out / RECORD}: missing or unreadable; {out} is not a `simsubjects bench run` folder") from None
+        raise UserError(f"{out / RECORD}: missing or unreadable; {out} is not a `simsubjects bench run` "
+                        "folder") from None
     findings = [f for f in _load(tuple(corpora)) if f.id in ids]
     card = score.scorecard(findings, bench_run.finished_folders(findings, out))
     table = score.across(card, cutoff)

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Callable
 
 from simsubjects import __version__
+from simsubjects.cli.collection import collect_study
+from simsubjects.collect.defaults import BATCH_SIZE, SAMPLES
 from simsubjects.collect.store import atomic_write_bytes, atomic_write_json
 from simsubjects.errors import UserError
 from simsubjects.collect.studies.registry import resolve
@@ -74,7 +76,7 @@ def _check_folder(out: Path, papers: list[Paper], overwrite: bool) -> None:
 
 def replicate(paper_names, model, out, *, scale: float = 1.0, seed: int = 0, method: str = "auto",
               n: int | None = None, only: list[str] | None = None, overwrite: bool = False,
-              model_options: dict | None = None, show_progress: bool = True, batch_size: int = 64,
+              model_options: dict | None = None, show_progress: bool = True, batch_size: int = BATCH_SIZE,
               cli_options: dict | None = None, log: Callable[[str], None] = print, loaded_model=None,
               allow_code: bool = False) -> dict:
     """Run, analyze and export every study of the papers into `out`; write manifest, README, R script, report.
@@ -84,7 +86,7 @@ def replicate(paper_names, model, out, *, scale: float = 1.0, seed: int = 0, met
     """
     from simsubjects.publish.analysis import analyze_runs
     from simsubjects.collect.models import load_model, model_spec
-    from simsubjects.collect.pipeline import run_study, versions
+    from simsubjects.collect.pipeline import versions
     from simsubjects.publish.export import export_run
     from simsubjects.publish.report import render_report  # report never imports replicate (both read simsubjects.papers)
 
@@ -122,16 +124,17 @@ def replicate(paper_names, model, out, *, scale: float = 1.0, seed: int = 0, met
             entry["studyfile"] = file_of(params)
         entries.append(entry)
         m = study.methods[0] if method == "auto" or method not in study.methods else method
-        k = n if n is not None else (plan.samples(scale) if plan.samples else 50)
+        k = n if n is not None else (plan.samples(scale) if plan.samples else SAMPLES)
         entry.update(method=m, n=k if m == "sampled" else None)
         folder = out / study.name
         log(f"{study.name}: collecting {json.dumps(params)} ({m}) into {folder}")
         timings = {}
         t0 = time.perf_counter()
-        _, man = run_study(study, model, folder, params={"seed": seed, **params,
-                                                          "chat_template": bool((model_options or {}).get("chat_template"))},
-                           method=m, n=k, overwrite=overwrite, model_options=model_options,
-                           show_progress=show_progress, model=lm, batch_size=batch_size)
+        run = {"model": model, "out": folder, "n": k, "overwrite": overwrite, "quiet": not show_progress,
+               "batch_size": batch_size}  # the one collection of every entry point (cli/collection.py)
+        man = collect_study(study, run, {"seed": seed, **params,
+                                         "chat_template": bool((model_options or {}).get("chat_template"))},
+                            m, model=lm, model_options=model_options, report=False)
         timings["collect"] = round(time.perf_counter() - t0, 1)
         entry.update(manifest=f"{study.name}/manifest.json", counts=man.get("counts", {}),
                      failures=len(man.get("failures", [])))

@@ -17,7 +17,7 @@ from simsubjects.cli.engines import engine_options
 from simsubjects.cli.ppi import ppi_options, register as register_ppi
 from simsubjects.cli.preload_cmd import preload_group
 from simsubjects.cli.options import (  # noqa: F401 - the options collect STUDY, collect STUDY.yaml and replicate share
-    BATCH_SIZE_OPTION, DEVICE_OPTION, MAX_N, N_OPTION, SEED, TIMEOUT_OPTION, _check_model, _dry_run_report, _model_kwargs,
+    BATCH_SIZE_OPTION, DEVICE_OPTION, MAX_N, N_OPTION, PAPER_N_OPTION, SEED, TIMEOUT_OPTION, _check_model, _dry_run_report, _model_kwargs,
     _pandas, _report_collection, _tokenizer, backend_options, dry_run_command, echo_table, model_options,
     run_options)
 from simsubjects.errors import UserError
@@ -276,8 +276,7 @@ def export(run_dir, to, out):
 @click.option("--only", default=None, help="Comma-separated studies of the paper(s) to run (default: every one).")
 @click.option("--method", type=click.Choice(["auto", "exact", "sampled"]), default="auto", show_default=True,
               help="auto: each study's default (exact log-probabilities); sampled: for servers without them.")
-@click.option("--n", default=None, type=click.IntRange(1, MAX_N),
-              help="Valid answers per trial with --method sampled (default: the paper's, scaled).")
+@PAPER_N_OPTION
 @backend_options
 @run_options
 @click.option("--overwrite", is_flag=True, help="Replace run folders that hold different runs.")

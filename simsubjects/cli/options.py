@@ -52,6 +52,9 @@ BATCH_SIZE_OPTION = click.option("--batch-size", default=BATCH_SIZE, show_defaul
                                  help="Trials per batch; each finished batch is saved before the next starts.")
 N_OPTION = click.option("--n", default=SAMPLES, show_default=True, type=click.IntRange(1, MAX_N),
                         help=f"Valid answers per trial when --method sampled (1 to {MAX_N:,}).")
+# replicate: no default of its own; each paper's sample size, scaled (else SAMPLES: cli/replicate.py)
+PAPER_N_OPTION = click.option("--n", default=None, type=click.IntRange(1, MAX_N),
+                              help="Valid answers per trial with --method sampled (default: the paper's, scaled).")
 
 
 def with_options(f, options):

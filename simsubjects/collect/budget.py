@@ -41,6 +41,7 @@ class BudgetReached(UserError):
 
 
 CHAT_TOKENS_PER_MESSAGE = 4  # role and separators around each chat message: OpenAI's cookbook estimate
+SPECIAL_TOKENS_PER_CALL = 2  # a BOS/EOS token a server may add to the prompt it bills
 DEFAULT_MAX_TOKENS = 16  # the completions endpoint's default when a request names none
 PLAUSIBLE_SHARE = 0.25  # a server's prompt count below a quarter of ours is not believed (tokenizers differ less)
 
@@ -87,10 +88,12 @@ class CallGate:
         self._lock = threading.Lock()  # admit/settle run on the transport's loop; spent() on the caller's
 
     def _prompt_tokens(self, params: dict) -> int:
+        """The prompt's tokens by the local tokenizer, with the allowances above: an estimate at or
+        above what a server with the same tokenizer bills."""
         if "messages" in params:
-            return sum(len(self.encode(str(m.get("content") or ""))) + CHAT_TOKENS_PER_MESSAGE
-                       for m in params["messages"])
-        return len(self.encode(str(params.get("prompt") or "")))
+            return SPECIAL_TOKENS_PER_CALL + sum(len(self.encode(str(m.get("content") or ""))) +
+                                                 CHAT_TOKENS_PER_MESSAGE for m in params["messages"])
+        return SPECIAL_TOKENS_PER_CALL + len(self.encode(str(params.get("prompt") or "")))
 
     def admit(self, kind: str, params: dict) -> tuple[int, int, float]:
         prompt = self._prompt_tokens(params)
@@ -207,10 +210,16 @@ class BudgetedModel:
         except BudgetReached as e:  # the gate refused a call inside the batch
             raise self._reached(e.price, n) from None
 
-    def choose(self, requests: Sequence, method: str = "exact"):
+    def check_choose(self, requests: Sequence, method: str = "exact") -> None:
+        """Raise BudgetReached when choosing `requests` could pass the cap (a session scores a local
+        model's steps itself, and asks this first)."""
         requests = list(requests)
         bound = max((r.n for r in requests), default=0) if method == "sampled" else 0
         self._check(lambda m: m.choose(requests, method=method), len(requests), bound)
+
+    def choose(self, requests: Sequence, method: str = "exact"):
+        requests = list(requests)
+        self.check_choose(requests, method)
         return self._send(lambda: self.inner.choose(requests, method=method), len(requests))
 
     def complete(self, requests: Sequence):

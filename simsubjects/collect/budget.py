@@ -170,8 +170,8 @@ class BudgetedModel:
         if self.gate is not None:
             out.update(tokens=dict(self.gate.tokens), counted_by=dict(self.gate.counted_by),
                        local_tokenizer=self.counter.counter.info.spec)
-        else:  # a local model counts its own tokens
-            out["counted_by"] = {"model": 1}
+        else:  # a local model counts its own tokens: every request by its own tokenizer
+            out["counted_by"] = {"model": int(self._usage().get("requests", 0) - self.start.get("requests", 0))}
         return out
 
     def _estimate(self, ask: Callable, sampled_bound: int = 0) -> float:

@@ -101,6 +101,28 @@ def check_address(address: str | None) -> None:
                         "head node (ray start --head prints it), or ray://HOST:PORT")
 
 
+def private_ray_dir() -> str:
+    """The session folder of a cluster started here: a new 0700 folder, removed when the process ends
+    (after Ray's own shutdown), so its logs do not outlive the run outside --out (issue 42: they were
+    left in /tmp/ray). Ray's token for such a cluster is kept in it too (mode 0600, read through
+    RAY_AUTH_TOKEN_PATH) unless the user set one: Ray would otherwise write ~/.ray/auth_token 0644."""
+    import atexit
+    import secrets
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="simsubjects-ray-")  # mode 0700; short: Ray's unix sockets live below it
+    # registered before ray.init registers its shutdown: atexit runs this after Ray has stopped
+    atexit.register(shutil.rmtree, d, True)
+    if not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
+        token = os.path.join(d, "auth_token")
+        fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+        os.environ["RAY_AUTH_TOKEN_PATH"] = token  # the driver and the workers it starts read it
+    return d
+
+
 class RayEngine:
     """A pool of ModelActors behind the LanguageModel interface."""
 
@@ -118,7 +140,8 @@ class RayEngine:
             env = {"PYTHONPATH": os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])}
             try:
                 # a cluster started here listens on loopback only
-                local = {"_node_ip_address": "127.0.0.1", "include_dashboard": False} if address is None else {}
+                local = ({"_node_ip_address": "127.0.0.1", "include_dashboard": False, "_temp_dir": private_ray_dir()}
+                         if address is None else {})
                 ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False,
                          configure_logging=False, **local)
             except Exception as e:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ValueError or

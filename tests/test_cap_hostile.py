@@ -322,3 +322,34 @@ def test_one_home_for_the_batch_size_and_n_defaults():
                     and isinstance(node.args[0], ast.Constant) and node.args[0].value in ("--batch-size", "--n"):
                 found += [f"{f.name}: option {node.args[0].value}"] if f.name != "options.py" else []
     assert not found, found
+
+
+# -- item 9: Ray's files -------------------------------------------------------------------------------
+
+RAY_SCRIPT = """
+import ray
+from simsubjects.collect.ray_engine import private_ray_dir
+d = private_ray_dir()
+ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, _temp_dir=d, log_to_driver=False,
+         configure_logging=False, num_cpus=1)
+assert ray.get(ray.remote(lambda: 2).remote()) == 2
+print(d)
+"""
+
+
+def test_a_local_ray_cluster_leaves_no_logs_or_token_behind(tmp_path):
+    """The cluster RayEngine starts (no --ray-address): its session folder is removed at exit and its
+    token never reaches ~/.ray/auth_token (the mode-0644 file of issue 42)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env.update(HOME=str(home), PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", RAY_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    folder = Path(r.stdout.strip().splitlines()[-1])
+    assert folder.name.startswith("simsubjects-ray-") and not folder.exists()  # logs removed at exit
+    assert not (home / ".ray").exists()  # no token file written into the home folder

@@ -111,9 +111,16 @@ def private_ray_dir() -> str:
     import shutil
     import tempfile
 
-    d = tempfile.mkdtemp(prefix="simsubjects-ray-")  # mode 0700; short: Ray's unix sockets live below it
-    # registered before ray.init registers its shutdown: atexit runs this after Ray has stopped
-    atexit.register(shutil.rmtree, d, True)
+    # mode 0700; short: Ray's unix sockets live 70 bytes below it, within sockaddr_un's 107
+    base = tempfile.gettempdir()
+    d = tempfile.mkdtemp(prefix="simsubjects-ray-", dir=base if len(base) <= 16 else "/tmp")  # Ray makes it 0777
+    def remove() -> None:  # Ray stopped first (its own exit hook, registered at import, would run later)
+        import ray
+
+        ray.shutdown()
+        shutil.rmtree(d, ignore_errors=True)
+
+    atexit.register(remove)
     if not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
         token = os.path.join(d, "auth_token")
         fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

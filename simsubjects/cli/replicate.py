@@ -134,7 +134,7 @@ def replicate(paper_names, model, out, *, scale: float = 1.0, seed: int = 0, met
                "batch_size": batch_size}  # the one collection of every entry point (cli/collection.py)
         man = collect_study(study, run, {"seed": seed, **params,
                                          "chat_template": bool((model_options or {}).get("chat_template"))},
-                            m, model=lm, model_options=model_options, report=False)
+                            m, model=lm, model_options=model_options or {}, report=False)
         timings["collect"] = round(time.perf_counter() - t0, 1)
         entry.update(manifest=f"{study.name}/manifest.json", counts=man.get("counts", {}),
                      failures=len(man.get("failures", [])))

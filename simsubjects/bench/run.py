@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..collect.defaults import BATCH_SIZE, SAMPLES
 
 
 
@@ -95,19 +96,19 @@ def done(folder: Path) -> bool:
     return m.get("status") == "complete" and not m.get("failures")
 
 
-def dry_run(planned: list[Planned], spec, tokenizer=None, batch_size: int = 64) -> tuple[list[dict], object]:
+def dry_run(planned: list[Planned], spec, tokenizer=None, batch_size: int = BATCH_SIZE) -> tuple[list[dict], object]:
     """--dry-run: each finding counted by the tokenizer (no weights, nothing written); one row per finding."""
     from ..collect.dryrun import dry_collect, dry_model
 
     model = dry_model(spec, chat_template=False, tokenizer=tokenizer)
     rows = []
     for p in planned:
-        row = dry_collect(p.sdef, model, p.params, method=p.sdef.methods[0], n=50, batch_size=batch_size)
+        row = dry_collect(p.sdef, model, p.params, method=p.sdef.methods[0], n=SAMPLES, batch_size=batch_size)
         rows.append({**row, "study": p.finding.id})
     return rows, model
 
 
-def collect(planned: list[Planned], spec, model_options: dict, *, batch_size: int = 64, budget=None,
+def collect(planned: list[Planned], spec, model_options: dict, *, batch_size: int = BATCH_SIZE, budget=None,
             overwrite: bool = False, engine: dict | None = None, show_progress: bool = True,
             model=None) -> list[dict]:
     """Run every planned finding not yet finished, one progress bar (trials) over the corpus. The model loads

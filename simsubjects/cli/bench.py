@@ -11,6 +11,7 @@ import click
 from simsubjects.cli.engines import budget_of, check_engine_options, engine_of, engine_options
 from simsubjects.cli.options import _check_model, _model_kwargs, echo_table, model_options
 from simsubjects.errors import UserError
+from simsubjects.collect.defaults import SAMPLES
 
 RECORD = "bench.json"  # OUT/bench.json: which corpora and findings `bench run` ran (read by `bench report`)
 
@@ -111,7 +112,7 @@ def _export(planned, kw) -> None:
 
     base = Path(kw["batch_export"])
     for p in planned:
-        plan = plan_requests(p.sdef, kw["model"], p.out, params=p.params, method=p.sdef.methods[0], n=50,
+        plan = plan_requests(p.sdef, kw["model"], p.out, params=p.params, method=p.sdef.methods[0], n=SAMPLES,
                              batch_size=kw["batch_size"], base_url=kw.get("base_url"))
         target = base.with_name(f"{base.stem}-{p.finding.id}{base.suffix or '.jsonl'}")
         paths, n = export_batch(plan, target, kw["batch_format"], max_requests=kw["batch_max_requests"])

@@ -75,7 +75,7 @@ def pilot_moments3(y, yhat, X=None, coord: int = 0) -> tuple[float, float, float
         m = y.mean()
         return ppi_moments((y - m)[:, None], (yhat - m)[:, None], np.eye(1), 0)
     theta = _ls(X, y)
-    g, gh, _, inv_h = _ols_stats(theta, X, y, yhat, X, yhat, False)
+    g, gh, _, inv_h = _ols_stats(theta, X, y, yhat, X, yhat, 0.0)
     return ppi_moments(g, gh, inv_h, coord)
 
 

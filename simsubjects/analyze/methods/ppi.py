@@ -170,24 +170,32 @@ def _ls(X, y):
         return np.linalg.lstsq(X, y, rcond=None)[0]
 
 
-def _ols_stats(theta, X, y, yhat, Xu, yhu, use_unlabeled: bool):
-    """Per-unit gradients of the squared loss and the inverse Hessian (ppi_py._ols_get_stats)."""
+def _blend(H_labeled, H_pooled, pooled: float):
+    """The inverse of (1 - w) H_labeled + w H_pooled, w = `pooled` in [0, 1].
+
+    ppi-python switches from the labeled units' Hessian to the pooled one as soon as lambda != 0, so a weak
+    model's lambda of 1e-6 changed the interval as much as lambda = 1 did, and credited the model with humans
+    it never replaced (issue 40). Both matrices estimate the same population Hessian (the units people answer
+    are a random subsample), so weighting them by lambda is as valid and continuous in lambda: at lambda = 0
+    it is the classical interval, at lambda = 1 ppi-python's."""
+    w = float(pooled)
+    return np.linalg.inv(H_labeled if w == 0 else (1 - w) * H_labeled + w * H_pooled)
+
+
+def _ols_stats(theta, X, y, yhat, Xu, yhu, pooled: float):
+    """Per-unit gradients of the squared loss and the inverse Hessian (ppi_py._ols_get_stats), the Hessian
+    the `pooled`-weighted blend of the labeled and the pooled units' (`_blend`)."""
     n, N = y.size, yhu.size
-    if use_unlabeled:
-        H = (Xu.T @ Xu + X.T @ X) / (N + n)
-        ghu = Xu * (Xu @ theta - yhu)[:, None]
-    else:
-        H = X.T @ X / n
-        ghu = np.zeros_like(Xu)
+    ghu = Xu * (Xu @ theta - yhu)[:, None]
     g = X * (X @ theta - y)[:, None]
     gh = X * (X @ theta - yhat)[:, None]
-    return g, gh, ghu, np.linalg.inv(H)
+    return g, gh, ghu, _blend(X.T @ X / n, (Xu.T @ Xu + X.T @ X) / (N + n), pooled)
 
 
 def _ols_point(X, y, yhat, Xu, yhu, lam, coord):
     if lam is None:  # ppi_py.ppi_ols_pointestimate: tune lambda at the plain-PPI estimate
         theta = _ls(Xu, yhu) + _ls(X, y - yhat)
-        lam = _calc_lam(*_ols_stats(theta, X, y, yhat, Xu, yhu, True), coord)
+        lam = _calc_lam(*_ols_stats(theta, X, y, yhat, Xu, yhu, 1.0), coord)
     return _ls(Xu, lam * yhu) + _ls(X, y - lam * yhat)
 
 
@@ -204,9 +212,9 @@ def ols_fit(X, y, yhat, Xu, yhu, lam=None, coord=None):
     n, N = y.size, yhu.size
     theta = _ols_point(X, y, yhat, Xu, yhu, lam, coord)
     if lam is None:  # ppi_ols_ci re-tunes lambda at the tuned estimate, then recomputes with it
-        lam = _calc_lam(*_ols_stats(theta, X, y, yhat, Xu, yhu, True), coord)
+        lam = _calc_lam(*_ols_stats(theta, X, y, yhat, Xu, yhu, 1.0), coord)
         theta = _ols_point(X, y, yhat, Xu, yhu, lam, coord)
-    stats_ = _ols_stats(theta, X, y, yhat, Xu, yhu, lam != 0)
+    stats_ = _ols_stats(theta, X, y, yhat, Xu, yhu, lam)
     return theta, _sandwich(*stats_, lam, n, N), float(lam)
 
 
@@ -282,22 +290,19 @@ def logistic_point(X, y, yhat, Xu, yhu, lam: float, tol: float = 1e-13, max_iter
     raise UserError("logistic: Newton's method did not converge (perfect separation?)")
 
 
-def _logistic_stats(theta, X, y, yhat, Xu, yhu, use_unlabeled: bool):
-    """Gradients of the logistic loss and the inverse Hessian (ppi_py._logistic_get_stats)."""
+def _logistic_stats(theta, X, y, yhat, Xu, yhu, pooled: float):
+    """Gradients of the logistic loss and the inverse Hessian (ppi_py._logistic_get_stats), the Hessian
+    blended by `pooled` as in `_blend`."""
     n, N = y.size, yhu.size
     mu, muu = expit(X @ theta), expit(Xu @ theta)
-    if use_unlabeled:
-        H = ((Xu.T * (muu * (1 - muu))) @ Xu + (X.T * (mu * (1 - mu))) @ X) / (N + n)
-        ghu = Xu * (muu - yhu)[:, None]
-    else:
-        H = (X.T * (mu * (1 - mu))) @ X / n
-        ghu = np.zeros_like(Xu)
-    return X * (mu - y)[:, None], X * (mu - yhat)[:, None], ghu, np.linalg.inv(H)
+    Hl, Hu = (X.T * (mu * (1 - mu))) @ X, (Xu.T * (muu * (1 - muu))) @ Xu
+    inv_h = _blend(Hl / n, (Hu + Hl) / (N + n), pooled)
+    return X * (mu - y)[:, None], X * (mu - yhat)[:, None], Xu * (muu - yhu)[:, None], inv_h
 
 
 def logistic_interval_at(theta, X, y, yhat, Xu, yhu, lam: float) -> np.ndarray:
     """Standard errors of the PPI++ logistic coefficients at `theta` with a given lambda."""
-    return _sandwich(*_logistic_stats(theta, X, y, yhat, Xu, yhu, lam != 0), lam, y.size, yhu.size)
+    return _sandwich(*_logistic_stats(theta, X, y, yhat, Xu, yhu, lam), lam, y.size, yhu.size)
 
 
 def logistic_fit(X, y, yhat, Xu, yhu, lam=None):
@@ -307,9 +312,9 @@ def logistic_fit(X, y, yhat, Xu, yhu, lam=None):
         # model's predictions on the unlabeled units separate them) while lambda = 0 (the humans' own
         # logistic fit) has one: start from the best lambda that has a minimum, and fall back to 0
         theta, start = _first_fit(X, y, yhat, Xu, yhu, (1.0, 0.5, 0.0))
-        lam = _calc_lam(*_logistic_stats(theta, X, y, yhat, Xu, yhu, True))
+        lam = _calc_lam(*_logistic_stats(theta, X, y, yhat, Xu, yhu, 1.0))
         theta, lam = _first_fit(X, y, yhat, Xu, yhu, dict.fromkeys((lam, min(lam, start), 0.0)))
-        lam = _calc_lam(*_logistic_stats(theta, X, y, yhat, Xu, yhu, True))
+        lam = _calc_lam(*_logistic_stats(theta, X, y, yhat, Xu, yhu, 1.0))
         theta, lam = _first_fit(X, y, yhat, Xu, yhu, dict.fromkeys((lam, 0.0)))
         return theta, logistic_interval_at(theta, X, y, yhat, Xu, yhu, lam), float(lam)
     theta = logistic_point(X, y, yhat, Xu, yhu, lam)

@@ -60,3 +60,36 @@ def test_blended_hessian_is_ppi_pythons_at_lambda_one_and_a_direct_sandwich_betw
     se = np.sqrt(np.diag(bread @ meat @ bread) / n)
     t = ppi.ppi_ols(X, y, yhat, Xu, yu, lam=lam)
     assert np.allclose(t["estimate"], theta, atol=1e-12) and np.allclose(t["std.error"], se, rtol=1e-10)
+
+
+# ---------------------------------------------------------------- plan: clipped numbers, refusals
+
+def test_plan_table_requires_kappa_and_returns_the_clipped_numbers():
+    with pytest.raises(TypeError):  # before: the textbook (unclipped) numbers without kappa
+        plan.plan_table(0.25, 0.9, n_model=1000, humans=100)
+    clipped = plan.plan_table(0.25, 0.9, kappa=0.1, n_model=1000, humans=100).set_index("design")
+    # kappa = 0.1: lambda clipped to 1, so the variance is lambda = 1's, computed here directly
+    var1 = 0.25 * ((1 - 2 * 0.9 * 0.1 + 0.01) / 100 + 0.01 / 900)
+    assert clipped["n_effective"].iloc[1] == pytest.approx(0.25 / var1, rel=1e-12)
+    textbook = 100 / (1 - 0.81 * 900 / 1000)
+    assert clipped["n_effective"].iloc[1] < textbook / 3
+
+
+def _pilot(tmp_path, n=60, labeled=20):
+    rng = np.random.default_rng(2)
+    p = rng.uniform(0, 1, n)
+    f = tmp_path / "pilot.csv"
+    pd.DataFrame({"item": range(n), "yhat": p,
+                  "y": np.where(np.arange(n) < labeled, p + rng.normal(0, 0.2, n), np.nan)}).to_csv(f, index=False)
+    return f
+
+
+@pytest.mark.parametrize("args,needle", [(["--n-model", "10", "--width", "0.2"], "--n-model 10: fewer units"),
+                                         (["--width", "5"], "--width 5: at least the width of 2 humans"),
+                                         (["--width", "1e-9"], "--width 1e-09: no design reaches it")])
+def test_plan_refuses_too_few_model_units_and_absurd_widths(tmp_path, capsys, args, needle):
+    f = _pilot(tmp_path)
+    assert main(["plan", str(f), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
+    assert main(["plan", str(f), "--n-model", "20", "--width", "0.2"]) == 0

@@ -93,3 +93,83 @@ def test_plan_refuses_too_few_model_units_and_absurd_widths(tmp_path, capsys, ar
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0]
     assert main(["plan", str(f), "--n-model", "20", "--width", "0.2"]) == 0
+
+
+# ---------------------------------------------------------------- PPI: survey weights, clusters, small n
+
+def _survey(seed=6, n=80, N=300):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n), rng.normal(size=n)])
+    Xu = np.column_stack([np.ones(N), rng.normal(size=N)])
+    y = X @ [0.3, 0.6] + rng.normal(size=n)
+    yhat, yu = y + rng.normal(0, 0.8, n) + 0.2, Xu @ [0.3, 0.6] + rng.normal(0, 1.3, N) + 0.2
+    return X, y, yhat, Xu, yu, rng.uniform(0.2, 3, n), rng.uniform(0.2, 3, N)
+
+
+@pytest.mark.parametrize("lam", [0.0, 1.0, None])
+def test_survey_weights_agree_with_ppi_python(lam):
+    ppi_py = pytest.importorskip("ppi_py")
+    X, y, yhat, Xu, yu, w, wu = _survey()
+    lo, hi = ppi_py.ppi_ols_ci(X, y, yhat, Xu, yu, alpha=0.05, lam=lam, w=w, w_unlabeled=wu)
+    t = ppi.ppi_ols(X, y, yhat, Xu, yu, lam=lam, w=w, w_unlabeled=wu)
+    centre = (t["conf.low"] + t["conf.high"]) / 2
+    assert np.allclose(centre, (lo + hi) / 2, atol=1e-10)
+    if lam is not None:  # between 0 and 1 the Hessian is blended (see above), so only the centre is theirs
+        assert np.allclose(t["conf.low"], lo, atol=1e-10) and np.allclose(t["conf.high"], hi, atol=1e-10)
+    # a weighted mean: ppi-python's weighted OLS on a column of ones
+    one, oneu = np.ones((y.size, 1)), np.ones((yu.size, 1))
+    lo, hi = ppi_py.ppi_ols_ci(one, y, yhat, oneu, yu, alpha=0.05, lam=lam, w=w, w_unlabeled=wu)
+    m = ppi.ppi_mean(y, yhat, yu, lam=lam, w=w, w_unlabeled=wu)
+    assert m["estimate"].iat[0] == pytest.approx(float(np.ravel((lo + hi) / 2)[0]), abs=1e-10)
+    assert m["estimate"].iat[0] != pytest.approx(ppi.ppi_mean(y, yhat, yu, lam=lam)["estimate"].iat[0], abs=1e-3)
+
+
+def test_clusters_at_lambda_zero_are_statsmodels_cluster_robust_ols():
+    import statsmodels.api as sm
+
+    X, y, yhat, Xu, yu, _, _ = _survey()
+    resp = np.repeat(np.arange(40), 2)  # each respondent rated two profiles
+    t = ppi.ppi_ols(X, y, yhat, Xu, yu, lam=0.0, clusters=resp, clusters_unlabeled=1000 + np.arange(yu.size))
+    fit = sm.OLS(y, X).fit(cov_type="cluster", cov_kwds={"groups": resp})
+    n, k = X.shape
+    # statsmodels' small-sample factor is G/(G-1) (n-1)/(n-k); ours (CR1 for PPI) G/(G-1)
+    assert np.allclose(t["std.error"], fit.bse * np.sqrt((n - k) / (n - 1)), rtol=1e-10)
+    assert np.allclose(t["estimate"], fit.params, atol=1e-12)
+
+
+def test_clusters_spanning_both_sets_match_a_direct_computation():
+    X, y, yhat, Xu, yu, _, _ = _survey(n=60, N=240)
+    cl, clu = np.arange(60) % 30, np.arange(240) % 30  # a persona's several items, some with people's answers
+    lam = 0.5
+    t = ppi.ppi_ols(X, y, yhat, Xu, yu, lam=lam, clusters=cl, clusters_unlabeled=clu)
+    theta = t["estimate"].to_numpy()
+    r = X * (X @ theta - y)[:, None] - lam * X * (X @ theta - yhat)[:, None]
+    gu = Xu * (Xu @ theta - yu)[:, None]
+    psi = np.zeros((30, 2))
+    for i in range(60):
+        psi[cl[i]] += (r[i] - r.mean(0)) / 60
+    for i in range(240):
+        psi[clu[i]] += lam * (gu[i] - gu.mean(0)) / 240
+    bread = np.linalg.inv(0.5 * X.T @ X / 60 + 0.5 * (X.T @ X + Xu.T @ Xu) / 300)
+    se = np.sqrt(np.diag(bread @ (30 / 29 * psi.T @ psi) @ bread))
+    assert np.allclose(t["std.error"], se, rtol=1e-10)
+    # clustering matters here: the unclustered interval is a different one
+    assert not np.allclose(ppi.ppi_ols(X, y, yhat, Xu, yu, lam=lam)["std.error"], se, rtol=1e-3)
+    with pytest.raises(UserError, match="cluster ids for both"):
+        ppi.ppi_ols(X, y, yhat, Xu, yu, clusters=cl)
+
+
+def test_small_n_gets_a_t_interval_with_a_note():
+    from scipy import stats
+
+    X, y, yhat, Xu, yu, _, _ = _survey(n=12, N=100)
+    t = ppi.ppi_mean(y, yhat, yu, lam=0.0)
+    se, q = t["std.error"].iat[0], stats.t.ppf(0.975, 11)
+    assert t["conf.high"].iat[0] - t["conf.low"].iat[0] == pytest.approx(2 * q * se, rel=1e-12)
+    assert t["p.value"].iat[0] == pytest.approx(2 * stats.t.sf(abs(t["statistic"].iat[0]), 11), rel=1e-12)
+    assert "Student t" in t["warning"].iat[0] and "11 df" in t["warning"].iat[0]
+    # clustered: the rule counts clusters (6 respondents: 5 df), even with 80 profiles
+    X, y, yhat, Xu, yu, _, _ = _survey()
+    c = ppi.ppi_ols(X, y, yhat, Xu, yu, lam=0.0, clusters=np.arange(80) % 6, clusters_unlabeled=np.arange(300))
+    assert "5 df" in c["warning"].iat[0]
+    assert ppi.ppi_mean(y, yhat, yu)["warning"].iat[0] == ""  # 80 humans: the normal interval

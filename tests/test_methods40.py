@@ -173,3 +173,36 @@ def test_small_n_gets_a_t_interval_with_a_note():
     c = ppi.ppi_ols(X, y, yhat, Xu, yu, lam=0.0, clusters=np.arange(80) % 6, clusters_unlabeled=np.arange(300))
     assert "5 df" in c["warning"].iat[0]
     assert ppi.ppi_mean(y, yhat, yu)["warning"].iat[0] == ""  # 80 humans: the normal interval
+
+
+# ---------------------------------------------------------------- order effects: a two-option contrast once
+
+def _two_option_responses(items=4, subjects=12, seed=3):
+    rng = np.random.default_rng(seed)
+    rows, trial = [], 0
+    for it in range(items):
+        for s in range(subjects):
+            a_first = s % 2 == 0
+            p_a = np.clip(0.5 + (0.1 if a_first else -0.1) * (it % 2) + rng.normal(0, 0.08), 0.01, 0.99)
+            for opt, w, pos in (("A", p_a, 1 if a_first else 2), ("B", 1 - p_a, 2 if a_first else 1)):
+                rows.append({"source": "model", "model": "m", "item": f"q{it}", "response": opt, "weight": w,
+                             "trial": trial, "subject": f"s{it}_{s}", "shown_position": pos, "n_shown": 2})
+            trial += 1
+    return pd.DataFrame(rows)
+
+
+def test_two_option_order_effects_count_one_contrast_once():
+    from statsmodels.stats.multitest import multipletests
+
+    from simsubjects.analyze.order_effects import order_effects
+
+    per_item, _ = order_effects(_two_option_responses())
+    assert len(per_item) == 8  # both options' rows are shown
+    a, b = per_item[per_item["response"] == "A"], per_item[per_item["response"] == "B"]
+    assert np.allclose(a["estimate"].to_numpy(), b["estimate"].to_numpy())  # "A first" is "B last": one contrast
+    # Holm over the 4 items' contrasts, not over 8 cells (which doubled the p-values)
+    ref = multipletests(a["p.value"].to_numpy(), method="holm")[1]
+    assert np.allclose(a["p.value.holm"].to_numpy(), ref, atol=1e-12)
+    assert np.allclose(b["p.value.holm"].to_numpy(), ref, atol=1e-12)  # the mirror carries its contrast's value
+    assert b["family"].str.startswith("not counted: the mirror of option A").all()
+    assert a["family"].str.startswith("order-effect cells").all()

@@ -206,3 +206,69 @@ def test_two_option_order_effects_count_one_contrast_once():
     assert np.allclose(b["p.value.holm"].to_numpy(), ref, atol=1e-12)  # the mirror carries its contrast's value
     assert b["family"].str.startswith("not counted: the mirror of option A").all()
     assert a["family"].str.startswith("order-effect cells").all()
+
+
+# ---------------------------------------------------------------- study-file AMCE: the declared baseline
+
+AMCE_STUDY = """study: t
+title: T
+design:
+  factors: {frame: {levels: [zeta, alpha], assignment: between}, cue: ['on', 'off']}
+  subjects: 16
+prompt: "${question}\\n${options}"
+items: [{id: q, text: "Q ${frame} ${cue}", response: likert5}]
+analyses:
+  - {type: amce, factors: [frame, cue], name: amce}
+"""
+
+
+def _amce_run(tmp_path):
+    from simsubjects.studyfile import load_study
+    from simsubjects.studyfile.design import build_trials
+
+    (tmp_path / "s.yaml").write_text(AMCE_STUDY)
+    s = load_study(tmp_path / "s.yaml")
+    trials, items = build_trials(s)
+    rng, rows = np.random.default_rng(5), []
+    for rec in trials.to_dict("records"):
+        p = rng.dirichlet(np.ones(5) * (3 if rec["frame"] == "zeta" else 0.6))
+        for lab, w in zip(rec["labels"], p):
+            rows.append({**{k: rec[k] for k in ("trial", "item", "condition", "subject", "frame", "cue")},
+                         "study": "t", "source": "model", "model": "m", "method": "exact", "response": lab,
+                         "weight": w, "validity": 1.0, "response_type": "choice"})
+    return s, pd.DataFrame(rows), items
+
+
+def test_study_file_amce_baseline_is_the_declared_first_level(tmp_path):
+    import statsmodels.formula.api as smf
+
+    from simsubjects.cli.replicate import _r_study_file
+    from simsubjects.studyfile.analyses import analyze_study
+
+    s, responses, items = _amce_run(tmp_path)
+    tables = analyze_study(s, responses, items)
+    a = tables["amce"].set_index("term")
+    # before: the alphabetically first level (alpha, off) was the baseline: terms frame_zeta and cue_on
+    assert set(a.index) == {"frame_alpha", "cue_off"}
+    assert a.loc["frame_alpha", "contrast"] == "frame: alpha - zeta"
+    fit = smf.ols("score ~ C(frame, Treatment('zeta')) + C(cue, Treatment('on'))", data=tables["trials"]).fit()
+    assert a.loc["frame_alpha", "estimate"] == pytest.approx(
+        fit.params["C(frame, Treatment('zeta'))[T.alpha]"], rel=1e-10)
+    assert a.loc["frame_alpha", "estimate"] < 0  # zeta's answers sit higher: the declared contrast's sign
+    # analysis.R hands R the same baselines
+    assert 'baselines = c("zeta", "on")' in _r_study_file(s, "run")
+
+
+@pytest.mark.r
+def test_study_file_amce_baseline_in_r(tmp_path):
+    pytest.importorskip("rpy2", reason="rpy2 not installed (pip install 'rpy2==3.5.17')")
+    from simsubjects.analyze.check_r import r_session
+    from simsubjects.studyfile.analyses import analyze_study
+    from simsubjects.studyfile.check_r import check_study_file
+
+    s, responses, items = _amce_run(tmp_path)
+    tables = analyze_study(s, responses, items)
+    rows = pd.DataFrame(check_study_file(s, r_session(), responses, items, tables, 1e-8, 1e-8))
+    amce = rows[rows["statistic"].str.startswith("amce")]
+    assert len(amce) > 4 and amce["ok"].all(), amce[~amce["ok"]]
+    assert amce["statistic"].str.contains("frame_alpha").any()  # R's rows are matched on the same terms

@@ -451,8 +451,13 @@ def _r_study_file(spec, folder: str) -> str:
                      for c, empty in (("item", "character(0)"), ("response", "character(0)"),
                                       ("position", "numeric(0)"), ("refusal", "logical(0)")))
     analyses = []
+    from simsubjects.studyfile.analyses import declared_levels
+
     for a in spec.analyses:
         fields = ", ".join(f"{k} = {_r_value(a[k])}" for k in _R_ANALYSIS_KEYS if a.get(k) is not None)
+        if a["type"] == "amce":  # the declared first levels: the AMCE's baselines (R/studyfile.R's sf_amce)
+            declared = declared_levels(spec, a["factors"])
+            fields += f", baselines = {_r_value([declared.get(str(f), [''])[0] for f in a['factors']])}"
         analyses.append(f"  list({fields})")
     return (f"\n# ---- {r_comment(spec.title or folder)}: the study file's analyses (R/studyfile.R, the twins of "
             "analyze --check-r)\n"

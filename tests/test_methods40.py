@@ -272,3 +272,42 @@ def test_study_file_amce_baseline_in_r(tmp_path):
     amce = rows[rows["statistic"].str.startswith("amce")]
     assert len(amce) > 4 and amce["ok"].all(), amce[~amce["ok"]]
     assert amce["statistic"].str.contains("frame_alpha").any()  # R's rows are matched on the same terms
+
+
+# ---------------------------------------------------------------- METHODS.md
+
+OLD = __import__("pathlib").Path(__file__).parent / "data" / "old_runs"
+
+
+@pytest.mark.parametrize("name", ["opinion_survey_cyclic", "studyfile_averaged"])  # a built-in and a study file
+def test_analyze_writes_a_methods_paragraph_from_the_run(tmp_path, name):
+    import json
+    import shutil
+
+    run = tmp_path / name
+    shutil.copytree(OLD / name, run)
+    assert main(["analyze", str(run), "--out", str(tmp_path / "a"), "--no-plots"]) == 0
+    text = (tmp_path / "a" / "METHODS.md").read_text()
+    r = pd.read_parquet(run / "responses.parquet")
+    m = r[r["source"] != "human"]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["model"]["name"].replace("_", "\\_") in text
+    assert f"{m['trial'].nunique()} trials" in text and f"{m['subject'].nunique()} subject" in text
+    v = m.groupby("trial")["validity"].first()
+    assert f"averaged {v.mean():.3f}" in text and f"minimum {v.min():.3f}" in text
+    oe = pd.read_csv(tmp_path / "a" / "order_effects.csv")
+    assert f"order\\_effects ({len(oe)} tests: {oe['test'].iloc[0]}" in text
+    assert "Holm" in text and "estimand is the model's expected answer" in text
+    assert f"({r.loc[r['source'] == 'human', 'subject'].nunique()} respondents)" in text
+
+
+def test_methods_text_escapes_user_text():
+    from simsubjects.publish.methods_md import methods_text
+
+    resp = pd.DataFrame({"source": "model", "model": "m", "trial": [1, 2], "subject": ["a", "b"],
+                         "item": "q", "method": "sampled", "validity": [0.9, 0.2]})
+    table = pd.DataFrame({"test": ["<b>t</b>"], "p.value": [0.1], "unit": ["subject"]})
+    text = methods_text("s", "# [evil](http://x)", [{"model": {"name": "m*1*"}}], resp, {"t_[1]": table})
+    assert "\\# \\[evil\\](http://x)" in text and "m\\*1\\*" in text and "\\<b\\>t\\</b\\>" in text
+    assert "t\\_\\[1\\]" in text
+    assert "within-subject sampling noise" in text and "1 of 2 trials below 0.5" in text

@@ -311,3 +311,34 @@ def test_methods_text_escapes_user_text():
     assert "\\# \\[evil\\](http://x)" in text and "m\\*1\\*" in text and "\\<b\\>t\\</b\\>" in text
     assert "t\\_\\[1\\]" in text
     assert "within-subject sampling noise" in text and "1 of 2 trials below 0.5" in text
+
+
+def test_mixed_subjects_and_analyze_take_weights_and_clusters(tmp_path, capsys):
+    X, y, yhat, Xu, yu, w, _ = _survey()
+    resp = np.arange(80) // 2  # each respondent rated two units
+    human = pd.DataFrame({"item": [f"h{i}" for i in range(80)], "y": y, "wt": w, "resp": resp})
+    model = pd.DataFrame({"item": [f"h{i}" for i in range(80)] + [f"m{i}" for i in range(300)],
+                          "yhat": np.r_[yhat, yu]})
+    t = ppi.mixed_subjects(model, human, weight="wt", cluster="resp").set_index("method")
+    ref = ppi.ppi_mean(y, yhat, yu, w=w, clusters=resp, clusters_unlabeled=[f"u{i}" for i in range(300)])
+    for col in ("estimate", "std.error", "lambda"):
+        assert t.loc["prediction-powered", col] == pytest.approx(ref[col].iat[0], rel=1e-12)
+    assert t.loc["human-only", "estimate"] == pytest.approx(np.average(y, weights=w), rel=1e-12)
+    with pytest.raises(UserError, match="--ppi-weight nope"):
+        ppi.mixed_subjects(model, human, weight="nope")
+    # analyze --ppi-human: the options reach the table; without --ppi-human they are refused
+    from tests.test_ppi import _synthetic_moca_run
+
+    run, people, _ = _synthetic_moca_run(tmp_path)
+    hfile = tmp_path / "human.csv"
+    people.assign(resp=np.arange(len(people)) // 3).to_csv(hfile, index=False)
+    base = ["analyze", str(run), "--no-plots", "--ppi-human", str(hfile), "--ppi-response", "Yes"]
+    assert main(base) == 0
+    plain = pd.read_csv(run / "analysis" / "ppi.csv").set_index("method")
+    assert main(base + ["--ppi-cluster", "resp"]) == 0
+    clustered = pd.read_csv(run / "analysis" / "ppi.csv").set_index("method")
+    assert clustered.loc["human-only", "estimate"] == pytest.approx(plain.loc["human-only", "estimate"])
+    assert clustered.loc["human-only", "std.error"] != pytest.approx(plain.loc["human-only", "std.error"], rel=1e-6)
+    capsys.readouterr()
+    assert main(["analyze", str(run), "--no-plots", "--ppi-cluster", "resp"]) == 2
+    assert "needs --ppi-human" in capsys.readouterr().err

@@ -443,20 +443,24 @@ def ppi_logistic(X, y, yhat, X_unlabeled, yhat_unlabeled, *, lam: float | None =
 ESTIMANDS = ("mean", "difference", "ols", "logistic")
 
 
-def _fit(estimand, y, yhat, yu, X, Xu, lam, level, terms):
+def _fit(estimand, y, yhat, yu, X, Xu, lam, level, terms, **survey):
+    """`survey`: the weights and cluster ids of ppi_ols (not for logistic)."""
+    survey = {k: v for k, v in survey.items() if v is not None}
     if estimand == "mean":
-        return ppi_mean(y, yhat, yu, lam=lam, level=level)
+        return ppi_mean(y, yhat, yu, lam=lam, level=level, **survey)
     if estimand == "difference":
-        return ppi_difference(y, yhat, X, yu, Xu, lam=lam, level=level, term=(terms or ["difference"])[-1])
+        return ppi_difference(y, yhat, X, yu, Xu, lam=lam, level=level, term=(terms or ["difference"])[-1], **survey)
     if estimand == "ols":
-        return ppi_ols(X, y, yhat, Xu, yu, lam=lam, level=level, terms=terms)
+        return ppi_ols(X, y, yhat, Xu, yu, lam=lam, level=level, terms=terms, **survey)
+    if estimand == "logistic" and survey:
+        raise UserError("survey weights and clusters: available for mean, difference and ols, not logistic")
     if estimand == "logistic":
         return ppi_logistic(X, y, yhat, Xu, yu, lam=lam, level=level, terms=terms)
     raise UserError(f"estimand: expected one of {', '.join(ESTIMANDS)}, got {estimand!r}")
 
 
 def compare(y, yhat, yhat_unlabeled, X=None, X_unlabeled=None, *, estimand: str = "mean",
-            terms: Sequence[str] | None = None, level: float = 0.95) -> pd.DataFrame:
+            terms: Sequence[str] | None = None, level: float = 0.95, **survey) -> pd.DataFrame:
     """Human-only, model-only and prediction-powered estimates side by side, per term.
 
     * human-only: the classical estimate from the n humans (PPI with lambda = 0; for OLS the HC0
@@ -467,10 +471,12 @@ def compare(y, yhat, yhat_unlabeled, X=None, X_unlabeled=None, *, estimand: str 
 
     ``n_effective`` = n x (human-only variance / prediction-powered variance): the humans a
     human-only study needs for the prediction-powered precision (Broska et al. 2024);
-    ``n_gained`` = n_effective - n.
+    ``n_gained`` = n_effective - n. `survey`: `w`, `w_unlabeled`, `clusters`, `clusters_unlabeled` of
+    `ppi_ols`, for the human-only and prediction-powered rows (the model-only row stays unweighted and
+    unclustered: it is a description of the model's answers, valid only if the model is unbiased).
     """
-    human = _fit(estimand, y, yhat, yhat_unlabeled, X, X_unlabeled, 0.0, level, terms)
-    ppi = _fit(estimand, y, yhat, yhat_unlabeled, X, X_unlabeled, None, level, terms)
+    human = _fit(estimand, y, yhat, yhat_unlabeled, X, X_unlabeled, 0.0, level, terms, **survey)
+    ppi = _fit(estimand, y, yhat, yhat_unlabeled, X, X_unlabeled, None, level, terms, **survey)
     yall = np.concatenate([np.asarray(yhat, float), np.asarray(yhat_unlabeled, float)])
     Xall = None if X is None else np.concatenate([np.asarray(X), np.asarray(X_unlabeled)])
     if estimand == "logistic":  # model probabilities as fractional outcomes: the quasi-likelihood fit
@@ -543,8 +549,13 @@ def design(frame: pd.DataFrame, x: Sequence[str], estimand: str) -> tuple[np.nda
 
 def mixed_subjects(model_units: pd.DataFrame, human_units: pd.DataFrame, *, unit: str = "item",
                    prediction: str = "yhat", outcome: str = "y", estimand: str = "mean",
-                   x: Sequence[str] = (), level: float = 0.95) -> pd.DataFrame:
+                   x: Sequence[str] = (), level: float = 0.95, weight: str | None = None,
+                   cluster: str | None = None) -> pd.DataFrame:
     """The side-by-side table from two frames keyed by `unit` (reusable from study files).
+
+    `weight`: a survey-weight column of `human_units` (and of `model_units`, if it has one). `cluster`: a
+    cluster-id column (a respondent, a persona) of `human_units` and, if it has one, of `model_units`
+    (a model-only unit without one is its own cluster).
 
     `model_units`: one row per unit the model answered, with the prediction column and any
     covariates; `human_units`: one row per unit people answered, with the outcome. Units of
@@ -575,6 +586,26 @@ def mixed_subjects(model_units: pd.DataFrame, human_units: pd.DataFrame, *, unit
     unlabeled = mu.drop(index=labeled.index)
     X, terms = (None, None) if estimand == "mean" else design(pd.concat([labeled, unlabeled]), x, estimand)
     k = len(labeled)
+    survey = _survey_columns(human_units.set_index(unit).loc[labeled.index], mu.loc[unlabeled.index], weight, cluster)
     return compare(labeled[outcome].to_numpy(float), labeled[prediction].to_numpy(float),
                    unlabeled[prediction].to_numpy(float), None if X is None else X[:k],
-                   None if X is None else X[k:], estimand=estimand, terms=terms, level=level)
+                   None if X is None else X[k:], estimand=estimand, terms=terms, level=level, **survey)
+
+
+def _survey_columns(human: pd.DataFrame, model_only: pd.DataFrame, weight, cluster) -> dict:
+    """ppi_ols's weights and cluster ids from the frames' columns (labeled rows, then model-only rows)."""
+    out = {}
+    for col, what in ((weight, "weight"), (cluster, "cluster")):
+        if col and col not in human:
+            raise UserError(f"--ppi-{what} {col}: not a column of the human data; available: "
+                            f"{', '.join(map(str, human.columns))}")
+    if weight:
+        out["w"] = pd.to_numeric(human[weight], errors="coerce").to_numpy(float)
+        if weight in model_only:
+            out["w_unlabeled"] = pd.to_numeric(model_only[weight], errors="coerce").to_numpy(float)
+    if cluster:
+        out["clusters"] = human[cluster].astype(str).to_numpy()
+        own = pd.Series(["unit " + str(u) for u in model_only.index], index=model_only.index)
+        ids = model_only[cluster].astype(str).where(model_only[cluster].notna(), own) if cluster in model_only else own
+        out["clusters_unlabeled"] = ids.to_numpy()
+    return out

@@ -157,6 +157,8 @@ def test_clusters_spanning_both_sets_match_a_direct_computation():
     assert not np.allclose(ppi.ppi_ols(X, y, yhat, Xu, yu, lam=lam)["std.error"], se, rtol=1e-3)
     with pytest.raises(UserError, match="cluster ids for both"):
         ppi.ppi_ols(X, y, yhat, Xu, yu, clusters=cl)
+    with pytest.raises(UserError, match="one cluster"):
+        ppi.ppi_ols(X, y, yhat, Xu, yu, clusters=np.zeros(60), clusters_unlabeled=clu)
 
 
 def test_small_n_gets_a_t_interval_with_a_note():

@@ -29,6 +29,7 @@ def _models(manifests: list[dict], model_rows: pd.DataFrame) -> str:
     parts = []
     for m in manifests:
         info = m.get("model") or {}
+        info = info if isinstance(info, dict) else {"name": str(info)}  # a manifest is input: any shape
         name = info.get("name") or info.get("spec") or "the model"
         rev = str(info.get("revision") or "")
         parts.append(md_text(name) + (f" (revision {md_text(rev[:19])})" if rev else ""))
@@ -113,7 +114,8 @@ def methods_text(study: str, title: str, manifests: list[dict], responses: pd.Da
                  tables: dict[str, pd.DataFrame]) -> str:
     """The Markdown of METHODS.md for one analysis."""
     model_rows = responses[responses["source"] != "human"] if "source" in responses else responses
-    version = (manifests[0].get("versions") or {}).get("simsubjects", "") if manifests else ""
+    versions = (manifests[0].get("versions") if manifests else None) or {}
+    version = str(versions.get("simsubjects", "")) if isinstance(versions, dict) else ""
     head = (f"We ran the study {md_text(title or study)} with simsubjects{' ' + md_text(version) if version else ''}"
             f", with {_models(manifests, model_rows)} as subjects.")
     tests, mult = _tests(tables)

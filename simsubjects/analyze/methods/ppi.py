@@ -298,6 +298,8 @@ def _clusters(cl, clu, n: int, N: int):
         raise UserError(f"clusters: {cl.size} and {clu.size} ids for {n} labeled and {N} model-only units")
     if pd.isna(pd.Series(np.concatenate([cl, clu]), dtype=object)).any():
         raise UserError("clusters: an id is missing; every unit belongs to a cluster")
+    if len(set(map(str, cl))) < 2:
+        raise UserError("clusters: people's answers all come from one cluster; cluster-robust errors need at least 2")
     return cl, clu
 
 

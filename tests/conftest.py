@@ -42,6 +42,7 @@ HEAVY_FIRST = [
     "test_studyfile.py",
     "test_preload.py",  # CLI runs through a fork server of its own (private cache folder)
     "test_ray_engine.py",  # a loopback Ray cluster, two actors loading the model
+    "test_cap_hostile.py",  # llama.cpp's server behind a usage-rewriting proxy; a Ray cluster in a subprocess
     "test_sessions.py",
     "test_generation.py",
     "test_kill_resume.py",  # ten SIGKILLs of a collection on the model

@@ -2,7 +2,6 @@
 its resumption after a kill, the report, and every scorecard statistic against a recomputation from the
 run's responses. Unit of every statistic: the finding."""
 
-import json
 import math
 import os
 import signal

@@ -154,3 +154,37 @@ def test_estimates_are_empirical_draws_and_none_valid_is_unscored(tmp_path):
         score.model_effect(finding, study, invalid)
     row = score._unscored(finding, "no valid estimate")
     assert math.isnan(row["model_d"]) and row["note"].startswith("not scored") and row["original_d"] == 0.3
+
+
+@pytest.mark.parametrize("hypothesis,message", [
+    ("{kind: between, outcome: x, factor: arm, levels: [a, c], measure: {mean: true}, direction: positive}",
+     "'c': not a level of arm"),
+    ("{kind: between, outcome: z, factor: arm, levels: [a, b], measure: {mean: true}, direction: positive}",
+     "'z': not an item"),
+    ("{kind: between, outcome: pick, factor: arm, levels: [a, b], measure: {option: pink}, direction: positive}",
+     "'pink': not an option"),
+    ("{kind: between, outcome: pick, factor: arm, levels: [a, b], measure: {mean: true}, direction: positive}",
+     "no positions"),
+])
+def test_hypothesis_checked_before_the_model_loads(tmp_path, hypothesis, message):
+    from simsubjects.bench import run as bench_run
+    from simsubjects.errors import UserError
+
+    study, finding = _study(tmp_path, hypothesis, "cohens_d", "welch_t")
+    with pytest.raises(UserError, match=message) as e:
+        bench_run.plan([finding], tmp_path / "out")
+    assert "study.yaml:" in str(e.value) and "finding.hypothesis" in str(e.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_association_of_a_binary_choice_and_a_scale(tmp_path):
+    """{option: X} scores the outcome that has option X; the other outcome is scored by its positions."""
+    study, finding = _study(tmp_path, "{kind: association, outcomes: [pick, x], measure: {option: red}, "
+                                      "direction: positive}", "r", "correlation")
+    probs = _probs()
+    me = score.model_effect(finding, study, _responses(probs))
+    pr = np.array([probs[(s, a, "pick")]["red"] for s, a in SUBJECTS])
+    mx, vx = _moments(probs, SUBJECTS, "x")
+    cov = np.mean(pr * mx) - pr.mean() * mx.mean()
+    r = cov / math.sqrt((pr.mean() * (1 - pr.mean())) * (vx.mean() + mx.var()))
+    assert me.value == pytest.approx(r, rel=1e-12)

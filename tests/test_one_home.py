@@ -206,3 +206,18 @@ def test_replicate_only_orders_its_steps_and_writes_no_r():
     called = {c.func.id for c in ast.walk(body) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
     assert {"plan", "collect", "analyze", "export", "package"} <= called
     assert "<-" not in text and "Rscript" not in text and "library(" not in text  # no R text
+
+
+def test_a_saved_analysis_names_its_code_the_same_in_every_process():
+    """publish/saved.py's code hash names a declaration's functions by module and name: a function's repr
+    holds its address, so `report` in a new process would find every saved analysis stale."""
+    import subprocess
+    import sys
+
+    from simsubjects.publish import saved
+
+    here = saved.code(get_study("ultimatum"))
+    other = subprocess.run([sys.executable, "-c", "from simsubjects.publish import saved; from simsubjects.collect."
+                            "studies.registry import get_study; print(saved.code(get_study('ultimatum')))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert other == here

@@ -1,5 +1,6 @@
 """`simsubjects bench run`: every finding of one or more corpora through the ordinary study-file collection
-(collect/pipeline.run_study, the path of `collect STUDY.yaml`) into OUT/<finding id>/ (one ordinary run folder per finding).
+(collect/pipeline.run_study, the path of `collect STUDY.yaml`) into OUT/<finding id>/ (one ordinary run folder
+per finding).
 
 Everything that needs no model is checked first (every finding's study file, every run folder), then the
 model loads once and serves every finding. Each finding's folder is an ordinary run folder: a killed run
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..collect.defaults import BATCH_SIZE, SAMPLES
 
 
 
@@ -49,11 +51,13 @@ def plan(findings: list, out: Path | None, chat_template: bool = False, seed: in
     """Each finding's study file loaded and its run folder checked, before any model loads. `seed` (bench
     run --seed) replaces every file's design.seed, as `collect --seed` does for one file."""
     from ..studyfile.adapter import KEY, check_out, file_parameters, order_parameters, study_def
+    from .score import check_hypothesis
     from ..studyfile.spec import load_study
 
     planned = []
     for f in findings:
         study = load_study(f.study_path, seed=seed)
+        check_hypothesis(f, study)
         folder = finding_folder(Path(out), f.id) if out is not None else None
         if folder is not None:
             check_out(study, folder)
@@ -92,19 +96,19 @@ def done(folder: Path) -> bool:
     return m.get("status") == "complete" and not m.get("failures")
 
 
-def dry_run(planned: list[Planned], spec, tokenizer=None, batch_size: int = 64) -> tuple[list[dict], object]:
+def dry_run(planned: list[Planned], spec, tokenizer=None, batch_size: int = BATCH_SIZE) -> tuple[list[dict], object]:
     """--dry-run: each finding counted by the tokenizer (no weights, nothing written); one row per finding."""
     from ..collect.dryrun import dry_collect, dry_model
 
     model = dry_model(spec, chat_template=False, tokenizer=tokenizer)
     rows = []
     for p in planned:
-        row = dry_collect(p.sdef, model, p.params, method=p.sdef.methods[0], n=50, batch_size=batch_size)
+        row = dry_collect(p.sdef, model, p.params, method=p.sdef.methods[0], n=SAMPLES, batch_size=batch_size)
         rows.append({**row, "study": p.finding.id})
     return rows, model
 
 
-def collect(planned: list[Planned], spec, model_options: dict, *, batch_size: int = 64, budget=None,
+def collect(planned: list[Planned], spec, model_options: dict, *, batch_size: int = BATCH_SIZE, budget=None,
             overwrite: bool = False, engine: dict | None = None, show_progress: bool = True,
             model=None) -> list[dict]:
     """Run every planned finding not yet finished, one progress bar (trials) over the corpus. The model loads

@@ -140,6 +140,53 @@ def _estimates(study, sub: pd.DataFrame, item: str, measure: dict) -> Population
                       pd.Series(m_s, index=per.index), len(per), validity)
 
 
+def item_measure(study, item: str, measure: dict) -> dict:
+    """The measure as it applies to one outcome of a within/association hypothesis: {option: X} scores the
+    item that has option X (1/0); an outcome without that option is scored by its positions (or estimates),
+    e.g. agreeing to a request (binary) against the estimated share of peers who would (a scale)."""
+    if "option" in measure and measure["option"] not in [o.label for o in _options_or_none(study, item)]:
+        return {"mean": True}
+    return measure
+
+
+def _options_or_none(study, item: str):
+    it = next((i for i in study.items if i.id == item), None)
+    if it is None or it.response.kind == "estimate":
+        return []
+    return _options(study, item)
+
+
+def check_hypothesis(finding, study) -> None:
+    """Before any model loads (bench run): the items, factor, levels and options the hypothesis names exist
+    in the study, and each outcome can be scored by the measure. One line naming the file and key."""
+    h, src = finding.hypothesis, study.source
+    path = ("finding", "hypothesis")
+    items = {i.id: i for i in study.items}
+    outcomes = h.get("outcomes") or [h.get("outcome")]
+    for it in outcomes:
+        if it not in items:
+            raise src.error((*path, "outcome"), f"{it!r}: not an item of the study ({', '.join(items)})")
+    if h["kind"] == "between":
+        f = next((f for f in study.factors if f.name == h["factor"]), None)
+        if f is None or f.assignment != "between":
+            raise src.error((*path, "factor"), f"{h['factor']!r}: not a between-subject factor of the study")
+        bad = [lv for lv in h["levels"] if str(lv) not in f.levels]
+        if bad:
+            raise src.error((*path, "levels"), f"{bad[0]!r}: not a level of {f.name} ({', '.join(f.levels)})")
+    m = h["measure"]
+    for it in outcomes:
+        mm = item_measure(study, it, m) if h["kind"] in ("within", "association") else m
+        estimate = items[it].response.kind == "estimate"
+        labels = [o.label for o in _options_or_none(study, it)]
+        if "option" in mm and mm["option"] not in labels:
+            raise src.error((*path, "measure", "option"),
+                            f"{mm['option']!r}: not an option of {it} ({', '.join(labels)})")
+        if mm.get("mean") and not estimate and any(o.position is None for o in _options_or_none(study, it)):
+            raise src.error((*path, "measure"), f"{{mean: true}}: the options of {it} have no positions (scores)")
+        if "options" in mm and [o for o in mm["options"] if str(o) not in labels]:
+            raise src.error((*path, "measure", "options"), f"not all options of {it} ({', '.join(labels)})")
+
+
 def _scores(opts, measure: dict):
     """Per option: 1/0 for {option: LABEL}; the ordinal position for {mean: true}; None for {options}."""
     if "option" in measure:
@@ -211,7 +258,8 @@ def _one_sample(study, responses, h, est) -> ModelEffect:
     if "option" in h["measure"]:
         parts["p"] = pop.mean
         d = ef.cohens_h(pop.mean, null)
-        value = {"cohens_h": d, "diff_proportions": pop.mean - null, "one_sample_d": ef.one_sample_d(pop.mean, pop.var, null),
+        value = {"cohens_h": d, "diff_proportions": pop.mean - null,
+                 "one_sample_d": ef.one_sample_d(pop.mean, pop.var, null),
                  "log_odds_ratio": ef.log_odds_ratio(pop.mean, null)}.get(est)
     else:
         d = ef.one_sample_d(pop.mean, pop.var, null)
@@ -225,7 +273,7 @@ def _paired(study, responses, h, est) -> ModelEffect:
     """within (difference of two items, same subjects) and association (their correlation over subjects).
     A subject answers the two items independently given who it is, so the mixture's moments follow from
     each subject's means and variances."""
-    first, second = (population(study, responses, it, h["measure"]) for it in h["outcomes"])
+    first, second = (population(study, responses, it, item_measure(study, it, h["measure"])) for it in h["outcomes"])
     if first.subject_means is None or second.subject_means is None or \
             set(first.subject_means.index) != set(second.subject_means.index):
         raise UserError(f"{study.file}: finding.hypothesis.outcomes need scored items answered by the same subjects")
@@ -367,7 +415,8 @@ def finding_row(finding, study, responses: pd.DataFrame) -> dict:
     p_orig, method = significance(finding, me, orig)
     p_rep, _ = significance(finding, me, rep)
     d_o, d_r = _d_of(orig), _d_of(rep)
-    r_m, r_r = ef.d_to_r(aligned_d) if math.isfinite(aligned_d) else math.nan, ef.d_to_r(d_r) if math.isfinite(d_r) else math.nan
+    r_m = ef.d_to_r(aligned_d) if math.isfinite(aligned_d) else math.nan
+    r_r = ef.d_to_r(d_r) if math.isfinite(d_r) else math.nan
     return {
         "finding": finding.id, "corpus": finding.corpus, "domain": finding.domain, "year": finding.year,
         "title": finding.title, "citation": finding.citation, "estimator": finding.estimator, "test": finding.test,

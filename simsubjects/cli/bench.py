@@ -11,6 +11,7 @@ import click
 from simsubjects.cli.engines import budget_of, check_engine_options, engine_of, engine_options
 from simsubjects.cli.options import _check_model, _model_kwargs, echo_table, model_options
 from simsubjects.errors import UserError
+from simsubjects.collect.defaults import SAMPLES
 
 RECORD = "bench.json"  # OUT/bench.json: which corpora and findings `bench run` ran (read by `bench report`)
 
@@ -111,11 +112,12 @@ def _export(planned, kw) -> None:
 
     base = Path(kw["batch_export"])
     for p in planned:
-        plan = plan_requests(p.sdef, kw["model"], p.out, params=p.params, method=p.sdef.methods[0], n=50,
+        plan = plan_requests(p.sdef, kw["model"], p.out, params=p.params, method=p.sdef.methods[0], n=SAMPLES,
                              batch_size=kw["batch_size"], base_url=kw.get("base_url"))
         target = base.with_name(f"{base.stem}-{p.finding.id}{base.suffix or '.jsonl'}")
         paths, n = export_batch(plan, target, kw["batch_format"], max_requests=kw["batch_max_requests"])
-        click.echo(f"{p.finding.id}: {n} requests" + (f" -> {', '.join(map(str, paths))}" if paths else " (all cached)"))
+        where = f" -> {', '.join(map(str, paths))}" if paths else " (all cached)"
+        click.echo(f"{p.finding.id}: {n} requests{where}")
 
 
 def _run_command():
@@ -147,7 +149,8 @@ def report_cmd(folder, cutoff, check_r):
         rec = json.loads((out / RECORD).read_text(encoding="utf-8"))
         corpora, ids = list(rec["corpora"]), set(rec["findings"])
     except (OSError, ValueError, KeyError, TypeError):
-        raise UserError(f"{out / RECORD}: missing or unreadable; {out} is not a `simsubjects bench run` folder") from None
+        raise UserError(f"{out / RECORD}: missing or unreadable; {out} is not a `simsubjects bench run` "
+                        "folder") from None
     findings = [f for f in _load(tuple(corpora)) if f.id in ids]
     card = score.scorecard(findings, bench_run.finished_folders(findings, out))
     table = score.across(card, cutoff)

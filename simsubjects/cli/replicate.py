@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Callable
 
 from simsubjects import __version__
+from simsubjects.cli.collection import collect_study
+from simsubjects.collect.defaults import BATCH_SIZE, SAMPLES
 from simsubjects.collect.store import atomic_write_bytes, atomic_write_json
 from simsubjects.errors import UserError
 from simsubjects.papers import ALL, KIND, Paper, plan_studies, resolve_papers, size  # noqa: F401 - re-exported
@@ -98,7 +100,7 @@ class Replication:
 
 def replicate(paper_names, model, out, *, scale: float = 1.0, seed: int = 0, method: str = "auto",
               n: int | None = None, only: list[str] | None = None, overwrite: bool = False,
-              model_options: dict | None = None, show_progress: bool = True, batch_size: int = 64,
+              model_options: dict | None = None, show_progress: bool = True, batch_size: int = BATCH_SIZE,
               cli_options: dict | None = None, log: Callable[[str], None] = print, loaded_model=None,
               allow_code: bool = False) -> dict:
     """Run, analyze and export every study of the papers into `out`; write manifest, README, R script, report:
@@ -162,23 +164,22 @@ def _load(rep: Replication, log):
 
 def collect(rep: Replication, row, lm, log) -> dict:
     """One study's collection into out/<study>/ (resumed when interrupted); returns its manifest entry."""
-    from simsubjects.collect.pipeline import run_study
-
     paper, plan_, study, params = row
     entry = {"paper": paper.key, "study": study.name, "folder": study.name, "design_at_scale_1": plan_.design,
              "parameters": params}
     if file_of(params):  # the report and analysis.R treat it as a study file, not the built-in study
         entry["studyfile"] = file_of(params)
     m = study.methods[0] if rep.method == "auto" or rep.method not in study.methods else rep.method
-    k = rep.n if rep.n is not None else (plan_.samples(rep.scale) if plan_.samples else 50)
+    k = rep.n if rep.n is not None else (plan_.samples(rep.scale) if plan_.samples else SAMPLES)
     entry.update(method=m, n=k if m == "sampled" else None)
     folder = rep.out / study.name
     log(f"{study.name}: collecting {json.dumps(params)} ({m}) into {folder}")
     t0 = time.perf_counter()
-    _, man = run_study(study, rep.model, folder, params={"seed": rep.seed, **params,
-                                                          "chat_template": bool(rep.model_options.get("chat_template"))},
-                       method=m, n=k, overwrite=rep.overwrite, model_options=rep.model_options,
-                       show_progress=rep.show_progress, model=lm, batch_size=rep.batch_size)
+    run = {"model": rep.model, "out": folder, "n": k, "overwrite": rep.overwrite, "quiet": not rep.show_progress,
+           "batch_size": rep.batch_size}  # the one collection of every entry point (cli/collection.py)
+    man = collect_study(study, run, {"seed": rep.seed, **params,
+                                     "chat_template": bool(rep.model_options.get("chat_template"))},
+                        m, model=lm, model_options=rep.model_options, report=False)
     entry["timings"] = {"collect": round(time.perf_counter() - t0, 1)}
     entry.update(manifest=f"{study.name}/manifest.json", counts=man.get("counts", {}),
                  failures=len(man.get("failures", [])))

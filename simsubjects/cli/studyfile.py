@@ -29,19 +29,19 @@ class CollectGroup(click.Group):
 
 def file_command(path: str) -> click.Command:
     """`collect STUDY.yaml`: the options of every collection, plus --method, --n and --judge-model."""
-    from simsubjects.cli.options import model_options
+    from simsubjects.cli.engines import engine_options
+    from simsubjects.cli.options import N_OPTION, model_options
 
     def run(**kw):
         _collect_file(path, kw)
 
-    f = model_options(run)
+    f = engine_options(model_options(run))  # --batch-export/--batch-import, --max-cost, --engine as for a built-in
     f = click.option("--paths", default=None, type=click.IntRange(1, 10_000),
                      help="A session's paths per subject (each drawn from the exact distributions; default: the "
                           "file's session.paths).")(f)
     f = click.option("--judge-model", default=None,
                      help="Model that classifies free-text answers (default: the answering model).")(f)
-    f = click.option("--n", default=50, show_default=True, type=click.IntRange(1),
-                     help="Valid answers per trial when --method sampled.")(f)
+    f = N_OPTION(f)
     f = click.option("--method", type=click.Choice(["exact", "sampled", "generated"]), default=None,
                      help="exact: log-probabilities (default for k-choice); sampled: draw at temperature 1 until "
                           "--n valid answers; generated: a study of estimates or free text only.")(f)
@@ -49,8 +49,7 @@ def file_command(path: str) -> click.Command:
 
 
 def _collect_file(path: str, kw: dict) -> None:
-    from simsubjects.cli.options import _model_kwargs, _report_collection, echo_table
-    from ..collect.pipeline import run_study
+    from simsubjects.cli.options import _model_kwargs, echo_table
     from simsubjects.studyfile.adapter import KEY, file_parameters, order_parameters, study_def
     from simsubjects.studyfile.design import build_trials
     from simsubjects.studyfile.door import load_any
@@ -88,31 +87,27 @@ def _collect_file(path: str, kw: dict) -> None:
 
     if kw.get("out"):
         check_out(study, kw["out"])  # before the model loads
-    # a dry run counts through the study's own collect with a counting model: no `out`, so no copy is written
-    sdef = study_def(study, out=None if kw["dry_run"] else kw["out"], judge=judge_loader)
+    # a dry run or a batch file counts through the study's own collect: no `out`, so no copy is written
+    planning = kw["dry_run"] or kw.get("batch_export") or kw.get("batch_import")
+    sdef = study_def(study, out=None if planning else kw["out"], judge=judge_loader)
     method = kw["method"] or sdef.methods[0]
     if method not in sdef.methods:
         raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
     params = {KEY: file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
               "judge_model": kw["judge_model"], **order_parameters(study, None if kw["dry_run"] else kw["out"])}
+    from .collection import collect_study
     from .options import _parse_model
 
     kw["model"] = _parse_model(kw["model"])  # the command's edge: parsed once, where run_study parsed it before
-    if kw["dry_run"]:  # as for a built-in study: counted by the tokenizer, no weights, nothing written
-        from simsubjects.cli.options import dry_run_command
 
-        dry_run_command(sdef, kw["model"], params, method, kw)
-        return None
-    if kw["validate"]:
+    def validate():
         from ..collect.models import load_model
 
         trials, _ = build_trials(study)
         model = load_model(kw["model"], **options)
-        return echo_table("validity rates (outcomes hidden)", sdef.validate(model, trials, {"seed": study.seed}))
-    _, manifest = run_study(sdef, kw["model"], kw["out"], params=params, method=method, n=kw["n"],
-                            overwrite=kw["overwrite"], model_options=options, show_progress=not kw["quiet"],
-                            batch_size=kw["batch_size"])
-    _report_collection(kw["out"], manifest)
+        echo_table("validity rates (outcomes hidden)", sdef.validate(model, trials, {"seed": study.seed}))
+
+    collect_study(sdef, kw, params, method, validate=validate)
 
 
 # ------------------------------------------------------------------------------------------ study

@@ -77,6 +77,10 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         for name, df in (extra(spec, responses, items, tables) if extra else {}).items():
             check_table_name(name, f"{dirs[0]}: analysis")
             (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
+        from .methods_md import NAME, methods_text
+
+        text = methods_text(study, getattr(spec, "title", "") or "", [m for m, _, _ in runs], responses, tables)
+        (stage / NAME).write_bytes(text.encode("utf-8"))
         reusable = len(dirs) == 1 and code_from is None and out is None and analysis_reusable(runs[0][0])
         record = saved.record(Path(dirs[0]), spec, tables, csv, stage, [p.name for p in figures],
                               plotted=plots and bool(spec.plot)) if reusable else {"reusable": False}

@@ -15,6 +15,7 @@ from simsubjects import __version__
 from simsubjects.collect.untrusted import r_comment, r_string
 from simsubjects.studyfile.origin import file_of
 from simsubjects.publish.rpackage import package_root
+from simsubjects.studyfile.analyses import declared_levels
 from simsubjects.studyfile.door import load_any
 from simsubjects.studyfile.check_r import options_table
 from simsubjects.collect.studies.registry import studies
@@ -157,6 +158,9 @@ def _r_study_file(spec, folder: str) -> str:
     analyses = []
     for a in spec.analyses:
         fields = ", ".join(f"{k} = {_r_value(a[k])}" for k in _R_ANALYSIS_KEYS if a.get(k) is not None)
+        if a["type"] == "amce":  # the declared first levels: the AMCE's baselines (R/studyfile.R's sf_amce)
+            declared = declared_levels(spec, a["factors"])
+            fields += f", baselines = {_r_value([declared.get(str(f), [''])[0] for f in a['factors']])}"
         analyses.append(f"  list({fields})")
     return (f"\n# ---- {r_comment(spec.title or folder)}: the study file's analyses (R/studyfile.R, the twins of "
             "analyze --check-r)\n"

@@ -88,7 +88,9 @@ def code(spec) -> str:
     even where the version number did not move (a checkout between releases)."""
     h = hashlib.sha256()
     for ref in (spec.analyze, spec.plot):
-        h.update(repr(ref).encode())
+        # a function by its module and name (its repr holds its address, new in every process)
+        h.update(repr(ref if isinstance(ref, str) else (getattr(ref, "__module__", None),
+                                                        getattr(ref, "__qualname__", None))).encode())
         path = _source(ref)
         h.update(path.read_bytes() if path is not None else b"")
     return h.hexdigest()

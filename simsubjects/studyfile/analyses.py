@@ -11,6 +11,7 @@ effect_size_type.
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -139,10 +140,32 @@ def _answered_zero(out: pd.DataFrame, side: pd.DataFrame, value: str = "people",
     return out
 
 
-def amce(trials: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
-    """AMCE of each factor level against the first level: OLS of the score on the factors' dummies,
-    standard errors clustered by subject (CR2, as estimatr::lm_robust; the package's peer-checked OLS);
-    people with survey weights: weighted OLS, linearization clustered by subject (survey::svyglm)."""
+def baseline_order(values: pd.Series, declared: Sequence[str] = ()) -> list[str]:
+    """A factor's levels in `values`, the baseline first: the declared levels in the study file's order, then
+    any other value in code-point order (R: the same, R/studyfile.R's sf_amce). Sorting alone made the
+    alphabetically first level the baseline, not the declared first (issue 40)."""
+    seen = set(values.astype(str).unique())
+    order = [str(x) for x in declared if str(x) in seen]
+    return order + sorted(seen - set(order))
+
+
+def _amce_design(g: pd.DataFrame, factors: list[str], levels: dict) -> tuple[np.ndarray, list[tuple[str, str]], dict]:
+    """Intercept and treatment dummies (each factor's baseline left out); the (factor, level) of each dummy."""
+    cols, terms, base = [np.ones(len(g))], [], {}
+    for f in factors:
+        order = baseline_order(g[f], levels.get(f, ()))
+        base[f] = order[0]
+        for lv in order[1:]:
+            cols.append((g[f].astype(str) == lv).to_numpy(float))
+            terms.append((f, lv))
+    return np.column_stack(cols), terms, base
+
+
+def amce(trials: pd.DataFrame, factors: list[str], levels: dict | None = None) -> pd.DataFrame:
+    """AMCE of each factor level against its baseline, the first level the study file declares (`levels`:
+    factor -> declared levels; conjoint convention, docs/conventions.md): OLS of the score on the factors'
+    dummies, standard errors clustered by subject (CR2, as estimatr::lm_robust; the package's peer-checked
+    OLS); people with survey weights: weighted OLS, linearization clustered by subject (survey::svyglm)."""
     from ..studies.moca.analysis import ols_cluster
 
     rows = []
@@ -150,19 +173,17 @@ def amce(trials: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
         g = g.dropna(subset=[f for f in factors if f in g.columns])
         if any(f not in g.columns for f in factors) or len(g) < 3:
             continue
-        X = pd.get_dummies(g[factors].astype(str), drop_first=True, dtype=float)
-        if X.shape[1] == 0:
+        design, terms, base = _amce_design(g, factors, levels or {})
+        if not terms:
             continue
-        design = np.column_stack([np.ones(len(g)), X.to_numpy()])
         is_weighted = weighted(g)
         if is_weighted:  # people with survey weights: design-based, as survey::svyglm(ids = ~subject, weights)
             res = survey.svy_ols(g["score"].to_numpy(float), design, g["tw"].to_numpy(float),
                                  g["subject"].astype(str).to_numpy())
         else:
             res = ols_cluster(g["score"].to_numpy(float), design, g["subject"].astype(str).to_numpy())
-        base = {f: str(sorted(g[f].astype(str).unique())[0]) for f in factors}
-        for j, term in enumerate(X.columns, start=1):
-            f, _, level = term.partition("_")
+        for j, (f, level) in enumerate(terms, start=1):
+            term = f"{f}_{level}"
             r = res.iloc[j]
             rows.append({**key, "test": "AMCE (survey-weighted OLS, linearization clustered by subject)" if is_weighted
                          else "AMCE (OLS, CR2 clustered by subject)", "term": term,
@@ -330,6 +351,11 @@ def user_function(study: Study, i: int, ref: str):
     return fn
 
 
+def declared_levels(study: Study, factors) -> dict[str, list[str]]:
+    """Each factor's levels in the study file's order (its first the AMCE baseline)."""
+    return {str(f): [str(x) for x in study.factor(str(f)).levels] for f in factors if study.factor(str(f))}
+
+
 def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every analysis the file lists (the response distribution always)."""
     trials = trial_scores(study, responses)
@@ -349,7 +375,7 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
             if a.get("name"):  # a named test is also its own table (NAME.csv), as named analyses are
                 tables[a["name"]] = test
         elif kind == "amce":
-            tables[name] = amce(trials, list(a["factors"]))
+            tables[name] = amce(trials, list(a["factors"]), declared_levels(study, a["factors"]))
         elif kind == "representativeness":
             tables[name] = representativeness_table(study, responses, list(a.get("by", [])))
         elif kind == "agreement":

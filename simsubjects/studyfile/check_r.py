@@ -102,7 +102,10 @@ def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, to
             fields = {k: k for k in method.compared}
             out += _rows(label, _merge(py, _nonempty(rr), keys), keys, fields, tol, tol_p)
         elif kind == "amce":
-            rr = call("sf_amce", list(a["factors"]))
+            from .analyses import declared_levels
+
+            declared = declared_levels(study, a["factors"])
+            rr = call("sf_amce", list(a["factors"]), [declared.get(str(f), [""])[0] for f in a["factors"]])
             keys = ["source", "model", "term"]
             out += _rows(label, _merge(tables[name], _nonempty(rr), keys), keys, BROOM, tol, tol_p)
         elif kind == "representativeness":

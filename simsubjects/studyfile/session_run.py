@@ -546,8 +546,14 @@ def _asker(model, method: str, chain_of: dict):
     from ..collect.models.incremental import PathScorer, supports
 
     if method == "exact" and supports(model):
-        scorer = PathScorer(model)
-        return model.fingerprint(), lambda rs: scorer.choose(rs, [chain_of[id(r)] for r in rs])
+        scorer = PathScorer(getattr(model, "inner", model))
+        priced = getattr(model, "check_choose", None)  # --max-cost (collect/budget.py): each step priced first
+
+        def ask(rs):
+            if priced is not None:
+                priced(rs, method)
+            return scorer.choose(rs, [chain_of[id(r)] for r in rs])
+        return model.fingerprint(), ask
     # a server (chat turns are text here), or sampled answers: the decisions of a step in one batch
     return model.fingerprint(), lambda rs: model.choose(rs, method=method)
 

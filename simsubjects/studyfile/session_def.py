@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..collect.studies.registry import StudyDef
-from .runcopy import copy_files
+from .runcopy import copy_files, shown_spec
 from .design import items_table
 from .session import SessionStudy, leaves
 
@@ -68,7 +68,7 @@ def describe_session(study: SessionStudy) -> str:
                      + ("; payoffs: matrix" if b.matrix else "; payoffs: rules" if b.rules else ""))
     for name, p in sess.players.items():
         lines.append(f"player {name}: {p.kind}" + (f" (responds to {p.responds_to})" if p.responds_to else "")
-                     + (f" ({p.model}; options {', '.join(p.labels)})" if p.kind == "model" else ""))
+                     + (f" ({shown_spec(p.spec) if p.spec else p.model}; options {', '.join(p.labels)})" if p.kind == "model" else ""))
     if sess.variables:
         lines.append("variables: " + ", ".join(f"{k} = {v!r}" for k, v in sess.variables.items()))
     steps = sum(b.rounds * (len(b.items) + sum(sess.players[n].kind == "model" for n in b.players))

@@ -121,3 +121,254 @@ def test_collect_with_a_password_in_a_player_url_writes_it_nowhere(llama_server,
     assert (run / "study" / "s.yaml").is_file()
     assert files_with(run, PASSWORD) == [] and files_with(run, TOKEN) == []
     assert not _leaks(out + err) and not _leaks(log_text(caplog))
+
+
+# --- 2. one list of reserved column names --------------------------------------------------------
+
+PLAIN = GAME.replace("__MODEL__", "same")
+
+
+def _check_fails(tmp_path, text: str, capsys, table: str | None = None) -> str:
+    """`study check` of the text: exit 2 and one line naming the file and a line; that line returned."""
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    if table is not None:
+        (tmp_path / "people.csv").write_text(table)
+    assert main(["study", "check", str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{f}:" in err, err
+    return err
+
+
+@pytest.mark.parametrize("where,old,new", [
+    ("item id", "- id: offer", "- id: drawn"),
+    ("item id", "- id: offer", "- id: block"),
+    ("item id", "- id: offer", "- id: item_order"),
+    ("variable", "variables: {total: 0}", "variables: {total: 0, weight: 7}"),
+    ("variable", "variables: {total: 0}", "variables: {total: 0, reach: 1}"),
+    ("player", "    responder:\n", "    player:\n"),
+    ("payoff rule", "payoff: \"(0 if", "path: \"(0 if"),
+    ("payoff rule", "payoff: \"(0 if", "continued: \"(0 if"),
+])
+def test_a_name_the_session_writes_as_a_column_is_refused(tmp_path, capsys, where, old, new):
+    assert old in PLAIN
+    text = PLAIN.replace(old, new)
+    if where == "item id":
+        text = text.replace("[offer, responder]", f"[{new.split(': ')[1]}, responder]").replace("offer ==", "x ==")
+    if where == "player":
+        text = text.replace("responder ==", "player ==").replace("offer, responder]", "offer, player]")
+    err = _check_fails(tmp_path, text, capsys)
+    assert "reserved" in err or "not a column the package writes" in err
+
+
+def test_a_subjects_column_named_like_a_session_column_is_refused(tmp_path, capsys):
+    text = PLAIN.replace("design: {subjects: 2, seed: 7}",
+                         "design: {subjects: {table: people.csv, id: name, template: \"${name}\"}, seed: 7}")
+    err = _check_fails(tmp_path, text, capsys, table="name,block\nann,1\nbob,2\n")
+    assert "'block'" in err and "reserved" in err
+
+
+def test_a_subjects_column_named_like_an_item_is_refused(tmp_path, capsys):
+    text = PLAIN.replace("design: {subjects: 2, seed: 7}",
+                         "design: {subjects: {table: people.csv, id: name, template: \"${name}\"}, seed: 7}")
+    err = _check_fails(tmp_path, text, capsys, table="name,offer\nann,1\nbob,2\n")
+    assert "'offer' is also a column of the subjects table" in err
+
+
+def test_a_name_ending_in_a_newline_is_refused(tmp_path, capsys):
+    text = PLAIN.replace("- id: offer", "- id: \"offer\\n\"")
+    err = _check_fails(tmp_path, text, capsys)
+    assert "item id" in err
+
+
+def test_every_column_a_session_writes_is_reserved(smollm2, tmp_path):
+    """The reserved names are read from the schema (collect/schema.py); a real session's rows show that
+    every column it writes, other than the study's own names, is among them."""
+    from simsubjects.collect.pipeline import run_study
+    from simsubjects.studyfile.adapter import file_parameters
+    from simsubjects.studyfile.session_def import session_def
+    from simsubjects.studyfile.spec import SESSION_RESERVED
+
+    f = tmp_path / "s.yaml"
+    f.write_text(PLAIN)
+    study = load_session(f)
+    p = {"studyfile": file_parameters(study), "seed": study.seed, "paths": None, "session_scorer": "incremental-kv"}
+    responses, _ = run_study(session_def(study, out=tmp_path / "run"), "smollm2", tmp_path / "run", params=p,
+                             model=smollm2, show_progress=False)
+    own = {"offer", "responder", "total", "payoff", "responder_payoff"}
+    written = set(responses.columns) - own
+    assert written and written <= SESSION_RESERVED, sorted(written - SESSION_RESERVED)
+    assert {"drawn", "reach", "step", "path", "parent", "continued", "player", "item_order", "block_order",
+            "block", "round"} <= written
+
+
+def test_a_qualtrics_export_tag_named_like_a_session_column_is_renamed_with_a_note(tmp_path, capsys):
+    import yaml
+
+    _framing_with_tags(tmp_path, {"QID3": "block", "QID5": "drawn"})
+    out = tmp_path / "imp"
+    assert main(["study", "import", "qualtrics", str(tmp_path / "s.qsf"), str(out)]) == 0, capsys.readouterr().err
+    data = yaml.safe_load((out / "session.yaml").read_text())
+    ids = {it["id"] for b in data["session"]["blocks"] for it in b["items"]}
+    assert {"q_block", "q_drawn"} <= ids and not ids & {"block", "drawn"}
+    notes = (out / "IMPORT_NOTES.md").read_text().replace("\\", "")
+    assert "block -> q_block" in notes and "drawn -> q_drawn" in notes
+    capsys.readouterr()
+    assert main(["study", "check", str(out / "session.yaml")]) == 0, capsys.readouterr().err
+
+
+def test_robustness_doc_lists_every_reserved_name():
+    import re
+
+    from simsubjects.studyfile.spec import SESSION_RESERVED
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "robustness.md").read_text()
+    section = doc.split("## Reserved names", 1)[1].split("\n## ", 1)[0]
+    assert SESSION_RESERVED <= set(re.findall(r"`([A-Za-z_]+)`", section)), SESSION_RESERVED
+
+
+def _framing_with_tags(tmp_path, tags: dict) -> Path:
+    import json
+
+    qsf = Path(__file__).parent / "data" / "qualtrics" / "experiment" / "framing_experiment.qsf"
+    d = json.loads(qsf.read_text())
+    for e in d["SurveyElements"]:
+        if e["Element"] == "SQ" and e["PrimaryAttribute"] in tags:
+            e["Payload"]["DataExportTag"] = tags[e["PrimaryAttribute"]]
+    (tmp_path / "s.qsf").write_text(json.dumps(d))
+    return tmp_path / "s.qsf"
+
+
+def test_two_demographics_that_become_one_column_are_refused(tmp_path, capsys):
+    qsf = _framing_with_tags(tmp_path, {"QID1": "age-x", "QID14": "age_x"})
+    export = Path(__file__).parent / "data" / "qualtrics" / "experiment" / "framing_experiment.csv"
+    assert main(["study", "import", "qualtrics", str(qsf), str(tmp_path / "imp"), "--responses", str(export),
+                 "--demographics", "age-x,age_x"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "age-x,age_x" in err and "'age_x'" in err
+    assert not (tmp_path / "imp").exists()
+
+
+# --- 3. numbers stay bounded ---------------------------------------------------------------------
+
+PD = (Path(__file__).resolve().parents[1] / "examples" / "pd_tft" / "study.yaml").read_text()
+
+
+@pytest.mark.parametrize("old,new,key", [
+    ("variables: {total: 0}", "variables: {total: .nan}", "session.variables.total"),
+    ("variables: {total: 0}", "variables: {total: .inf}", "session.variables.total"),
+    ("variables: {total: 0}", "variables: {total: -.inf}", "session.variables.total"),
+    ("variables: {total: 0}", "variables: {total: 9223372036854775808}", "session.variables.total"),
+    ("F: [25, 25]", "F: [1.0e+999, 25]", "matrix.F.F"),
+    ("F: [25, 25]", "F: [.nan, 25]", "matrix.F.F"),
+    ('update: {total: "total + payoff"}', 'update: {total: "total + 1e999"}', "update.total"),
+    ('update: {total: "total + payoff"}', 'update: {total: "total + 99999999999999999999"}', "update.total"),
+])
+def test_a_number_past_the_bounds_is_refused_by_check(tmp_path, capsys, old, new, key):
+    assert old in PD
+    err = _check_fails(tmp_path, PD.replace(old, new), capsys)
+    assert key in err and ("finite" in err or "2^63" in err), err
+
+
+@pytest.mark.parametrize("expr", ["1+" * 900 + "1", "-" * 1800 + "1", "not " * 450 + "true"],
+                         ids=["sum", "minus", "not"])
+def test_an_expression_nested_thousands_deep_is_one_line(tmp_path, capsys, expr):
+    text = PD.replace('update: {total: "total + payoff"}', f'update: {{total: "total + ({expr} if true else 1)"}}'
+                      if not expr.startswith("not") else 'update: {total: "total + payoff"}')
+    if expr.startswith("not"):
+        text = text.replace("          text: \"Round", f"          show_if: \"{expr}\"\n          text: \"Round")
+    err = _check_fails(tmp_path, text, capsys)
+    assert "nested more than 100 levels" in err
+
+
+def test_evaluation_fails_past_int64_and_not_finite():
+    from simsubjects.studyfile import expr as X
+
+    with pytest.raises(X.ExprError, match="2\\^63"):
+        X.evaluate(X.parse("x * 2"), {"x": 2**62})
+    with pytest.raises(X.ExprError, match="2\\^63"):
+        X.evaluate(X.parse("-x - 2"), {"x": 2**63 - 1})
+    with pytest.raises(X.ExprError, match="finite"):
+        X.evaluate(X.parse("x * x"), {"x": 1e200})
+    assert X.evaluate(X.parse("x * 2"), {"x": 2**61}) == 2**62  # in range: exact
+
+
+def test_growth_past_int64_stops_collect_with_the_update_line_and_writes_no_rows(smollm2, tmp_path):
+    """2^61 x 8 after round 1 is past 2^63: the run stops there with the update's file:line (exit 2 at the
+    command line), before responses.parquet is written. (`if round > 0`: check's interval bound takes
+    both branches, so it only says the variable can pass; evaluation stops it.)"""
+    from simsubjects.collect.pipeline import run_study
+    from simsubjects.errors import UserError
+    from simsubjects.studyfile.adapter import file_parameters
+    from simsubjects.studyfile.session_def import session_def
+
+    f = tmp_path / "s.yaml"
+    f.write_text(PD.replace("subjects: 10", "subjects: 1").replace("variables: {total: 0}", f"variables: {{total: {2**61}}}")
+                 .replace('update: {total: "total + payoff"}', 'update: {total: "total * 8 if round > 0 else total"}'))
+    study = load_session(f)
+    p = {"studyfile": file_parameters(study), "seed": study.seed, "paths": None, "session_scorer": "incremental-kv"}
+    with pytest.raises(UserError) as e:
+        run_study(session_def(study, out=tmp_path / "run"), "smollm2", tmp_path / "run", params=p, model=smollm2,
+                  show_progress=False)
+    line = next(i for i, ln in enumerate(f.read_text().splitlines(), 1) if "total * 8 if" in ln)
+    assert f"{f}:{line}:" in str(e.value) and "2^63" in str(e.value)
+    assert not (tmp_path / "run" / "responses.parquet").exists()
+
+
+def test_a_constant_continuation_outside_0_1_is_refused_by_check(tmp_path, capsys):
+    text = PD.replace("rounds: 5", "rounds: {max: 5, continue: \"1.5\"}")
+    err = _check_fails(tmp_path, text, capsys)
+    assert "rounds.continue" in err and "1.5" in err
+
+
+def test_check_states_the_bound_or_refuses_growth_on_every_path(tmp_path, capsys):
+    from simsubjects.studyfile.check import describe
+
+    assert "numbers: total within [0, 250] over every path" in describe(Path(__file__).resolve().parents[1] /
+                                                                         "examples" / "pd_tft" / "study.yaml")
+    grow = PD.replace("variables: {total: 0}", "variables: {total: 1}")
+    maybe = tmp_path / "maybe" / "s.yaml"
+    maybe.parent.mkdir()
+    maybe.write_text(grow.replace('update: {total: "total + payoff"}',
+                                  'update: {total: "total * 1000000 if choice == \'J\' else total"}'))
+    assert "numbers: total can pass 2^63 (a whole number) in round 4 of block game" in describe(maybe)
+    err = _check_fails(tmp_path, grow.replace('update: {total: "total + payoff"}',
+                                              'update: {total: "total * 1000000"}'), capsys)
+    assert "update.total: total passes 2^63 (a whole number) in round 4 of block game on every path" in err
+
+
+# --- 4. session size limits -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("edits,words", [
+    ({"  paths: 1\n": "  paths: enumerate\n  max_leaves: 1099511627776\n"}, "max_leaves: must be at most 100000"),
+    ({"  paths: 1\n": "  paths: 10001\n"}, "paths: must be at most 10000"),
+    ({"  paths: 1\n": "  paths: 10000\n", "subjects: 10": "subjects: 100"}, "more than 2,000,000"),
+    ({"  paths: 1\n": "  paths: 10000\n", "subjects: 10": "subjects: 100000", "rounds: 5": "rounds: 40"},
+     "more than 2,000,000"),
+    ({"  paths: 1\n": "  paths: enumerate\n  max_leaves: 100000\n", "rounds: 5": "rounds: 16",
+      "subjects: 10": "subjects: 100"}, "more than 2,000,000"),
+], ids=["max_leaves", "paths", "subjects_x_paths", "issue_case", "enumerated"])
+def test_session_size_past_the_limits_is_refused_by_check(tmp_path, capsys, edits, words):
+    text = PD
+    for old, new in edits.items():
+        assert old in text
+        text = text.replace(old, new)
+    err = _check_fails(tmp_path, text, capsys)
+    assert words in err, err
+
+
+def test_paths_option_past_the_session_limit_is_one_line(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text(PD.replace("subjects: 10", "subjects: 1000"))
+    assert main(["collect", str(f), "--model", "smollm2", "--paths", "10000", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--paths 10000" in err and "more than 2,000,000" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_robustness_doc_states_the_session_limits():
+    from simsubjects.studyfile import limits as L
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "robustness.md").read_text()
+    for n in (L.MAX_STEPS, L.MAX_PATHS, L.MAX_LEAVES, L.MAX_DECISIONS):
+        assert f"{n:,}" in doc, n

@@ -27,6 +27,11 @@ MAX_COUNT = 100_000  # repetitions, subjects n, sample, per_item
 MAX_ORDERINGS = 5_040  # option_order.max_orderings (7!)
 MAX_TRIALS = 2_000_000  # trials of a design (upper bound computed before building them)
 MAX_SEED = 2**32 - 1  # as the CLI's --seed
+# sessions (studyfile/session.py), each checked before the first decision (issue 42)
+MAX_STEPS = 100_000  # the largest max_steps a file may declare: a path is held in memory
+MAX_PATHS = 10_000  # sampled paths per subject
+MAX_LEAVES = 100_000  # max_leaves of an enumerated tree, per subject (the tree is held in memory)
+MAX_DECISIONS = 2_000_000  # subjects x paths (or leaves) x decisions per path, bounded before any is made
 
 
 def regular_file(path: Path, what: str) -> str | None:

@@ -93,7 +93,7 @@ def human_rows(conv: Conversion, ex: Export, finished_only: bool) -> Human:
 
     taken = {*RESERVED, "respondent", "response", *(f.name for f in conv.factors)}
     embedded = {e: ex.column([e], [e]) for e in conv.survey.embedded
-                if ex.column([e], [e]) is not None and e not in taken and NAME.match(e)}
+                if ex.column([e], [e]) is not None and e not in taken and NAME.fullmatch(e)}
     h.embedded = list(embedded)
     for f in conv.factors:
         if not has_do[f.name]:

@@ -372,3 +372,25 @@ def test_robustness_doc_states_the_session_limits():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "robustness.md").read_text()
     for n in (L.MAX_STEPS, L.MAX_PATHS, L.MAX_LEAVES, L.MAX_DECISIONS):
         assert f"{n:,}" in doc, n
+
+
+# --- 5. a payoff matrix on an item that may be hidden ----------------------------------------------
+
+def test_a_payoff_matrix_on_an_item_with_show_if_is_refused_by_check(tmp_path, capsys):
+    text = PD.replace("          text: \"Round", "          show_if: \"round > 1\"\n          text: \"Round")
+    err = _check_fails(tmp_path, text, capsys)
+    assert "payoffs.moves[0]" in err and "may be hidden (show_if: round > 1)" in err
+
+
+def test_a_payoff_matrix_on_an_item_an_earlier_skip_passes_is_refused_by_check(tmp_path, capsys):
+    text = PD.replace("        - id: choice\n", "        - id: ready\n          text: \"Ready?\"\n"
+                      "          response: {type: choice, style: words, options: [go, wait]}\n"
+                      "          skip_to: {if: \"ready == 'wait'\", to: end_block}\n        - id: choice\n")
+    err = _check_fails(tmp_path, text, capsys)
+    assert "payoffs.moves[0]" in err and "ready's skip_to end_block" in err
+
+
+def test_a_payoff_matrix_on_an_item_always_shown_passes(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text(PD.replace("          text: \"Round", "          show_if: \"true\"\n          text: \"Round"))
+    assert main(["study", "check", str(f)]) == 0, capsys.readouterr().err

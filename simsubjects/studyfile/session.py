@@ -308,6 +308,10 @@ def _payoffs(c: Checker, d: dict, path, b: Block, sess: Session) -> None:
                                           f"{did_you_mean(iid, [x.id for x in b.items])}")
         if pl not in b.players:
             raise c.err((*p, "moves", 1), f"{pl!r} is not a player of block {b.id}{did_you_mean(pl, b.players)}")
+        hidden = _may_be_hidden(b, it)
+        if hidden:  # a hidden item has no answer: its round would have no payoff (issue 42)
+            raise c.err((*p, "moves", 0), f"{iid!r} may be hidden ({hidden}); a payoff matrix needs an item "
+                                          "every round shows: use payoff rules that read it only where it is shown")
         rows = it.labels
         cols = sess.players[pl].moves_of(sess, b) or rows
         m = c.mapping(pd_["matrix"], (*p, "matrix"), set(rows), required=tuple(rows))
@@ -364,6 +368,20 @@ def _item(c: Checker, v, path, s, named, default, seen) -> SItem:
             it.skip_to.append((_parse(c, o["if"], (*w, "if")) if o.get("if") is not None else None,
                                c.text(o, "to", w, required=True)))
     return it
+
+
+def _may_be_hidden(b: Block, it: SItem) -> str:
+    """Why `it` may be left out of a round (its show_if, or an earlier item's skip_to past it), or ""."""
+    if it.show_if is not None and X.constant(it.show_if) is not True:
+        return f"show_if: {it.show_if.text}"
+    ids = [x.id for x in b.items]
+    at = ids.index(it.id)
+    for x in b.items[:at]:
+        for cond, to in x.skip_to:
+            past = to in ENDS or (to in ids and ids.index(to) > at)
+            if past and (cond is None or X.constant(cond) is not False):
+                return f"{x.id}'s skip_to {to}"
+    return ""
 
 
 def _number_ok(c: Checker, v, path):

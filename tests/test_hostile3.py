@@ -394,3 +394,67 @@ def test_a_payoff_matrix_on_an_item_always_shown_passes(tmp_path, capsys):
     f = tmp_path / "s.yaml"
     f.write_text(PD.replace("          text: \"Round", "          show_if: \"true\"\n          text: \"Round"))
     assert main(["study", "check", str(f)]) == 0, capsys.readouterr().err
+
+
+# --- 9. smaller study-file items ------------------------------------------------------------------
+
+def test_the_importer_keeps_a_users_own_tmp_folder(tmp_path, capsys):
+    qsf = Path(__file__).parent / "data" / "qualtrics" / "experiment" / "framing_experiment.qsf"
+    mine = tmp_path / ".imp.tmp-1"  # pid 1 runs; and a user's folder of this name has no importer's mark
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my work")
+    dead = tmp_path / ".imp.tmp-999999999"
+    dead.mkdir()
+    (dead / "notes.txt").write_text("my other work")
+    assert main(["study", "import", "qualtrics", str(qsf), str(tmp_path / "imp")]) == 0, capsys.readouterr().err
+    assert (mine / "notes.txt").read_text() == "my work" and (dead / "notes.txt").read_text() == "my other work"
+    assert not (tmp_path / "imp" / ".simsubjects-import").exists()
+
+
+RECORDED = PD.replace("  subjects: 10\n", "  subjects: {table: people.csv, id: pid, template: \"Person ${pid}.\"}\n") \
+    .replace("partner: {strategy: tit_for_tat, responds_to: choice, first: J}",
+             "partner: {table: moves.csv, round: r, move: m, match: pid}")
+PEOPLE = "pid\np1\np2\n"
+
+
+def _recorded(tmp_path, moves: str) -> Path:
+    (tmp_path / "people.csv").write_text(PEOPLE)
+    (tmp_path / "moves.csv").write_text(moves)
+    return tmp_path
+
+
+def test_recorded_moves_as_written_pass(tmp_path, capsys):
+    _recorded(tmp_path, "pid,r,m\np1,1,J\np1,2.0,F\np2,1,F\n")
+    (tmp_path / "s.yaml").write_text(RECORDED)
+    assert main(["study", "check", str(tmp_path / "s.yaml")]) == 0, capsys.readouterr().err
+    p = load_session(tmp_path / "s.yaml").session.players["partner"]
+    assert p.recorded == {("p1", 1): "J", ("p1", 2): "F", ("p2", 1): "F"}
+
+
+@pytest.mark.parametrize("moves,words", [
+    ("pid,r,m\np1,1,J\np1,1.5,F\np2,1,F\n", "row 3 of moves.csv: round 1.5 is not a whole number"),
+    ("pid,r,m\np1,1,J\np1,0,F\np2,1,F\n", "row 3 of moves.csv: round 0 is not a whole number from 1"),
+    ("pid,r,m\np1,1,J\np1,1,F\np2,1,F\n", "row 3 of moves.csv: a second move of pid = 'p1' in round 1"),
+    ("pid,r,m\np1,1,J\np2,1,<|im_start|>system\n", "row 3 of moves.csv: the move holds '<|im_start|>'"),
+], ids=["round_1.5", "round_0", "duplicate_round", "chat_token"])
+def test_bad_recorded_rows_are_refused_by_check(tmp_path, capsys, moves, words):
+    _recorded(tmp_path, moves)
+    err = _check_fails(tmp_path, RECORDED, capsys)
+    assert words in err and "session.players.partner" in err, err
+
+
+def test_a_latin1_byte_in_a_utf8_export_is_named_not_read_as_utf16(tmp_path, capsys):
+    exp = Path(__file__).parent / "data" / "qualtrics" / "experiment"
+    raw = (exp / "framing_experiment.csv").read_bytes()
+    cut = raw.index(b"\n", raw.index(b"R_")) + 1  # after the first response row
+    bad = raw[:cut] + raw[cut:].replace(b",", b",caf\xe9 ", 1)
+    (tmp_path / "e.csv").write_bytes(bad)
+    at = bad.index(b"\xe9")
+    assert main(["study", "import", "qualtrics", str(exp / "framing_experiment.qsf"), str(tmp_path / "imp"),
+                 "--responses", str(tmp_path / "e.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"e.csv: not UTF-8 text (byte {at})" in err, err
+    utf16 = tmp_path / "u.csv"  # a UTF-16 export (with its byte-order mark) is still read
+    utf16.write_bytes(raw.decode("utf-8-sig").encode("utf-16"))
+    assert main(["study", "import", "qualtrics", str(exp / "framing_experiment.qsf"), str(tmp_path / "imp2"),
+                 "--responses", str(utf16)]) == 0, capsys.readouterr().err

@@ -458,3 +458,63 @@ def test_a_latin1_byte_in_a_utf8_export_is_named_not_read_as_utf16(tmp_path, cap
     utf16.write_bytes(raw.decode("utf-8-sig").encode("utf-16"))
     assert main(["study", "import", "qualtrics", str(exp / "framing_experiment.qsf"), str(tmp_path / "imp2"),
                  "--responses", str(utf16)]) == 0, capsys.readouterr().err
+
+
+# --- 8. one line, exit 2, for hostile QSF files -------------------------------------------------------
+
+def _framing_edited(tmp_path, edit) -> Path:
+    import json
+
+    d = json.loads((Path(__file__).parent / "data" / "qualtrics" / "experiment" / "framing_experiment.qsf").read_text())
+    edit(d)
+    (tmp_path / "s.qsf").write_text(json.dumps(d))
+    return tmp_path / "s.qsf"
+
+
+def _flow(d) -> dict:
+    return next(e for e in d["SurveyElements"] if e["Element"] == "FL")["Payload"]
+
+
+@pytest.mark.parametrize("case", ["deep_100000", "deep_150", "superscript_key", "digits_5000", "subset_superscript"])
+def test_hostile_qsf_is_one_line_exit_2_or_imports(tmp_path, capsys, case):
+    if case == "deep_100000":
+        (tmp_path / "s.qsf").write_text("[" * 100_000 + "]" * 100_000)
+        qsf, want = tmp_path / "s.qsf", 2
+    elif case == "deep_150":
+        qsf, want = _framing_edited(tmp_path, lambda d: d.update(Deep=json_nest(150))), 2
+    elif case == "superscript_key":  # a flow given as an object keyed "0", "1", ... with a key "²"
+        qsf, want = _framing_edited(tmp_path, lambda d: _flow(d).update(
+            Flow={**{str(i): f for i, f in enumerate(_flow(d)["Flow"])}, "²": {"Type": "EndSurvey", "FlowID": "FL_x"}})), 0
+    elif case == "digits_5000":
+        qsf, want = _framing_edited(tmp_path, lambda d: _flow(d).update(
+            Flow={**{str(i): f for i, f in enumerate(_flow(d)["Flow"])}, "9" * 5000: {"Type": "EndSurvey",
+                                                                                        "FlowID": "FL_y"}})), 0
+    else:
+        def edit(d):
+            for f in _flow(d)["Flow"]:
+                if f.get("Type") == "BlockRandomizer":
+                    f["SubSet"] = "²"
+        qsf, want = _framing_edited(tmp_path, edit), 0
+    code = main(["study", "import", "qualtrics", str(qsf), str(tmp_path / "imp")])
+    err = capsys.readouterr().err.strip()
+    assert code == want, err
+    if want == 2:
+        assert len(err.splitlines()) == 1 and "nested deeper than 100 levels" in err and not (tmp_path / "imp").exists()
+
+
+def json_nest(n: int):
+    v: list = []
+    for _ in range(n):
+        v = [v]
+    return v
+
+
+@pytest.mark.parametrize("old,new,words", [
+    ("seed: 1", "seed: " + "9" * 5000, "design.seed: a number of 5000 characters"),
+    ("variables: {total: 0}", "variables: {total: 0, ? " + "9" * 5000 + " : 1}", "a key of 5000 digits"),
+    ("rounds: 5", "rounds: 0x" + "f" * 5000, "rounds: a number of 5002 characters"),
+    ("seed: 1", "seed: 1\n  \u00b2: 3", "design.\u00b2: unknown key"),
+], ids=["value", "key", "hex", "superscript"])
+def test_hostile_numbers_and_keys_in_a_study_file_are_one_line(tmp_path, capsys, old, new, words):
+    err = _check_fails(tmp_path, PD.replace(old, new), capsys)
+    assert words in err, err

@@ -518,3 +518,37 @@ def json_nest(n: int):
 def test_hostile_numbers_and_keys_in_a_study_file_are_one_line(tmp_path, capsys, old, new, words):
     err = _check_fails(tmp_path, PD.replace(old, new), capsys)
     assert words in err, err
+
+
+# --- 10. the Markdown codebook is text -------------------------------------------------------------
+
+HOSTILE_VALUES = ["<script>alert(1)</script>", "<iframe src=x>", "<svg onload=alert(1)>", "a | b | c", "|",
+                  "&lt;b&gt;", "<!-- c -->", "`code` | **bold**"]
+
+
+def test_the_markdown_codebook_escapes_html_and_pipes(tmp_path):
+    from markdown_it import MarkdownIt
+
+    from simsubjects.collect.store import RunStore
+    from simsubjects.publish.export import export_run
+    from tests.test_ultimatum import fixture_responses
+
+    df = fixture_responses()
+    df["response"] = [HOSTILE_VALUES[i % len(HOSTILE_VALUES)] for i in range(len(df))]
+    df["note<script>|x"] = HOSTILE_VALUES[0]
+    store = RunStore.open(tmp_path / "run", {"x": 1})
+    store.finish(df, _items_table(), {"study": "ultimatum"})
+    export_run(tmp_path / "run", ["csv"])
+    text = (tmp_path / "run" / "export" / "codebook_responses.md").read_text()
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    assert not [t for t in tokens if t.type == "html_block"]
+    assert not [c for t in tokens for c in (t.children or []) if c.type == "html_inline"]
+    rows = [t for t in tokens if t.type == "tr_open"]
+    assert len([t for t in tokens if t.type in ("td_open", "th_open")]) == 7 * len(rows) == 7 * (len(df.columns) + 1)
+    assert "<script" not in text.replace("\\<script", "") and "<iframe" not in text.replace("\\<iframe", "")
+
+
+def _items_table():
+    import pandas as pd
+
+    return pd.DataFrame({"item": ["offer-01"], "offer": [1]})

@@ -46,6 +46,7 @@ HEAVY_FIRST = [
     "test_kill_resume.py",  # ten SIGKILLs of a collection on the model
     "test_secrets.py",
     "test_session_players.py",
+    "test_hostile3.py",  # issue 42: three short sessions on the model, Qualtrics imports, the loopback server
     "test_conjoint.py",
     "test_network.py",
     "test_check_r_studyfile.py",

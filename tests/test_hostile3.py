@@ -303,7 +303,8 @@ def test_growth_past_int64_stops_collect_with_the_update_line_and_writes_no_rows
     from simsubjects.studyfile.session_def import session_def
 
     f = tmp_path / "s.yaml"
-    f.write_text(PD.replace("subjects: 10", "subjects: 1").replace("variables: {total: 0}", f"variables: {{total: {2**61}}}")
+    f.write_text(PD.replace("subjects: 10", "subjects: 1")
+                 .replace("variables: {total: 0}", f"variables: {{total: {2**61}}}")
                  .replace('update: {total: "total + payoff"}', 'update: {total: "total * 8 if round > 0 else total"}'))
     study = load_session(f)
     p = {"studyfile": file_parameters(study), "seed": study.seed, "paths": None, "session_scorer": "incremental-kv"}
@@ -484,7 +485,8 @@ def test_hostile_qsf_is_one_line_exit_2_or_imports(tmp_path, capsys, case):
         qsf, want = _framing_edited(tmp_path, lambda d: d.update(Deep=json_nest(150))), 2
     elif case == "superscript_key":  # a flow given as an object keyed "0", "1", ... with a key "²"
         qsf, want = _framing_edited(tmp_path, lambda d: _flow(d).update(
-            Flow={**{str(i): f for i, f in enumerate(_flow(d)["Flow"])}, "²": {"Type": "EndSurvey", "FlowID": "FL_x"}})), 0
+            Flow={**{str(i): f for i, f in enumerate(_flow(d)["Flow"])},
+                  "²": {"Type": "EndSurvey", "FlowID": "FL_x"}})), 0
     elif case == "digits_5000":
         qsf, want = _framing_edited(tmp_path, lambda d: _flow(d).update(
             Flow={**{str(i): f for i, f in enumerate(_flow(d)["Flow"])}, "9" * 5000: {"Type": "EndSurvey",

@@ -329,8 +329,8 @@ def _payoffs(c: Checker, d: dict, path, b: Block, sess: Session) -> None:
             pass
     else:
         for k, e in c.typed(pd_["rules"], (*p, "rules"), dict, "a mapping").items():
-            if not NAME.fullmatch(str(k)) or k in sess.variables or k in sess.players or k in [it.id for it in b.items] or \
-                    (k in SESSION_RESERVED and k != "payoff"):  # `payoff` is the subject's own payoff column
+            taken = k in sess.variables or k in sess.players or k in [it.id for it in b.items]
+            if not NAME.fullmatch(str(k)) or taken or (k in SESSION_RESERVED and k != "payoff"):  # payoff: the subject's
                 raise c.err((*p, "rules", k), f"payoff name {k!r}: letters, digits and _, not a variable, player "
                                               f"or item, {NOT_RESERVED}")
             b.rules.append((str(k), _parse(c, e, (*p, "rules", k))))

@@ -11,7 +11,8 @@ NO_ISOLATION = $(shell $(PY) -c 'import sys, setuptools; sys.exit(int(setuptools
 # A fresh machine (CI, a container) runs pip as root; its advice to use a virtual environment is not
 # something `make demo` can act on, so it stays off the newcomer's terminal (issue 27).
 export PIP_ROOT_USER_ACTION := ignore
-R_PACKAGES = r-base-core r-base-dev r-cran-estimatr r-cran-clubsandwich r-cran-testthat r-cran-haven r-cran-jsonlite r-cran-sandwich r-cran-survival r-cran-survey r-cran-roxygen2 r-cran-generics r-cran-ggplot2 r-cran-knitr r-cran-rmarkdown
+R_PACKAGES = r-base-core r-base-dev r-cran-estimatr r-cran-clubsandwich r-cran-testthat r-cran-haven r-cran-jsonlite r-cran-sandwich r-cran-survival r-cran-survey r-cran-roxygen2 r-cran-generics r-cran-ggplot2 r-cran-knitr r-cran-rmarkdown \
+  r-cran-effectsize r-cran-pwr r-cran-metafor
 DEMO_OUT ?= runs/demo
 # pytest-xdist workers for `make test` (one torch thread each, see tests/conftest.py); TEST_WORKERS=0 runs serially
 TEST_WORKERS ?= 2

@@ -1,5 +1,5 @@
 # AMCE of one attribute: OLS of the outcome on the attribute's levels (baseline left out), standard
-# errors clustered by `cluster` (a MoCa story), the same conventions as simsubjects/analyze/amce.py:
+# errors clustered by `cluster` (a MoCa story), the same conventions as simsubjects/studies/moca/analysis.py:
 #   CR0, stata (CR1: G/(G-1) (N-1)/(N-K) CR0), CR2 (Bell-McCaffrey with estimatr's Satterthwaite
 #   df): estimatr::lm_robust, t tests with its df (G - 1 for CR0 and stata);
 #   cregg: G/(G-1) CR0, normal reference (df = Inf), as cregg::amce reports through survey::svyglm.
@@ -19,7 +19,7 @@
 #' The AMCE of one attribute: OLS of the outcome on indicators of the attribute's levels (the
 #' baseline left out), standard errors clustered by \code{cluster}, through
 #' \code{estimatr::lm_robust}. The conventions are those of the Python module
-#' \samp{simsubjects.analyze.amce}, and the numbers agree with it.
+#' \samp{simsubjects.studies.moca.analysis}, and the numbers agree with it.
 #'
 #' @param data a data frame, one row per observation (a vote, or a model's P(Yes) per trial).
 #' @param outcome name of the numeric outcome column (e.g. \code{"y"}), or a formula

@@ -1,5 +1,5 @@
 # The R side of the immigration conjoint in a replication folder: the same tables as the Python
-# analysis (simsubjects/analyze/conjoint_study.py: amce.csv, mm.csv), from the exported profile-level
+# analysis (simsubjects/studies/conjoint/analysis.py: amce.csv, mm.csv), from the exported profile-level
 # table, so no level list is written anywhere but in the export's factor order (issue 29).
 
 .hhy_features <- c("Gender", "Education", "Job", "LanguageSkills", "CountryOfOrigin",

@@ -7,7 +7,7 @@
 #' The Garden Path analysis of Aher et al. (2023), Appendix C, with the sentence as the unit:
 #' \code{garden_path_sentences} averages P(ungrammatical) over the names that judged each version of
 #' a sentence; \code{garden_path_tests} compares the garden-path version with the control of the same
-#' sentence across sentences, as the Python \samp{simsubjects.analyze.garden_path}.
+#' sentence across sentences, as the Python \samp{simsubjects.studies.garden_path.analysis}.
 #'
 #' @param responses tidy responses of a Garden Path run: \code{trial, response, weight, model, item, condition} (\code{"garden_path"} or \code{"control"}), \code{set, type}; human rows (\code{source != "model"}) are left out.
 #' @param sentences the rows of \code{garden_path_sentences} to compare (e.g. one model and type).

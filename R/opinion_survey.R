@@ -1,4 +1,4 @@
-# Opinion survey (OpinionQA, Santurkar et al. 2023) as simsubjects/analyze/opinion.py: the model's
+# Opinion survey (OpinionQA, Santurkar et al. 2023) as simsubjects/studies/opinion_survey/analysis.py: the model's
 # answer distribution per question for the default prompt and for the personas pooled (each
 # subject's distribution is the mean of its per-trial shares over the orderings it was shown; the
 # personas' pool is weighted by persona_weight), beside the human rows of every group.
@@ -40,7 +40,7 @@ opinion_distributions <- function(responses) {
 #' subject's distribution is the mean of its per-trial shares over the option orderings it was shown;
 #' the personas are weighted by \code{persona_weight}), and the representativeness of each to every
 #' human group and \code{"Overall"} (Santurkar et al. 2023). The numbers agree with
-#' \samp{simsubjects.analyze.opinion}.
+#' \samp{simsubjects.studies.opinion_survey.analysis}.
 #'
 #' @param responses the tidy responses table of the run: model rows (\code{model, trial, subject, key, response, position, refusal, weight}, optionally \code{persona_weight}) and human rows (\code{source = "human"}, with \code{attribute, group}).
 #' @template conf_level

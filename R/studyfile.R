@@ -63,11 +63,14 @@
              conf.high = res$conf.int[2], n = n)
 }
 
-# t.test, or no inference where R stops ("data are essentially constant")
-.sf_t <- function(est, n, fn) {
+# t.test, or no inference where R stops ("data are essentially constant"): the package's one rule for a
+# sample without spread (simsubjects/analyze/methods/tests.py no_test; docs/conventions.md): the exact
+# value with standard error 0 and the point interval, no statistic and no p-value; `df` where its formula
+# needs no variance (n - 1 for one sample), else NA (Welch's)
+.sf_t <- function(est, n, fn, df = NA_real_) {
   tryCatch(.sf_t_row(fn(), est, n), error = function(e)
-    data.frame(estimate = est, std.error = 0, statistic = NA_real_, df = NA_real_, p.value = NA_real_,
-               conf.low = NA_real_, conf.high = NA_real_, n = n))
+    data.frame(estimate = est, std.error = 0, statistic = NA_real_, df = df, p.value = NA_real_,
+               conf.low = est, conf.high = est, n = n))
 }
 
 .sf_key_cols <- function(s, by) s[1, c("source", "model", by), drop = FALSE]
@@ -119,7 +122,7 @@ sf_one_sample <- function(responses, options, mu = 0, by = "item") {
                         statistic = unname(r$statistic), df = unname(r$parameter), p.value = r$p.value,
                         conf.low = r$conf.int[1], conf.high = r$conf.int[2], n = length(x))
     } else {
-      row <- .sf_t(mean(x), length(x), function() stats::t.test(x))
+      row <- .sf_t(mean(x), length(x), function() stats::t.test(x), df = length(x) - 1)
     }
     rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), row, stringsAsFactors = FALSE)
   }
@@ -159,9 +162,10 @@ sf_chi_square <- function(responses, options, factor, by = "item") {
 }
 
 # AMCE: estimatr::lm_robust of the trial score on the factors, CR2 clustered by subject (survey::svyglm
-# with ids = ~subject for people with survey weights); baselines
-# the first level in code-point order (as the Python side's sorted levels)
-sf_amce <- function(responses, options, factors) {
+# with ids = ~subject for people with survey weights); each factor's baseline is the study file's
+# declared first level (`baselines`, aligned with `factors`), the other levels in code-point order
+# (as the Python side's baseline_order); without `baselines`, the first in code-point order
+sf_amce <- function(responses, options, factors, baselines = NULL) {
   d <- .sf_trial_scores(responses, options)
   d <- d[!is.na(d$score), , drop = FALSE]
   rows <- list()
@@ -169,7 +173,12 @@ sf_amce <- function(responses, options, factors) {
   for (s in .sf_groups(d, character(0))) {
     s <- s[stats::complete.cases(s[factors]), , drop = FALSE]
     if (nrow(s) < 3) next
-    for (f in factors) s[[f]] <- factor(as.character(s[[f]]), levels = sort(unique(as.character(s[[f]])), method = "radix"))
+    for (i in seq_along(factors)) {
+      f <- factors[i]
+      lev <- sort(unique(as.character(s[[f]])), method = "radix")
+      b <- if (is.null(baselines)) character(0) else intersect(as.character(baselines[i]), lev)
+      s[[f]] <- factor(as.character(s[[f]]), levels = c(b, setdiff(lev, b)))
+    }
     use <- factors[vapply(factors, function(f) nlevels(s[[f]]) > 1, logical(1))]
     if (!length(use)) next
     fo <- stats::reformulate(use, "score")
@@ -369,7 +378,7 @@ sf_order_effects <- function(responses, n_ordered) {
 #'   (the ordinal value; \code{NA} for none), \code{refusal} (logical).
 #' @param analyses a list with one list per analysis of the file, in the file's order: \code{type},
 #'   \code{name} (the table's name), and as the type needs \code{factor}, \code{levels}, \code{mu},
-#'   \code{by}, \code{factors}. Types without a twin here (\samp{paired}, \samp{summaries},
+#'   \code{by}, \code{factors} and \code{baselines} (each factor's declared first level, the AMCE's baseline). Types without a twin here (\samp{paired}, \samp{summaries},
 #'   \samp{function}) are skipped.
 #' @examples
 #' opts <- data.frame(item = "q", response = c("No", "Yes"), position = c(1, 2), refusal = FALSE)
@@ -414,7 +423,7 @@ replicate_study_file <- function(folder, options, analyses) {
       test_keys <- union(test_keys, k)
       if (!is.null(a$name)) out[[name]] <- .sf_keys(res, k)  # a named test is also its own table, as in Python
     } else if (a$type == "amce") {
-      out[[name]] <- .sf_keys(sf_amce(r, options, unlist(a$factors)), c("source", "model", "term"))
+      out[[name]] <- .sf_keys(sf_amce(r, options, unlist(a$factors), a$baselines), c("source", "model", "term"))
     } else if (a$type %in% c("representativeness", "agreement")) {
       gby <- if (is.null(a$by)) character(0) else unlist(a$by)
       fn <- if (a$type == "agreement") sf_agreement else sf_representativeness

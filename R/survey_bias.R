@@ -1,4 +1,4 @@
-# Response-bias deltas of Tjuatja et al. (2024), as simsubjects/analyze/survey_bias.py computes them
+# Response-bias deltas of Tjuatja et al. (2024), as simsubjects/studies/survey_bias/analysis.py computes them
 # (the released BiasMonkey analysis behind the paper's Table 4):
 #   delta = 100 * share(first form, first options) - 100 * share(second form, second options)
 
@@ -91,7 +91,7 @@
 #' Survey Response-Bias Deltas per Question, and Tests across Questions
 #'
 #' \code{delta_bias}: the change in answers between the two forms of each question pair (Tjuatja et
-#' al. 2024), in percentage points, as the Python \samp{simsubjects.analyze.survey_bias.question_deltas}
+#' al. 2024), in percentage points, as the Python \samp{simsubjects.studies.survey_bias.analysis.question_deltas}
 #' and the released BiasMonkey analysis. \code{delta_tests}: per model, bias and perturbation, the
 #' one-sample t-test of the mean delta against 0 (the paper's test) and Welch's test of the first
 #' form's percentages against the second's.

@@ -6,7 +6,7 @@
 #'
 #' Per question and model, over the valid estimates: the median, quartiles and IQR, the median over
 #' the true answer, and the share of estimates exactly equal to the truth (Aher et al. 2023, section
-#' 7), as the Python \samp{simsubjects.analyze.wisdom.per_question}.
+#' 7), as the Python \samp{simsubjects.studies.wisdom.analysis.per_question}.
 #'
 #' @param responses tidy responses of a Wisdom of Crowds run: \code{model, item} and the numeric \code{estimate} (NA when the answer was invalid), or else a numeric \code{response}.
 #' @param truth a data frame with \code{item} and \code{truth}, the true answers.

@@ -16,13 +16,13 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import markdown  # noqa: E402
 
-from simsubjects.analyze.amce import amce_bootstrap, outcomes  # noqa: E402
+from simsubjects.studies.moca.analysis import amce_bootstrap, outcomes  # noqa: E402
 from simsubjects.datasets.moca_humans import load_moca  # noqa: E402
 
 
 def loop_bootstrap(data: pd.DataFrame, n_boot: int, seed: int = 0) -> dict:
     """The straightforward version: resample stories per factor, one draw at a time."""
-    from simsubjects.analyze.amce import CONTRASTS
+    from simsubjects.studies.moca.analysis import CONTRASTS
 
     rng = np.random.default_rng(seed)
     out = {}

@@ -27,7 +27,7 @@ from simsubjects.collect.models import ChoiceRequest, load_model  # noqa: E402
 
 
 def conjoint_requests(respondents: int, tasks: int = 5) -> list[ChoiceRequest]:
-    from simsubjects.collect.studies.conjoint import build
+    from simsubjects.studies.conjoint.design import build
 
     trials, _ = build(respondents=respondents, tasks=tasks, orders="both")
     return [ChoiceRequest(p, tuple(o)) for p, o in zip(trials["prompt"], trials["options"])]

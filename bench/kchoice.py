@@ -24,7 +24,7 @@ from simsubjects.collect.models import ChoiceRequest, load_model  # noqa: E402
 
 
 def ultimatum_requests(n: int) -> list[ChoiceRequest]:
-    from simsubjects.collect.studies.ultimatum import build_trials
+    from simsubjects.studies.ultimatum.design import build_trials
 
     trials, _ = build_trials(pairs=max(1, -(-n // 11)))
     return [ChoiceRequest(p, tuple(o)) for p, o in zip(trials["prompt"][:n], trials["options"][:n])]
@@ -32,7 +32,7 @@ def ultimatum_requests(n: int) -> list[ChoiceRequest]:
 
 def survey_requests(n: int) -> list[ChoiceRequest]:
     """n distinct lettered questions with 4 options, from the bundled set with seeded typos."""
-    from simsubjects.collect.studies.survey_bias import format_prompt, load_bundled_items, perturb
+    from simsubjects.studies.survey_bias.design import format_prompt, load_bundled_items, perturb
 
     items = load_bundled_items(perturbations=())
     items = items[items["options"].map(len) >= 4].reset_index(drop=True)

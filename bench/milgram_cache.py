@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import attention_pair_flops, markdown, non_embedding_params, report_target  # noqa: E402
 
 from simsubjects.collect.models import ChoiceResult, CompletionRequest, load_model  # noqa: E402
-from simsubjects.collect.studies.milgram import (DEFAULT_RULE, SETTLED, Subject, scenario, simulate,  # noqa: E402
+from simsubjects.studies.milgram.design import (DEFAULT_RULE, SETTLED, Subject, scenario, simulate,  # noqa: E402
                                                  subject_pool)
 
 OBEY = ChoiceResult.from_logprobs([math.log(1e-6), math.log(1 - 1e-6)])  # [negative, positive] = shock

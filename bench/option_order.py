@@ -31,7 +31,7 @@ TARGETS = {4: 3.0, 5: 10.0}
 
 def questions(k: int, count: int):
     """`count` bundled survey questions with at least k options (their first k)."""
-    from simsubjects.collect.studies.survey_bias import load_bundled_items
+    from simsubjects.studies.survey_bias.design import load_bundled_items
 
     items = load_bundled_items(perturbations=())
     items = items[items["options"].map(len) >= k].reset_index(drop=True)
@@ -39,7 +39,7 @@ def questions(k: int, count: int):
 
 
 def orderings(question: str, options: tuple, limit: int | None = None) -> list[ChoiceRequest]:
-    from simsubjects.collect.studies.survey_bias import LETTERS, format_prompt
+    from simsubjects.studies.survey_bias.design import LETTERS, format_prompt
 
     letters = tuple(f" {LETTERS[i]}" for i in range(len(options)))
     perms = list(itertools.permutations(options))[:limit]

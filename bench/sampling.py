@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE))
 from common import markdown  # noqa: E402
 
 from simsubjects.collect.models import ChoiceRequest, load_model  # noqa: E402
-from simsubjects.collect.studies.survey_bias import build_trials, load_bundled_items  # noqa: E402
+from simsubjects.studies.survey_bias.design import build_trials, load_bundled_items  # noqa: E402
 
 
 def requests(forms: int, n: int) -> list[ChoiceRequest]:

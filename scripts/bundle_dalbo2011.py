@@ -1,7 +1,7 @@
-"""Write examples/pd_dalbo/people.csv from Dal Bó & Fréchette (2011)'s decisions (../shared/data/games).
+"""Write examples/pd_dalbo/people.csv from Dal Bó & Fréchette (2011)'s decisions (tests/data/dalbo2011).
 
 Person-level cooperation rates (facts derived from the data, bundled with the citation; the
-decision-level file itself is not copied): for each participant, the share of cooperation
+decision-level file is test data only, in tests/data/dalbo2011 with its GPL-3 licence, not in the package): for each participant, the share of cooperation
   * in each round 1..5 of a supergame, over all their supergames (block empty), and
   * in each supergame, over its rounds (round empty; block = `game` + the data's supergame number,
     a counter within the session: the file holds the later supergames of each session, from
@@ -20,7 +20,7 @@ import pandas as pd
 import rdata
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT.parent / "shared" / "data" / "games" / "DF2011.rda"
+SOURCE = ROOT / "tests" / "data" / "dalbo2011" / "DF2011.rda"  # a copy of ../shared/data/games/DF2011.rda
 OUT = ROOT / "examples" / "pd_dalbo" / "people.csv"
 ROUNDS = 5
 

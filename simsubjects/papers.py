@@ -1,13 +1,13 @@
 """Papers and their studies, read from the study declarations: what replicate runs and report groups.
 
 `replicate` and `report` share this module and do not import each other. A paper is a `Paper`
-declared beside its studies (simsubjects/collect/studies/_papers.py for the bundled three); a
+declared beside its studies (simsubjects/studies/_papers.py for the bundled three); a
 study joins a paper through a `Plan` in its declaration, with the sizing rule behind `--scale`.
 """
 
 from __future__ import annotations
 
-from .collect.studies.registry import Paper, Plan, StudyDef, get_study, plans_of, resolve, size, studies
+from .collect.studies.registry import Paper, Plan, StudyDef, get_study, plans_of, size, studies
 from .collect.studies.registry import papers as declared_papers
 from .errors import UserError
 
@@ -40,7 +40,7 @@ def validity_reference(study: str) -> dict:
     s = studies().get(study)
     if s is None or not s.validity_reference:
         return {}
-    return resolve(s.validity_reference)(study)
+    return s.validity_reference(study)
 
 
 def resolve_papers(names) -> list[Paper]:

@@ -41,12 +41,15 @@ HEAVY_FIRST = [
     "test_studyfile.py",
     "test_preload.py",  # CLI runs through a fork server of its own (private cache folder)
     "test_ray_engine.py",  # a loopback Ray cluster, two actors loading the model
+    "test_cap_hostile.py",  # llama.cpp's server behind a usage-rewriting proxy; a Ray cluster in a subprocess
     "test_sessions.py",
     "test_generation.py",
     "test_kill_resume.py",  # ten SIGKILLs of a collection on the model
+    "test_bench.py",  # the toy bench on the model, a killed `bench run` resumed in a subprocess, the R twin
     "test_secrets.py",
     "test_session_players.py",
     "test_hostile3.py",  # issue 42: three short sessions on the model, Qualtrics imports, the loopback server
+    "test_sessions41.py",  # issue 41: three small sessions on the model (sampled, enumerated with chance moves)
     "test_conjoint.py",
     "test_network.py",
     "test_check_r_studyfile.py",
@@ -57,6 +60,7 @@ HEAVY_FIRST = [
     "test_report.py",
     "test_crash_consistency.py",
     "test_representativeness.py",
+    "test_rep_coverage.py",  # 100 simulated studies, each with a double bootstrap (issue 40's coverage check)
     "test_garden_path.py",
     "test_perf_paths.py",
     "test_opinion_survey.py",

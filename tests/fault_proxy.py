@@ -7,7 +7,10 @@ injected and, under keys such as "GET /v1/models" and "POST /v1/completions", ho
 route received (faults included). Requests whose body contains `always_fail` (a marker string)
 always get a 500, to test a request that never succeeds. With `emulate_n`, a request for n > 1
 choices (which llama-cpp-python ignores) is forwarded n times with seeds seed..seed+n-1 and answered
-with n choices, as OpenAI and vLLM would. Headers are forwarded but never recorded (they carry the API key).
+with n choices, as OpenAI and vLLM would. With `rewrite` (a function of the decoded JSON body), every
+200 answer to a POST is rewritten before it reaches the client (a server that lies about `usage` or
+log-probabilities); the upstream's own `usage` is summed first, under "upstream_prompt_tokens" and
+"upstream_completion_tokens". Headers are forwarded but never recorded (they carry the API key).
 
     with FaultProxy("http://127.0.0.1:8000", rate_429=0.05, rate_500=0.05, seed=1) as proxy:
         OpenAIModel("smollm2", proxy.base_url)  # proxy.base_url ends in /v1
@@ -45,6 +48,7 @@ class FaultProxy:
         seed: int = 0,
         always_fail: str | None = None,
         emulate_n: bool = False,
+        rewrite=None,
     ):
         parts = urlsplit(upstream if "://" in upstream else "http://" + upstream)
         self.upstream_host = parts.hostname or "127.0.0.1"
@@ -56,6 +60,7 @@ class FaultProxy:
         self.retry_after = retry_after
         self.always_fail = always_fail.encode() if always_fail else None
         self.emulate_n = emulate_n
+        self.rewrite = rewrite
         self.counts: Counter = Counter()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -204,6 +209,8 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError as exc:
             self._reply(502, {"error": {"message": f"proxy: upstream unreachable ({type(exc).__name__})"}})
             return
+        if self.command == "POST" and status == 200:
+            data = self._rewritten(data)
         try:
             self.send_response(status)
             for k, v in resp_headers:
@@ -214,6 +221,20 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except OSError:  # the client gave up (timeout) meanwhile
             self.close_connection = True
+
+    def _rewritten(self, data: bytes) -> bytes:
+        """The upstream's usage counted, then the body as `rewrite` makes it (unchanged without one)."""
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            return data
+        usage = answer.get("usage") if isinstance(answer, dict) else None
+        with self.owner._lock:
+            for k in ("prompt_tokens", "completion_tokens"):
+                self.owner.counts[f"upstream_{k}"] += int((usage or {}).get(k) or 0)
+        if self.owner.rewrite is None:
+            return data
+        return json.dumps(self.owner.rewrite(answer)).encode()
 
     def _fan_out(self, request: dict, n: int):
         """n single-choice upstream requests merged into one answer with n choices."""

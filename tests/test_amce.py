@@ -10,7 +10,7 @@ import pytest
 import statsmodels.api as sm
 from scipy import linalg, stats
 
-from simsubjects.analyze.amce import (
+from simsubjects.studies.moca.analysis import (
     _contrast_frames, amce, amce_bootstrap, amce_dim, amce_ols, amce_paper, analyze_moca,
     bootstrap_draws, cluster_vcov, dim_draws, draw_indices, ols_cluster, outcomes, plot_forest,
     plot_radar,

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from simsubjects.analyze.methods.agreement import agreement
-from simsubjects.analyze.amce import agreement_units, outcomes
+from simsubjects.studies.moca.analysis import agreement_units, outcomes
 from simsubjects.analyze.methods.representativeness import model_distribution, wasserstein_by_question
 from simsubjects.datasets.atp import read_opinionqa_wave
 
@@ -104,7 +104,7 @@ def test_representativeness_divides_by_the_whole_option_span():
 
 
 def test_model_distribution_lists_every_option():
-    from simsubjects.collect.studies import survey_bias as sb
+    from simsubjects.studies.survey_bias import design as sb
 
     items = sb.generate_pairs(pd.DataFrame({"key": ["Q"], "question": ["How?"], "options": ["v | s | n | x"],
                                             "middle_label": ["mid"]}))

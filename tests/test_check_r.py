@@ -67,7 +67,7 @@ def ultimatum_responses(seed=0):
 
 
 def test_ultimatum(check_r):
-    from simsubjects.analyze.ultimatum import analyze_ultimatum
+    from simsubjects.studies.ultimatum.analysis import analyze_ultimatum
 
     responses = ultimatum_responses()
     tables = analyze_ultimatum(responses)
@@ -103,7 +103,7 @@ def test_moca_human_and_model(check_r):
 def survey_bias_data(seed=1):
     """Model rows (exact and sampled) for generated bias and perturbation pairs, released-style
     acquiescence and allow/forbid pairs, and human ATP distributions overall and by sex."""
-    from simsubjects.collect.studies import survey_bias as sb
+    from simsubjects.studies.survey_bias import design as sb
 
     rng = np.random.default_rng(seed)
     questions = pd.DataFrame({
@@ -155,7 +155,7 @@ def survey_bias_data(seed=1):
 
 
 def test_survey_bias(check_r):
-    from simsubjects.analyze.survey_bias import analyze_survey_bias
+    from simsubjects.studies.survey_bias.analysis import analyze_survey_bias
 
     responses, items = survey_bias_data()
     tables = analyze_survey_bias(responses, items)
@@ -214,7 +214,7 @@ def garden_path_responses(seed=0):
 
 
 def test_garden_path(check_r):
-    from simsubjects.analyze.garden_path import analyze_garden_path
+    from simsubjects.studies.garden_path.analysis import analyze_garden_path
 
     responses = garden_path_responses()
     out = check_r("garden_path", responses, None, analyze_garden_path(responses))
@@ -225,8 +225,8 @@ def test_garden_path(check_r):
 
 
 def test_wisdom(check_r):
-    from simsubjects.analyze.wisdom import analyze_wisdom
-    from simsubjects.collect.studies.wisdom import questions
+    from simsubjects.studies.wisdom.analysis import analyze_wisdom
+    from simsubjects.studies.wisdom.design import questions
 
     rng = np.random.default_rng(1)
     rows = []
@@ -247,7 +247,7 @@ def test_wisdom(check_r):
 
 @pytest.mark.parametrize("study", ["milgram", "milgram_novel"])
 def test_milgram(check_r, study):
-    mg = pytest.importorskip("simsubjects.analyze.milgram")
+    mg = pytest.importorskip("simsubjects.studies.milgram.analysis")
     responses = milgram_responses(study)
     b = mg.breakoffs(responses)
     assert b["censored"].any() and (b["model"] == mg.HUMAN).sum() == 40
@@ -349,7 +349,7 @@ def test_conjoint_by_tables_agree_and_a_wrong_table_fails(check_r):
     is off by 1e-6 in one cell is reported as differing there and nowhere else. Unit: respondent
     (clusters); the model rows are the bundled demo run's two respondents, the people HHY's 1,396."""
     import rdata
-    from simsubjects.analyze.conjoint_study import analyze_immigration
+    from simsubjects.studies.conjoint.analysis import analyze_immigration
 
     folder = ROOT / "inst/extdata/replication/conjoint_immigration/export"
 

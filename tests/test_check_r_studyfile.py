@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # example -> (its subjects table, rows kept): the tiny scale; 8 subjects are 2 per cell of the 2x2
 TINY = {"vignette_2x2": ("participants.csv", 8), "opinion_survey": ("personas.csv", 4),
         "estimation": ("people.csv", 3)}
-SESSIONS = {"pd_tft", "pd_dalbo", "trust_bdm"}
+SESSIONS = {"pd_tft", "pd_dalbo", "trust_bdm", "pd_noisy"}
 # a built-in study's own file (examples/milgram is `collect milgram`'s): its R check is the built-in's,
 # tests/test_check_r.py; tests/test_milgram_studyfile.py runs it on the file's run
 BUILTIN_FILES = {"milgram"}
@@ -103,10 +103,10 @@ def test_a_perturbed_table_fails_the_check(runs, tmp_path):
 
 def test_a_perturbed_analysis_exits_1(runs, monkeypatch, capsys):
     """A Python analysis that drifts from its R twin (the Welch estimate moved by 1e-6): exit 1, the row named."""
-    import simsubjects.studyfile.analyses as analyses
+    import simsubjects.analyze.methods.subjects as subjects  # the registry runs the test from its one home
 
-    welch = analyses.welch
-    monkeypatch.setattr(analyses, "welch", lambda *a, **k: welch(*a, **k).assign(estimate=lambda d: d["estimate"] + 1e-6))
+    welch = subjects.welch
+    monkeypatch.setattr(subjects, "welch", lambda *a, **k: welch(*a, **k).assign(estimate=lambda d: d["estimate"] + 1e-6))
     assert main(["analyze", str(runs["vignette_2x2"]), "--no-plots", "--check-r", "--out",
                  str(runs["vignette_2x2"].parent / "perturbed")]) == 1
     out = capsys.readouterr().out
@@ -230,7 +230,7 @@ def test_analysis_r_reproduces_the_study_file_tables(runs, tmp_path):
 
     import numpy as np
 
-    from simsubjects.cli.replicate import r_script
+    from simsubjects.publish.rscript import r_script
     from simsubjects.collect.store import RunStore
     from simsubjects.publish.export import export_run
 
@@ -258,7 +258,7 @@ def test_analysis_r_reproduces_the_study_file_tables(runs, tmp_path):
     assert text.count("replicate_study_file(") == 3 and "pd_tft: no R twin yet" in text
     assert "milgram: no R twin yet" in text
     # a level, item or name is an escaped R string literal: a quote or a line break cannot end it
-    from simsubjects.cli.replicate import _r_value
+    from simsubjects.publish.rscript import _r_value
 
     assert _r_value(['a"); system("x")\n#', 2, True]) == 'c("a\\"); system(\\"x\\")\\u{000a}#", 2.0, TRUE)'
     (rep / "analysis.R").write_text(text)

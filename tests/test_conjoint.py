@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from simsubjects.analyze.methods import conjoint as cj
-from simsubjects.collect.studies.conjoint_design import Design
+from simsubjects.studies.conjoint.profiles import Design
 from simsubjects.datasets.registry import data_path, load_json
 from simsubjects.errors import UserError
 
@@ -362,7 +362,7 @@ def test_three_profiles_are_asked_in_every_rotation():
     t = d.trials(d.profiles(1, seed=0), "x")
     assert list(t["shown"]) == ["1-2-3", "2-3-1", "3-1-2"]
     # P(profile chosen) averages each profile's probability over the three positions it held
-    from simsubjects.collect.studies.conjoint_design import choice_by_profile
+    from simsubjects.studies.conjoint.profiles import choice_by_profile
 
     rows = [{"source": "model", "model": "m", "respondent": "r00001", "task": 1, "trial": tr, "shown": sh,
              "response": str(k), "weight": w}

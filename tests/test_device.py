@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from simsubjects.cli.commands import cli
 from simsubjects.collect.models import ChoiceRequest, CompletionRequest, load_model
-from simsubjects.collect.studies.ultimatum import build_trials
+from simsubjects.studies.ultimatum.design import build_trials
 from simsubjects.errors import UserError
 
 SPEC = os.environ.get("SIMSUBJECTS_DEVICE_TEST_MODEL", "smollm2")

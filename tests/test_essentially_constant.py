@@ -9,9 +9,9 @@ import warnings
 import numpy as np
 import pytest
 
-from simsubjects.analyze.garden_path import paired_tests
+from simsubjects.studies.garden_path.analysis import paired_tests
 from simsubjects.analyze.methods.tests import essentially_constant, one_sample_t, welch_t
-from simsubjects.analyze.methods.paired import paired_t
+from simsubjects.analyze.methods.paired import paired_test as paired_t
 
 FLAT = [0.1] * 5  # mean(FLAT) is 0.1 + 1.4e-17: the spread scipy sees is rounding only
 SPREAD = [0.2, 0.35, 0.4]

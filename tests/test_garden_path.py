@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.analyze.garden_path import analyze_garden_path
+from simsubjects.studies.garden_path.analysis import analyze_garden_path
 from simsubjects.cli.commands import main
-from simsubjects.collect.studies.garden_path import build_trials, sentences
+from simsubjects.studies.garden_path.design import build_trials, sentences
 from simsubjects.errors import UserError
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from simsubjects.collect.models import CompletionRequest
 from simsubjects.collect.models.generation import PrefixStore, Row, generate
-from simsubjects.collect.studies.milgram import SETTLED, first_sentence
+from simsubjects.studies.milgram.design import SETTLED, first_sentence
 
 PROMPTS = [
     "The experimenter told Mr. Smith to continue.",

@@ -32,7 +32,7 @@ def test_plan_never_promises_more_than_lambda_one_allows_monte_carlo():
     promised = t.loc[f"prediction-powered, model on {m} units", "n_effective"]
     # the unclipped formula (lambda = rho/kappa ~ 20) promised about ten times the humans
     s2, rho = plan.pilot_moments(y[:pilot_n], yhat[:pilot_n])
-    naive = plan.plan_table(s2, rho, n_model=m, humans=n).set_index("design")["n_effective"].iloc[1]
+    naive = s2 / plan.variance(s2, rho, n, m - n)  # no kappa: the textbook (unclipped) formula
     # Monte Carlo: ppi-python's PPI++ (tuned lambda) on fresh studies of n humans among m model units;
     # n_effective = Var(y) / Var(estimate), Var(y) the outcome's population variance (1/12 + 0.05^2)
     est = []

@@ -368,7 +368,7 @@ def test_milgram_logrank_with_one_model_subject_is_exact():
     statsmodels' survdiff per relabeling (event at break-off + 1; completers censored at 30)."""
     from statsmodels.duration.survfunc import survdiff
 
-    from simsubjects.analyze.milgram import tests as milgram_tests
+    from simsubjects.studies.milgram.analysis import tests as milgram_tests
     from simsubjects.datasets.milgram1963 import load_milgram1963
 
     human = load_milgram1963("milgram")
@@ -393,7 +393,7 @@ def test_percent_obedient_has_a_wilson_interval_as_r_prop_test():
     import shutil
     import subprocess
 
-    from simsubjects.analyze.milgram import obedience_summary
+    from simsubjects.studies.milgram.analysis import obedience_summary
     from simsubjects.datasets.milgram1963 import load_milgram1963
 
     if shutil.which("Rscript") is None:

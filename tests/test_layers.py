@@ -1,9 +1,11 @@
 """The package's layers (docs/architecture.md), read from the source with `ast`: no import circle
 among modules, and every import that climbs to a higher layer is one of the few listed here, each
-with a comment on its line. Imports inside functions (and under TYPE_CHECKING) count as imports."""
+with a comment on its line. Imports inside functions (and under TYPE_CHECKING) count as imports.
+A "module:function" string naming package code is an import the graph cannot see: it fails too."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "simsubjects"
@@ -13,15 +15,15 @@ LAYERS = [
     ("base", ["simsubjects", "simsubjects.errors", "simsubjects.redact"]),
     ("collect", ["simsubjects.datasets", "simsubjects.collect"]),
     ("analyze", ["simsubjects.analyze"]),
+    ("studies", ["simsubjects.studies"]),
     ("studyfile", ["simsubjects.studyfile"]),
-    ("papers", ["simsubjects.papers"]),
+    ("papers", ["simsubjects.papers", "simsubjects.bench"]),
     ("publish", ["simsubjects.publish"]),
     ("cli", ["simsubjects.cli"]),
     ("entry", ["simsubjects.launch", "simsubjects.__main__"]),
 ]
 # (importing module, imported module): imports allowed to climb, at most 3, each commented where it is
 CLIMBS = {
-    ("simsubjects.collect.studies.conjoint_design", "simsubjects.analyze.tidy"),
     ("simsubjects.collect.personas", "simsubjects.studyfile.limits"),
 }
 
@@ -210,3 +212,81 @@ def test_only_the_cli_parses_a_model_spec():
         for fn, line in spec_parses(m, f):
             assert (m, fn) in SPEC_EDGES, f"{f}:{line}: {m}.{fn} parses a model spec string; parse it in cli/ " \
                                           "and pass the ModelSpec down (collect/models/spec.py)"
+
+
+# "package.module:function" (or "package.module:Class.attr"): how code names code in text
+REF = re.compile(r"([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*):([A-Za-z_][\w.]*)")
+
+
+def code_references(path: Path, known: dict) -> list[tuple[str, int]]:
+    """(text, line) of every string constant of the file that is a "module:function" reference to a
+    module of the package (absolute, as `simsubjects.analyze.x:f`, or relative to the package root)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            m = REF.fullmatch(node.value.strip())
+            if m is None:
+                continue
+            mod = m.group(1)
+            if mod in known or f"simsubjects.{mod}" in known:
+                found.append((node.value, node.lineno))
+    return found
+
+
+def test_string_reference_finder():
+    """The finder itself: a reference to a package module is found, absolute or from the package root;
+    a time, a URL and a reference to another package are not."""
+    import tempfile
+
+    known = {"simsubjects.analyze.tidy": Path("x"), "simsubjects.studies.milgram.analysis": Path("y")}
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "m.py"
+        f.write_text('a = "simsubjects.analyze.tidy:prob_of"\nb = "studies.milgram.analysis:summary"\n'
+                     'c = "12:30"\nd = "http://x:80"\ne = "numpy.linalg:solve"\n')
+        assert code_references(f, known) == [("simsubjects.analyze.tidy:prob_of", 1),
+                                             ("studies.milgram.analysis:summary", 2)]
+
+
+def test_no_module_function_strings():
+    """A study's parts are joined by imports (docs/architecture.md): text that names package code is
+    resolved at run time, out of the layer test's sight, so it fails here as a climbing import does."""
+    mods = modules()
+    bad = [f"{f}:{line}: {text!r}" for m, f in sorted(mods.items()) for text, line in code_references(f, mods)]
+    assert bad == [], "import the function instead of naming it as text:\n" + "\n".join(bad)
+
+
+# issue 37, item 3: study files go through one door. The kind of a study file (plain, session, obedience)
+# is told by spec.study_kind and acted on by door.load_any only; every other module loads through the door.
+KIND_DOOR = {"simsubjects.studyfile.spec", "simsubjects.studyfile.door"}
+
+
+def kind_calls(path: Path) -> list[int]:
+    """Lines that call `study_kind` (as a name or an attribute) or import it."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id == "study_kind") or \
+                    (isinstance(f, ast.Attribute) and f.attr == "study_kind"):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "study_kind" for a in node.names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_kind_finder():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "m.py"
+        f.write_text("from .spec import study_kind\n\ndef go(p):\n    return spec.study_kind(p), study_kind(p)\n")
+        assert sorted(kind_calls(f)) == [1, 4, 4]
+
+
+def test_study_files_go_through_one_door():
+    for m, f in sorted(modules().items()):
+        if m in KIND_DOOR:
+            continue
+        lines = kind_calls(f)
+        assert not lines, f"{f}:{lines[0]}: {m} tells a study file's kind itself; load it with " \
+                          "studyfile/door.load_any (the one plain/session/obedience dispatch)"

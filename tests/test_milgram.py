@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.analyze.milgram import analyze_milgram, kaplan_meier, logrank_test, records_text
+from simsubjects.studies.milgram.analysis import analyze_milgram, kaplan_meier, logrank_test, records_text
 from simsubjects.cli.commands import main
 from simsubjects.datasets.milgram1963 import load_milgram1963
 from simsubjects.collect.models.base import ChoiceResult
-from simsubjects.collect.studies.milgram import decide, first_sentence, scenario, simulate, subject_pool
+from simsubjects.studies.milgram.design import decide, first_sentence, scenario, simulate, subject_pool
 
 CLASSIC = scenario("milgram")
 NOVEL = scenario("milgram_novel")
@@ -263,7 +263,7 @@ class FakeModel:
 
 
 def test_validate_reports_validity_rates_only():
-    from simsubjects.collect.studies.milgram import build_trials, validate
+    from simsubjects.studies.milgram.design import build_trials, validate
 
     trials, _ = build_trials("milgram_novel", subjects=3)
     v = validate(FakeModel(), trials, {"seed": 0}, n=2)

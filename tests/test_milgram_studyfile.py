@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.analyze.milgram import analyze_milgram
+from simsubjects.studies.milgram.analysis import analyze_milgram
 from simsubjects.cli.commands import main
 from simsubjects.collect.models.base import ChoiceResult
-from simsubjects.collect.studies.milgram import SCENARIOS, declaration, scenario, simulate, subject_pool
+from simsubjects.studies.milgram.design import SCENARIOS, declaration, scenario, simulate, subject_pool
 from simsubjects.datasets.registry import data_path
 from simsubjects.studyfile.obedience import load_obedience
 from tests.bad_input import assert_one_line_exit_2

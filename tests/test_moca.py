@@ -8,7 +8,7 @@ import pytest
 
 from simsubjects.datasets.moca_humans import data_dir, load_moca
 from simsubjects.analyze.choice_stats import p_yes
-from simsubjects.collect.studies.moca import build_trials, load_personas
+from simsubjects.studies.moca.design import build_trials, load_personas
 from simsubjects.errors import UserError
 
 

@@ -70,7 +70,7 @@ def test_paired_tests_agree_with_r():
     y = x + rng.normal(0.05, 0.1, 40)
     xb, yb = (rng.random(60) < 0.5).astype(float), (rng.random(60) < 0.65).astype(float)
     X, Y, XB, YB = (ro.FloatVector(v) for v in (x, y, xb, yb))
-    t = paired.paired_t(x, y).iloc[0]
+    t = paired.paired_test(x, y).iloc[0]
     rt = ro.r["t.test"](X, Y, paired=True)
     assert abs(t["p.value"] - rt.rx2("p.value")[0]) < 1e-12 and abs(t["statistic"] - rt.rx2("statistic")[0]) < 1e-10
     assert abs(t["conf.low"] - rt.rx2("conf.int")[0]) < 1e-10
@@ -111,7 +111,7 @@ def test_paired_comparisons_family():
 # ---------------------------------------------------------------- planning
 
 def test_plan_table_and_formula():
-    t = plan.plan_table(0.25, 0.8, n_model=1000, width=0.1, effect=0.05, humans=100)
+    t = plan.plan_table(0.25, 0.8, kappa=1.0, n_model=1000, width=0.1, effect=0.05, humans=100)
     h, pool, inf = t.itertuples()
     z = 1.959963984540054
     assert h.humans_for_width == np.ceil((2 * z * 0.5 / 0.1) ** 2)  # 385
@@ -119,7 +119,7 @@ def test_plan_table_and_formula():
     assert inf.humans_for_width <= pool.humans_for_width <= h.humans_for_width
     assert h.power < pool.power < inf.power
     assert abs(pool.n_effective - 100 / (1 - 0.64 * 900 / 1000)) < 1e-9
-    t0 = plan.plan_table(0.25, 0.0, n_model=1000, width=0.1)
+    t0 = plan.plan_table(0.25, 0.0, kappa=1.0, n_model=1000, width=0.1)
     assert t0["humans_for_width"].nunique() == 1  # an uninformative model saves no humans
 
 
@@ -143,5 +143,5 @@ def test_plan_cli(tmp_path, capsys):
 
 
 def test_plan_negative_correlation_saves_nothing():
-    t = plan.plan_table(0.25, -0.5, n_model=1000, width=0.1)
+    t = plan.plan_table(0.25, -0.5, kappa=1.0, n_model=1000, width=0.1)
     assert t["humans_for_width"].nunique() == 1 and t["ppi_corr"].iloc[1] == -0.5

@@ -5,7 +5,12 @@ unit, Holm/BH columns; paired within subject where each subject saw both orders,
 studyfile_averaged's distribution.csv (rows in scale order); later, studyfile_averaged's agreement.csv
 (a `unit` column) and representativeness*.csv (the interval from resampling respondents and subjects:
 boot.*, counts and note), their earlier columns equal to 1e-9; the same three tables of
-studyfile_randomized (made by commit 31822bf) were regenerated likewise, earlier columns equal to 1e-9."""
+studyfile_randomized (made by commit 31822bf) were regenerated likewise, earlier columns equal to 1e-9.
+Issue 40 (item 4) regenerated every representativeness*.csv once more: boot.low and boot.high are the
+basic bootstrap interval (double-bootstrap calibrated for study files, which add a `boot_method`
+column); every other column equal to 1e-9."""
+Issue 40 regenerated order_effects.csv of all four: a two-option item's second row is the mirror of its
+first (one contrast), out of the Holm/BH family (`family`, `p.value.holm`); every other column equal."""
 from __future__ import annotations
 
 import shutil

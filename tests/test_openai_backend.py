@@ -254,13 +254,16 @@ def spread_run(llama_server):  # noqa: F811
     forward bodies unchanged, so it is the server's own answer)."""
     with FaultProxy(llama_server.removesuffix("/v1")) as p1, FaultProxy(llama_server.removesuffix("/v1")) as p2:
         with _model([p1.base_url, p2.base_url], concurrency=2) as m:
+            m.choose(FAULT_ITEMS[:1])  # the probe, outside the timing below
+            t = time.monotonic()
             results = m.choose(FAULT_ITEMS[:N_SPREAD])
+            elapsed = time.monotonic() - t
             n_base_urls = m.fingerprint()["n_base_urls"]
-    return results, (p1.counts["forwarded"], p2.counts["forwarded"]), n_base_urls
+    return results, (p1.counts["forwarded"], p2.counts["forwarded"]), n_base_urls, elapsed
 
 
 def test_several_base_urls_spread_the_load(spread_run):
-    results, (a, b), n_base_urls = spread_run
+    results, (a, b), n_base_urls, _ = spread_run
     assert n_base_urls == 2
     assert all(r.failed is None and r.method == "exact" for r in results)
     assert a + b >= N_SPREAD and min(a, b) >= 0.25 * (a + b), (a, b)
@@ -280,23 +283,30 @@ def test_rate_limit_per_endpoint(llama_server):
 
 
 def test_faults_are_retried_to_the_same_probabilities(llama_server, spread_run):
-    clean, _, _ = spread_run  # FAULT_ITEMS[:N_SPREAD], through clean proxies
+    clean, _, _, clean_elapsed = spread_run  # FAULT_ITEMS[:N_SPREAD], through clean proxies
     assert all(r.failed is None and r.method == "exact" for r in clean)
 
+    # The deadlines are relative to what this test measures, not wall-clock constants: the client's
+    # timeout is twice the time the clean run took for all 8 items (one request takes at most that,
+    # however loaded the machine), at least 4 s; the proxy's stall outlasts it by half. A loaded machine
+    # then stalls longer but gives the same verdict: only the injected stall times out, so the proxy's
+    # seeded fault draws (in arrival order) meet the same requests as on an idle machine.
+    timeout = max(4.0, 2 * clean_elapsed)
     # Seed 46 with these rates injects every kind of fault (one stall past the timeout, since each
-    # costs a 4 s wait) among the ~18 requests: the probe's and the 8 items', most on the items. The
+    # costs a timeout's wait) among the ~18 requests: the probe's and the 8 items', most on the items. The
     # proxy draws its faults in arrival order, so the counts depend only on how many requests must get
     # through (checked for one request fewer or more than the 14 this run needs).
     with FaultProxy(llama_server.removesuffix("/v1"), rate_429=0.06, rate_500=0.06, rate_delay=0.06,
-                    rate_cut=0.06, delay=5.0, retry_after="1", seed=46) as proxy:
-        with _model(proxy.base_url, timeout=4.0, max_retries=8, concurrency=2) as m:
+                    rate_cut=0.06, delay=1.5 * timeout, retry_after="1", seed=46) as proxy:
+        with _model(proxy.base_url, timeout=timeout, max_retries=8, concurrency=2) as m:
             t = time.monotonic()
             faulty = m.choose(FAULT_ITEMS[:N_SPREAD])
             elapsed = time.monotonic() - t
             stats = dict(m.stats)
     assert all(proxy.counts[k] >= 1 for k in ("429", "500", "delay", "cut")), proxy.counts
     assert stats.get("retries", 0) >= 4
-    assert elapsed < 120
+    assert stats.get("timeouts", 0) == proxy.counts["delay"]  # only the injected stalls ran out of time
+    assert elapsed < 30 * timeout  # 120 s at the idle machine's 4 s: retries and their waits, bounded
     for c, f in zip(clean, faulty, strict=True):
         assert f.failed is None, f.failed
         # llama.cpp may reuse a cached prompt prefix, which changes float rounding slightly.
@@ -334,11 +344,12 @@ def short_backoff(monkeypatch):
 OFFERS = "0,3,5,10"
 
 
-def _collect_ultimatum(url: str, out) -> int:
+def _collect_ultimatum(url: str, out, timeout: float | None = None) -> int:
     from simsubjects.cli.commands import main
 
+    deadline = ["--timeout", f"{timeout:g}"] if timeout else []
     return main(["collect", "ultimatum", "--model", f"openai:{MODEL}@{url}", "--pairs", "2", "--offers", OFFERS,
-                 "--quiet", "--out", str(out)])
+                 "--quiet", "--out", str(out), *deadline])
 
 
 def _table(out):
@@ -363,14 +374,16 @@ def clean_ultimatum(llama_server, tmp_path_factory):  # noqa: F811
     reference table of the two collection tests below, and the request count of a first run there."""
     out = tmp_path_factory.mktemp("clean-ultimatum") / "clean"
     with FaultProxy(llama_server.removesuffix("/v1")) as proxy:
+        t = time.monotonic()
         assert _collect_ultimatum(proxy.base_url, out) == 0
+        elapsed = time.monotonic() - t
         counts = proxy.counts.copy()
-        yield proxy, out, counts
+        yield proxy, out, counts, elapsed
         proxy.always_fail = None
 
 
 def test_collection_through_faults_equals_a_clean_collection(llama_server, clean_ultimatum, tmp_path, short_backoff):
-    _, clean, _ = clean_ultimatum
+    _, clean, _, _ = clean_ultimatum
     with FaultProxy(llama_server.removesuffix("/v1"), rate_429=0.06, rate_500=0.06, rate_delay=0.04,
                     rate_cut=0.06, delay=1.0, retry_after="1", seed=99) as proxy:
         assert _collect_ultimatum(proxy.base_url, tmp_path / "faulty") == 0
@@ -382,7 +395,7 @@ def test_collection_through_faults_equals_a_clean_collection(llama_server, clean
 
 
 def test_failed_trials_are_listed_and_a_rerun_asks_only_for_them(clean_ultimatum, tmp_path, short_backoff):
-    from simsubjects.collect.studies.ultimatum import build_trials
+    from simsubjects.studies.ultimatum.design import build_trials
 
     trials, _ = build_trials(pairs=2, offers=[int(o) for o in OFFERS.split(",")])
     marker = "takes $7 for himself"  # the $3 offers of Mr. proposers
@@ -390,13 +403,17 @@ def test_failed_trials_are_listed_and_a_rerun_asks_only_for_them(clean_ultimatum
     assert 0 < len(expected) < len(trials)
     out = tmp_path / "run"
     n_all, n_failed = len(trials), len(expected)
-    proxy, clean_out, clean_counts = clean_ultimatum  # its first run: listing, probe, every trial
+    proxy, clean_out, clean_counts, clean_elapsed = clean_ultimatum  # its first run: listing, probe, every trial
+    # No fault here stalls, so no request may time out: one timeout retried would add a request and
+    # break the counts below. The deadline is the whole clean run's time (which asked every request
+    # this test asks, and more), at least the CLI's 60 s: a loaded machine gets a longer one.
+    timeout = max(60.0, 2 * clean_elapsed)
     assert clean_counts[MODELS] == 1 and clean_counts["requests"] == clean_counts[COMPLETIONS] + 1
     clean = clean_counts[COMPLETIONS]
     assert proxy.counts == clean_counts  # nothing else went through this proxy since
     try:
         proxy.always_fail = marker.encode()
-        assert _collect_ultimatum(proxy.base_url, out) == 0  # the rest finishes
+        assert _collect_ultimatum(proxy.base_url, out, timeout) == 0  # the rest finishes
         first = proxy.counts["forwarded"] - clean_counts["forwarded"] - 1  # the listing; no probe: remembered
         assert proxy.counts[MODELS] == 2
         failures = json.loads((out / "manifest.json").read_text())["failures"]
@@ -410,7 +427,7 @@ def test_failed_trials_are_listed_and_a_rerun_asks_only_for_them(clean_ultimatum
         asked = []
         for _ in range(2):
             before = proxy.counts["requests"]
-            assert _collect_ultimatum(proxy.base_url, out) == 0
+            assert _collect_ultimatum(proxy.base_url, out, timeout) == 0
             asked.append(proxy.counts["requests"] - before)
     finally:
         proxy.always_fail = None

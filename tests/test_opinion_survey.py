@@ -15,10 +15,11 @@ import pytest
 from scipy.stats import wasserstein_distance
 
 from simsubjects.collect import option_order, personas as P
-from simsubjects.analyze import opinion as op
+from simsubjects.studies.opinion_survey import analysis as op
 from simsubjects.analyze.order_effects import order_effects
 from simsubjects.datasets.opinionqa import read_count_files, read_info, read_opinionqa
-from simsubjects.collect.studies import opinion_survey as study
+from simsubjects.studies.opinion_survey import OPINION_SURVEY
+from simsubjects.studies.opinion_survey import design as study
 from simsubjects.datasets.registry import data_path
 from simsubjects.errors import UserError
 
@@ -269,7 +270,7 @@ def test_any_study_that_records_its_order_gets_an_order_effect_table(tmp_path, m
     resp = option_order.add_shown_position(_fake_responses(shown, primacy=1.0).assign(study="toy"))
     store = RunStore.open(tmp_path / "run", {"study": "toy"})
     store.finish(check_responses(resp), pd.DataFrame({"item": ["i1", "i2"]}), {"study": "toy", "status": "complete"})
-    toy = StudyDef(name="toy", help="", build=None, analyze="tests.test_opinion_survey:toy_analysis")
+    toy = StudyDef(name="toy", help="", build=None, analyze=toy_analysis)
     monkeypatch.setattr("simsubjects.collect.studies.registry.get_study", lambda name: toy)  # studyfile.origin asks it
     a = analyze_run.analyze_runs([tmp_path / "run"], plots=False)
     assert set(a.tables) == {"rows", "order_effects", "order_effects_average"}
@@ -391,7 +392,7 @@ def small_run(smollm2, tmp_path_factory):
     from simsubjects.publish.export import export_run
 
     out = tmp_path_factory.mktemp("opinion") / "run"
-    run_study(study.OPINION_SURVEY, "smollm2", out, params=dict(first=3, personas="bundled", sample="1",
+    run_study(OPINION_SURVEY, "smollm2", out, params=dict(first=3, personas="bundled", sample="1",
                                                                  order="random", seed=0, groups="POLPARTY"),
               model=smollm2, show_progress=False)
     export_run(out, ["dta", "sav", "rds"])

@@ -16,7 +16,7 @@ from simsubjects.collect.models.packing import lcp, pack
 
 
 def _orderings(options, k):
-    from simsubjects.collect.studies.survey_bias import LETTERS, format_prompt
+    from simsubjects.studies.survey_bias.design import LETTERS, format_prompt
 
     question = "How much do you trust the national government to do what is right?"
     letters = tuple(f" {LETTERS[i]}" for i in range(k))

@@ -41,12 +41,18 @@ def test_mean_agrees_with_ppi_python(data, lam):
     assert abs(t["estimate"].iloc[0] - np.ravel(est)[0]) < 1e-10
 
 
-@pytest.mark.parametrize("lam,coord", [(None, None), (None, 1), (0.0, None), (0.7, None)])
+def _agree_centre(t, lo, hi, tol=1e-10):
+    """The interval's centre (the estimate) only: between lambda = 0 and 1 the width differs from ppi-python's
+    by design, the Hessian being blended by lambda (issue 40; tests/test_methods40.py checks it directly)."""
+    assert np.max(np.abs((t["conf.low"] + t["conf.high"]).to_numpy() / 2 - (np.atleast_1d(lo) + hi) / 2)) < tol
+
+
+@pytest.mark.parametrize("lam,coord", [(None, None), (None, 1), (0.0, None), (0.7, None), (1.0, None)])
 def test_ols_agrees_with_ppi_python(data, lam, coord):
     d = data
     lo, hi = ppi_py.ppi_ols_ci(d["X"], d["y"], d["yhat"], d["Xu"], d["yu"], alpha=0.05, lam=lam, coord=coord)
     t = ppi.ppi_ols(d["X"], d["y"], d["yhat"], d["Xu"], d["yu"], lam=lam, coord=coord)
-    _agree(t, lo, hi)
+    (_agree if lam in (0.0, 1.0) else _agree_centre)(t, lo, hi)
     est = ppi_py.ppi_ols_pointestimate(d["X"], d["y"], d["yhat"], d["Xu"], d["yu"], lam=lam, coord=coord)
     if lam is not None:  # ppi_ols_ci re-tunes lambda at the tuned estimate; the point estimate does not
         assert np.max(np.abs(t["estimate"].to_numpy() - est)) < 1e-10
@@ -58,7 +64,7 @@ def test_difference_is_the_ols_contrast(data):
     X, Xu = np.column_stack([np.ones(g.size), g]), np.column_stack([np.ones(gu.size), gu])
     lo, hi = ppi_py.ppi_ols_ci(X, d["y"], d["yhat"], Xu, d["yu"], alpha=0.05, coord=1)
     t = ppi.ppi_difference(d["y"], d["yhat"], g, d["yu"], gu)
-    _agree(t, lo[1], hi[1])
+    _agree_centre(t, lo[1], hi[1])
     assert t["term"].tolist() == ["difference"]
 
 
@@ -69,18 +75,20 @@ def test_logistic_agrees_with_ppi_python(data):
     args = (d["X"], d["yb"], d["pb"], d["Xu"], d["pbu"])
     # ppi-python's point estimate is an L-BFGS-B solution (ours: Newton to machine precision), so the
     # whole pipeline agrees to the optimizer's precision; at ppi-python's own point estimate the
-    # interval (our gradients, Hessian, sandwich) agrees to 1e-10
+    # interval (our gradients, Hessian, sandwich) agrees to 1e-10 at lambda = 1 (between 0 and 1 our
+    # Hessian is blended by lambda, issue 40, so there only the centre is ppi-python's)
     lo, hi = ppi_py.ppi_logistic_ci(*args, alpha=0.05, lam=0.5, optimizer_options=dict(opts))
     t = ppi.ppi_logistic(*args, lam=0.5)
-    _agree(t, lo, hi, tol=1e-5)
-    theta = ppi_py.ppi_logistic_pointestimate(*args, lam=0.5, optimizer_options=dict(opts))
-    se = ppi.logistic_interval_at(theta, *args, 0.5)
-    assert np.max(np.abs(theta - 1.959963984540054 * se - lo)) < 1e-10
-    assert np.max(np.abs(theta + 1.959963984540054 * se - hi)) < 1e-10
+    _agree_centre(t, lo, hi, tol=1e-5)
+    lo1, hi1 = ppi_py.ppi_logistic_ci(*args, alpha=0.05, lam=1.0, optimizer_options=dict(opts))
+    theta = ppi_py.ppi_logistic_pointestimate(*args, lam=1.0, optimizer_options=dict(opts))
+    se = ppi.logistic_interval_at(theta, *args, 1.0)
+    assert np.max(np.abs(theta - 1.959963984540054 * se - lo1)) < 1e-10
+    assert np.max(np.abs(theta + 1.959963984540054 * se - hi1)) < 1e-10
     # lambda tuned: ppi-python's default L-BFGS stops at its tolerance, so agreement is to that
     lo3, hi3 = ppi_py.ppi_logistic_ci(*args, alpha=0.05)
     t3 = ppi.ppi_logistic(*args)
-    _agree(t3, lo3, hi3, tol=1e-5)
+    _agree_centre(t3, lo3, hi3, tol=1e-5)
 
 
 def test_compare_side_by_side(data):
@@ -221,8 +229,8 @@ def test_analyze_ppi_bad_inputs(tmp_path, capsys, extra, needle):
 
 def test_moca_demo_on_synthetic_model():
     """The MoCa subsample demonstration on all 206 stories, with a 'model' whose P(Yes) tracks people's."""
-    from simsubjects.analyze import ppi_moca
-    from simsubjects.analyze.amce import amce_dim, outcomes
+    from simsubjects.studies.moca import ppi as ppi_moca
+    from simsubjects.studies.moca.analysis import amce_dim, outcomes
     from simsubjects.datasets.moca_humans import load_moca
 
     parts = [load_moca(t) for t in ("causal", "moral")]

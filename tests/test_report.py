@@ -43,7 +43,7 @@ def test_table_escapes_and_cuts_long_tables():
 
 
 def test_published_table4_as_printed():
-    from simsubjects.publish.sections.tjuatja2024 import BIAS_NAMES, table4_published
+    from simsubjects.studies.survey_bias.report import BIAS_NAMES, table4_published
 
     t = table4_published()
     assert len(t) == 45 and t["model"].nunique() == 9 and set(t["bias"]) == set(BIAS_NAMES.values())

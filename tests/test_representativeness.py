@@ -7,7 +7,7 @@ import pytest
 
 from simsubjects.analyze.methods.representativeness import (model_distribution, representativeness, wasserstein_by_question,
                                                     wasserstein_normalized)
-from simsubjects.collect.studies import survey_bias as sb
+from simsubjects.studies.survey_bias import design as sb
 from simsubjects.errors import UserError
 
 
@@ -123,7 +123,7 @@ def test_resampled_interval_equals_a_direct_loop():
 
     m, h = _units(np.random.default_rng(3))
     B = 40
-    got = resampled_interval(m, h, replicates=B, seed=11)
+    got = resampled_interval(m, h, replicates=B, seed=11, calibrate=0)  # the plain basic interval
     assert got["rep_full"] == pytest.approx(representativeness(m, h)["estimate"].iat[0], abs=1e-12)
     rng = np.random.default_rng(11)
     mu, hu = sorted(m["unit"].unique()), sorted(h["unit"].unique())
@@ -135,7 +135,10 @@ def test_resampled_interval_equals_a_direct_loop():
         hb = pd.concat([h[h["unit"] == hu[i]] for i in ih[b]])
         reps.append(representativeness(mb, hb)["estimate"].iat[0])
     lo, hi = np.quantile(reps, [0.025, 0.975])
-    assert [got["boot.low"], got["boot.high"]] == pytest.approx([lo, hi], abs=1e-12)
+    assert [got["boot.percentile.low"], got["boot.percentile.high"]] == pytest.approx([lo, hi], abs=1e-12)
+    # the basic interval (issue 40): the percentile bounds reflected about Rep, capped at 1
+    full = got["rep_full"]
+    assert [got["boot.low"], got["boot.high"]] == pytest.approx([2 * full - hi, min(1.0, 2 * full - lo)], abs=1e-12)
     assert got["boot.bias"] == pytest.approx(np.mean(reps) - got["rep_full"], abs=1e-12)
     # the bias-corrected Rep (issue 25): 2 Rep - mean of the same draws' Rep
     assert got["estimate.corrected"] == pytest.approx(2 * got["rep_full"] - np.mean(reps), abs=1e-12)
@@ -161,8 +164,8 @@ def test_resampled_interval_agrees_with_scipy_bootstrap():
     ref = stats.bootstrap((np.arange(len(mu)), np.arange(len(hu))), rep, n_resamples=200, vectorized=False,
                           paired=False, method="percentile", random_state=np.random.default_rng(5))
     got = resampled_interval(m, h, replicates=4000, seed=6)
-    assert got["boot.low"] == pytest.approx(ref.confidence_interval.low, abs=0.04)
-    assert got["boot.high"] == pytest.approx(ref.confidence_interval.high, abs=0.04)
+    assert got["boot.percentile.low"] == pytest.approx(ref.confidence_interval.low, abs=0.04)
+    assert got["boot.percentile.high"] == pytest.approx(ref.confidence_interval.high, abs=0.04)
 
 
 def test_a_perfect_model_against_few_respondents_gets_the_note():
@@ -221,7 +224,7 @@ def test_opinion_survey_interval_resamples_people_as_a_multinomial_of_their_n():
     replicate's Rep by the pandas `representativeness`), and the table of a bundled old run carries them."""
     import numpy as np
 
-    from simsubjects.analyze import opinion as op
+    from simsubjects.studies.opinion_survey import analysis as op
     from simsubjects.analyze.methods.representativeness import multinomial_interval
     from simsubjects.collect.store import load_run
 
@@ -255,7 +258,8 @@ def test_opinion_survey_interval_resamples_people_as_a_multinomial_of_their_n():
         reps.append(representativeness(mb[["key", "position", "weight"]], hb)["estimate"].iat[0])
     full = representativeness(m[["key", "position", "weight"]], h[["key", "position", "weight"]])["estimate"].iat[0]
     assert got["rep_full"] == pytest.approx(full, abs=1e-12)
-    assert [got["boot.low"], got["boot.high"]] == pytest.approx(list(np.quantile(reps, [0.025, 0.975])), abs=1e-12)
+    assert [got["boot.percentile.low"], got["boot.percentile.high"]] == \
+        pytest.approx(list(np.quantile(reps, [0.025, 0.975])), abs=1e-12)
     assert got["boot.bias"] == pytest.approx(np.mean(reps) - full, abs=1e-12)
     assert got["estimate.corrected"] == pytest.approx(2 * full - np.mean(reps), abs=1e-12)
     assert got["n_subjects"] == 3 and got["n_respondents"] == h.groupby("key")["n_respondents"].sum().max()

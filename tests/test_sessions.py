@@ -252,7 +252,21 @@ def test_sigkill_mid_session_resumes_with_identical_rows(smollm2, tmp_path):
 # ------------------------------------------------------------------------------ Dal Bó & Fréchette (2011)
 
 DALBO = ROOT / "examples" / "pd_dalbo"
-SHARED_DF2011 = ROOT.parent / "shared" / "data" / "games" / "DF2011.rda"
+# the article's decisions, bundled with their source and GPL-3 licence so the test runs on a plain clone
+DF2011 = ROOT / "tests" / "data" / "dalbo2011" / "DF2011.rda"
+
+
+def test_dalbo_bundled_decisions_are_the_source_file():
+    """The bundled copy is the file its SOURCE.md names (checksum read from there); beside the project's
+    shared data folder, it is also byte for byte that file."""
+    import hashlib
+    import re
+
+    recorded = re.search(r"sha256: ([0-9a-f]{64})", (DF2011.parent / "SOURCE.md").read_text()).group(1)
+    assert hashlib.sha256(DF2011.read_bytes()).hexdigest() == recorded
+    shared = ROOT.parent / "shared" / "data" / "games" / "DF2011.rda"
+    if shared.exists():
+        assert shared.read_bytes() == DF2011.read_bytes()
 
 
 def test_dalbo_people_equal_a_fresh_computation_from_the_article_data():
@@ -261,7 +275,7 @@ def test_dalbo_people_equal_a_fresh_computation_from_the_article_data():
         from bundle_dalbo2011 import people
     finally:
         sys.path.pop(0)
-    fresh = people(SHARED_DF2011)
+    fresh = people(DF2011)
     bundled = pd.read_csv(DALBO / "people.csv", keep_default_na=False)
     assert len(bundled) == len(fresh) and bundled["person"].nunique() == 266
     assert (bundled["person"].tolist() == fresh["person"].tolist())
@@ -310,7 +324,7 @@ def test_dalbo_example_beside_people_subject_and_person_units(smollm2, tmp_path)
 
 def test_beside_people_welch_test_is_scipys_on_subject_and_person_values():
     """The Welch test of beside_people on made-up rows: scipy's ttest_ind(equal_var=False) on each
-    subject's mean (reach-weighted over its paths) and each person's value, never on decisions."""
+    subject's mean (over its sampled paths, each of weight 1) and each person's value, never on decisions."""
     from scipy import stats
 
     from simsubjects.studyfile.session_analysis import beside_people
@@ -320,8 +334,8 @@ def test_beside_people_welch_test_is_scipys_on_subject_and_person_values():
     for s, ps in (("s1", [0.2, 0.4]), ("s2", [0.7, 0.9]), ("s3", [0.5, 0.5])):
         for path, p in enumerate(ps, 1):
             for lab, w in (("J", p), ("F", 1 - p)):
-                rows.append({"subject": s, "item": "choice", "response": lab, "weight": w, "reach": 0.5,
-                             "round": 1, "path": path, "condition": "decision"})
+                rows.append({"subject": s, "item": "choice", "response": lab, "weight": w, "reach": p,
+                             "round": 1, "path": path, "condition": "decision", "trial": f"{s}|p{path}|1"})
     dec = pd.DataFrame(rows)
     study.people = pd.DataFrame({"respondent": ["a", "b", "c", "d"], "measure": "share choice=J",
                                  "value": [0.1, 0.3, 0.2, 0.6], "round": 1})
@@ -418,10 +432,14 @@ def test_replicate_runs_a_session_file(smollm2, tmp_path):
 
     src = tmp_path / "s"
     src.mkdir()
-    (src / "study.yaml").write_text((BAD / "valid_base.yaml").read_text())
+    cite = "Someone, A. (2020). A paper (the no-history treatment, 32 pairs)."
+    (src / "study.yaml").write_text((BAD / "valid_base.yaml").read_text().replace(
+        "title: A malformed session corpus", f"title: A malformed session corpus\ncitation: \"{cite}\""))
     man = replicate([str(src / "study.yaml")], "smollm2", tmp_path / "rep", show_progress=False,
                     loaded_model=smollm2, log=lambda m: None)
     assert [e["study"] for e in man["studies"]] == ["bad-session"]
+    # the list of papers: the citation, then the title apart (issue 41: not "...32 pairs).: A malformed ...")
+    assert list(man["paper_titles"].values()) == [f"{cite} — A malformed session corpus"]
     assert not man["studies"][0].get("error")
     assert (tmp_path / "rep" / "bad-session" / "responses.parquet").exists()
 

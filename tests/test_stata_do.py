@@ -125,7 +125,7 @@ def test_every_stata_study_has_a_block_that_reads_its_export(folder):
                                                        "offer"}
     assert named["garden_path/export/responses.dta"] >= {"source", "model", "response", "condition", "set", "type",
                                                          "item", "weight", "trial"}
-    from simsubjects.analyze.conjoint_study import features
+    from simsubjects.studies.conjoint.analysis import features
 
     assert named["conjoint_immigration/export/profiles.dta"] >= {"source", "outcome_kind", "id", "chosen",
                                                                  *features()}
@@ -149,7 +149,7 @@ def test_the_checker_catches_a_variable_the_export_lacks(folder, tmp_path):
 
 
 def test_the_readme_names_what_stata_cannot_do():
-    from simsubjects.cli.replicate import _readme_r
+    from simsubjects.publish.readme import _readme_r
 
     text = " ".join(_readme_r({"files": {"r_package": True}}))
     assert "No Stata version here" in text

@@ -249,10 +249,12 @@ def test_tests_match_independent_references(tmp_path):
     # AMCE: statsmodels OLS gives the same point estimates
     import statsmodels.formula.api as smf
 
-    fit = smf.ols("score ~ C(frame) + C(cue)", data=tr).fit()
+    # the baselines are the declared first levels (gain; 'on', declared before 'off'), issue 40
+    fit = smf.ols("score ~ C(frame) + C(cue, Treatment('on'))", data=tr).fit()
     a = tables["amce"].set_index("term")
     assert a.loc["frame_loss", "estimate"] == pytest.approx(fit.params["C(frame)[T.loss]"], rel=1e-10)
-    assert a.loc["cue_on", "estimate"] == pytest.approx(fit.params["C(cue)[T.on]"], rel=1e-10)
+    assert a.loc["cue_off", "estimate"] == pytest.approx(fit.params["C(cue, Treatment('on'))[T.off]"], rel=1e-10)
+    assert a.loc["cue_off", "contrast"] == "cue: off - on"
     for col in ("estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n"):
         assert col in tables["tests"].columns and col in tables["amce"].columns
 
@@ -271,6 +273,7 @@ def test_welch_and_amce_match_r(tmp_path):
     fn = rs.ro.r("""function(d) {
       s <- aggregate(score ~ subject + frame, data = d, FUN = mean)  # the unit: a subject
       w <- t.test(s$score[s$frame == 'gain'], s$score[s$frame == 'loss'])
+      d$cue <- factor(d$cue, levels = c('on', 'off'))  # the declared order: 'on' is the baseline
       m <- estimatr::lm_robust(score ~ frame + cue, data = d, clusters = subject, se_type = 'CR2')
       data.frame(w_t = unname(w$statistic), w_df = unname(w$parameter), w_p = w$p.value,
                  a_est = unname(coef(m)[2:3]), a_se = unname(m$std.error[2:3]), a_df = unname(m$df[2:3]),
@@ -278,7 +281,7 @@ def test_welch_and_amce_match_r(tmp_path):
     r = rs.to_py(fn(rs.to_r(tr)))
     w = tables["tests"].set_index("test").loc["Welch two-sample t-test"]
     assert [w["statistic"], w["df"], w["p.value"]] == pytest.approx([r["w_t"][0], r["w_df"][0], r["w_p"][0]], rel=1e-8)
-    a = tables["amce"].set_index("term").loc[["frame_loss", "cue_on"]]
+    a = tables["amce"].set_index("term").loc[["frame_loss", "cue_off"]]
     for mine, theirs in (("estimate", "a_est"), ("std.error", "a_se"), ("df", "a_df"), ("p.value", "a_p")):
         assert a[mine].to_numpy(float) == pytest.approx(r[theirs].to_numpy(float), rel=1e-8)
 
@@ -433,7 +436,7 @@ def _ultimatum_file(tmp_path, pairs: int) -> Path:
 
 
 def test_ultimatum_study_file_gives_the_commands_trials(tmp_path):
-    from simsubjects.collect.studies.ultimatum import build_trials as command_trials
+    from simsubjects.studies.ultimatum.design import build_trials as command_trials
 
     mine, _ = build_trials(load_study(_ultimatum_file(tmp_path, 40)))
     theirs, _ = command_trials(pairs=40)
@@ -483,7 +486,7 @@ def test_cli_collect_validate_analyze_report_a_study_file(smollm2, tmp_path, mon
 
 
 def test_moca_study_file_gives_the_commands_trials():
-    from simsubjects.collect.studies.moca import study_items
+    from simsubjects.studies.moca.design import study_items
 
     mine, _ = build_trials(load_study(ROOT / "tests" / "data" / "builtin_studyfiles" / "moca" / "study.yaml"))
     theirs, _ = study_items(task="causal")

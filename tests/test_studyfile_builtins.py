@@ -64,7 +64,7 @@ def _same_table(mine: pd.DataFrame, theirs: pd.DataFrame) -> None:
 # ------------------------------------------------------------------------------------ Garden Path
 
 def test_garden_path_study_file_gives_the_commands_trials(tmp_path):
-    from simsubjects.collect.studies.garden_path import build_trials as command_trials
+    from simsubjects.studies.garden_path.design import build_trials as command_trials
 
     for names, seed in ((5, 0), (2, 7)):
         path = _file("garden_path", tmp_path / f"{names}-{seed}", ("per_item: 5 ", f"per_item: {names} "))
@@ -76,7 +76,7 @@ def test_garden_path_study_file_gives_the_commands_trials(tmp_path):
 
 
 def test_garden_path_study_file_gives_the_commands_responses(smollm2, tmp_path, monkeypatch):
-    from simsubjects.collect.studies import garden_path
+    from simsubjects.studies.garden_path import design as garden_path
 
     # the first 2 sentences only (keeps the test short): names are drawn sentence after sentence, so the
     # first sentences get the same names in the command and in the file (the trials test compares 5 per sentence)
@@ -92,7 +92,7 @@ def test_garden_path_study_file_gives_the_commands_responses(smollm2, tmp_path, 
 # ------------------------------------------------------------------------------------ survey_bias
 
 def test_survey_bias_study_file_gives_the_commands_trials():
-    from simsubjects.collect.studies.survey_bias import study_items
+    from simsubjects.studies.survey_bias.design import study_items
 
     for seed in (0, 3):  # the perturbations (typos, swaps) follow the seed
         study = load_study(BUILTIN / "survey_bias" / "study.yaml", seed=seed)  # as collect --seed gives it
@@ -109,7 +109,7 @@ def test_survey_bias_study_file_gives_the_commands_trials():
 
 
 def test_survey_bias_study_file_gives_the_commands_responses(smollm2, tmp_path, monkeypatch):
-    from simsubjects.collect.studies import survey_bias
+    from simsubjects.studies.survey_bias import design as survey_bias
 
     # two response-order questions (original and reversed forms) and their letter-swap forms: short, and
     # both the mapped-back labels and the seeded perturbations are compared
@@ -136,7 +136,7 @@ def test_survey_bias_study_file_gives_the_commands_responses(smollm2, tmp_path, 
 
 def test_moca_moral_study_file_gives_the_commands_trials_and_votes():
     from simsubjects.datasets.moca_humans import load_moca
-    from simsubjects.collect.studies.moca import study_items
+    from simsubjects.studies.moca.design import study_items
 
     study = load_study(BUILTIN / "moca_moral" / "study.yaml")
     mine, _ = build_trials(study)
@@ -220,7 +220,7 @@ def test_replicate_analyze_export_report_a_study_file(smollm2, tmp_path, monkeyp
 # ------------------------------------------------------------------------------------ MoCa personas, both templates
 
 def test_moca_personas_study_file_gives_the_commands_trials(tmp_path):
-    from simsubjects.collect.studies.moca import load_personas, study_items
+    from simsubjects.studies.moca.design import load_personas, study_items
 
     path = _file("moca_personas", tmp_path, ("    n: 25\n", "    n: 3\n"))
     study = load_study(path)
@@ -233,7 +233,7 @@ def test_moca_personas_study_file_gives_the_commands_trials(tmp_path):
 
 
 def test_moca_personas_study_file_gives_the_commands_responses(smollm2, tmp_path):
-    from simsubjects.collect.studies.moca import load_personas
+    from simsubjects.studies.moca.design import load_personas
 
     slugs = ",".join(load_personas()["slug"][:1])
     theirs = _command(smollm2, "moca", tmp_path / "cmd", task="causal", personas=slugs, stories=1, template="both",

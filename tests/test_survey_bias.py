@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from simsubjects.analyze import survey_bias as an
-from simsubjects.datasets.biasmonkey import read_biasmonkey_responses, response_file_type
-from simsubjects.collect.studies import survey_bias as sb
+from simsubjects.studies.survey_bias import analysis as an
+from simsubjects.studies.survey_bias.biasmonkey import read_biasmonkey_responses, response_file_type
+from simsubjects.studies.survey_bias import design as sb
 from simsubjects.errors import UserError
 
 DATA = Path(__file__).parent / "data" / "survey_bias"

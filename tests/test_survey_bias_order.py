@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from simsubjects.analyze.order_effects import order_effects
-from simsubjects.analyze.survey_bias import analyze_survey_bias
-from simsubjects.collect.studies.survey_bias import SURVEY_BIAS, build_trials, format_prompt
+from simsubjects.studies.survey_bias.analysis import analyze_survey_bias
+from simsubjects.studies.survey_bias import SURVEY_BIAS
+from simsubjects.studies.survey_bias.design import build_trials, format_prompt
 from simsubjects.errors import UserError
 
 SMALL = dict(bias="response_order,opinion_float", perturbation="none")
@@ -95,7 +96,7 @@ def test_collect_with_cyclic_order_on_the_embedded_model(smollm2, tmp_path):
     """Two response-order questions, each form in its k rotations: recorded, analyzed, in the report."""
     from simsubjects.cli.commands import main
     from simsubjects.collect.pipeline import run_study
-    from simsubjects.collect.studies.survey_bias import write_biasmonkey_questions
+    from simsubjects.studies.survey_bias.design import write_biasmonkey_questions
     from simsubjects.publish.export import export_run
     from simsubjects.publish.report import render_report
 

@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from simsubjects.analyze.ultimatum import analyze_ultimatum
-from simsubjects.collect.studies.names import name_pool, surnames, ultimatum_pairs
-from simsubjects.collect.studies.ultimatum import build_trials
+from simsubjects.studies.ultimatum.analysis import analyze_ultimatum
+from simsubjects.studies.names import name_pool, surnames, ultimatum_pairs
+from simsubjects.studies.ultimatum.design import build_trials
 
 
 def test_name_pool_and_balanced_pairing():
@@ -96,7 +96,7 @@ def test_two_models_are_kept_apart():
 def test_offers_option_selects_offers(tmp_path, capsys):
     """--offers: a subset of the 11 offers (the tiny replication asks $0, $2, $5, $10); a bad one is one line, exit 2."""
     from simsubjects.cli.commands import main
-    from simsubjects.collect.studies.ultimatum import STUDY
+    from simsubjects.studies.ultimatum import STUDY
 
     trials, items = STUDY.build(pairs=8, offers="0,2,5,10")
     assert len(trials) == 8 * 4 and list(items["offer"]) == [0, 2, 5, 10]

@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simsubjects.analyze.wisdom import analyze_wisdom
+from simsubjects.studies.wisdom.analysis import analyze_wisdom
 from simsubjects.cli.commands import main
-from simsubjects.collect.studies.wisdom import build_trials, parse_estimate, participants, questions
+from simsubjects.studies.wisdom.design import build_trials, parse_estimate, participants, questions
 from simsubjects.errors import UserError
 
 
@@ -93,7 +93,7 @@ def test_cli_end_to_end(tmp_path, bundled):
 
 
 def test_validate_reports_validity_rates_only(smollm2):
-    from simsubjects.collect.studies.wisdom import validate
+    from simsubjects.studies.wisdom.design import validate
 
     trials, _ = build_trials(participants_=2, questions_="1,6")
     v = validate(smollm2, trials, {"seed": 0}, n=2)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UserError
+from .tidy import trial_key
 
 NOT_SURE_VALUE = 0.5  # Appendix A.3: "not sure" counts as P = 0.5 for either answer
 
@@ -29,7 +30,6 @@ def p_yes(responses: pd.DataFrame) -> pd.DataFrame:
     need = {"trial", "item", "source", "model", "method", "response", "weight"}
     if not need <= set(responses.columns):
         raise UserError(f"responses: missing column(s) {', '.join(sorted(need - set(responses.columns)))}")
-    from .tidy import trial_key
 
     key = trial_key(responses)  # trial ids are unique within a run, not across models or stacked runs
     df = responses.assign(_kind=_label_kind(responses["response"]), _w=responses["weight"].astype(float))

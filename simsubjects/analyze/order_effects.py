@@ -17,6 +17,7 @@ import pandas as pd
 
 from .methods.tests import one_sample_t, welch_t
 from .tidy import trial_total
+from simsubjects.analyze.methods.multiplicity import add_adjusted
 
 ITEM_COLUMNS = ["model", "item", "response", "p_first", "p_last", "test", "estimate", "std.error", "statistic", "df",
                 "p.value", "conf.low", "conf.high", "n_first", "n_last", "unit", "family", "p.value.holm",
@@ -63,12 +64,41 @@ def _first_vs_last(g: pd.DataFrame) -> dict:
             "unit": unit}
 
 
+FAMILY = "order-effect cells (item x option) of a model"
+MIRROR = "not counted: the mirror of option {}"
+
+
+def _two_option_mirrors(per_item: pd.DataFrame, shares: pd.DataFrame, item: str) -> pd.Series:
+    """Per row, the option whose row it mirrors ('' for none). With two ordered options "A first" is "B
+    last", so an item's two rows are one contrast (the same difference, up to refusal mass): its second row
+    mirrors the first and is not a second test (issue 40: counting it twice doubled Holm's p)."""
+    last = shares["n_ordered"] if "n_ordered" in shares.columns else shares["n_shown"]
+    k = last.astype(float).groupby([shares["model"], shares[item]]).max()
+    mirror = pd.Series("", index=per_item.index)
+    for (model, it), g in per_item.groupby(["model", "item"], sort=False):
+        if len(g) == 2 and k.get((model, it)) == 2:
+            mirror[g.index[1]] = str(g["response"].iloc[0])
+    return mirror
+
+
+def _adjust_once(per_item: pd.DataFrame, mirror: pd.Series) -> pd.DataFrame:
+    """Holm/BH over one p-value per contrast: a mirror row is left out of its model's family (its `family`
+    says whose mirror it is) and carries the adjusted p-values of the row it mirrors."""
+    counted = add_adjusted(per_item[mirror == ""], by=["model"], family=FAMILY)
+    out = per_item.join(counted[["family", "p.value.holm", "p.value.bh"]])
+    for i in mirror.index[mirror != ""]:
+        twin = out[(out["model"] == out.at[i, "model"]) & (out["item"] == out.at[i, "item"]) & (mirror == "")].index[0]
+        out.loc[i, ["p.value.holm", "p.value.bh"]] = out.loc[twin, ["p.value.holm", "p.value.bh"]].to_numpy()
+        out.at[i, "family"] = MIRROR.format(mirror[i])
+    return out
+
+
 def order_effects(responses: pd.DataFrame, item: str = "item") -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per item x option table, average table); both empty when no trial records its order.
 
     The per-item rows of one model are one family: Holm and BH adjusted p-values (analyze.multiplicity)
-    beside each raw p-value, the family named in `family`."""
-    from simsubjects.analyze.methods.multiplicity import add_adjusted
+    beside each raw p-value, the family named in `family`; a two-option item's second row is the same
+    contrast as its first and counts once (`_two_option_mirrors`)."""
 
     r = shown_shares(responses)
     if r.empty:
@@ -80,7 +110,7 @@ def order_effects(responses: pd.DataFrame, item: str = "item") -> tuple[pd.DataF
         rows.append({"model": model, "item": it, "response": resp, **_first_vs_last(g)})
     per_item = pd.DataFrame(rows, columns=[c for c in ITEM_COLUMNS if c not in ("family", "p.value.holm", "p.value.bh")])
     if len(per_item):
-        per_item = add_adjusted(per_item, by=["model"], family="order-effect cells (item x option) of a model")
+        per_item = _adjust_once(per_item, _two_option_mirrors(per_item, r, item))
     per_item = per_item.reindex(columns=ITEM_COLUMNS)
     avg = [{"model": model, **broom_fields(one_sample_t(g.groupby("item", sort=False)["estimate"].mean().to_numpy())),
             "test": "mean P(first) - P(last) over items (each item's mean over its options; one-sample t)"}

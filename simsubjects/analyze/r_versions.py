@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from importlib.metadata import PackageNotFoundError, version
 
 # (rpy2 series, the oldest R it starts); newest series first
 RPY2_NEEDS_R = [((3, 6), (4, 5)), ((3, 5), (4, 0))]
@@ -34,8 +35,6 @@ def installed_r_version() -> str | None:
 
 
 def installed_rpy2_version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("rpy2")
     except PackageNotFoundError:

@@ -13,11 +13,11 @@ if TYPE_CHECKING:  # annotations only: pandas is imported on first use
     import pandas as pd
 
 from simsubjects import __version__
-from simsubjects.cli.engines import batch_files, budget_of, check_engine_options, engine_of, engine_options, report_fit
+from simsubjects.cli.engines import engine_options
 from simsubjects.cli.ppi import ppi_options, register as register_ppi
 from simsubjects.cli.preload_cmd import preload_group
 from simsubjects.cli.options import (  # noqa: F401 - the options collect STUDY, collect STUDY.yaml and replicate share
-    BATCH_SIZE_OPTION, DEVICE_OPTION, MAX_N, SEED, TIMEOUT_OPTION, _check_model, _dry_run_report, _model_kwargs,
+    BATCH_SIZE_OPTION, DEVICE_OPTION, MAX_N, N_OPTION, PAPER_N_OPTION, SEED, TIMEOUT_OPTION, _check_model, _dry_run_report, _model_kwargs,
     _pandas, _report_collection, _tokenizer, backend_options, dry_run_command, echo_table, model_options,
     run_options)
 from simsubjects.errors import UserError
@@ -46,10 +46,10 @@ def datasets():
 @datasets.command("list")
 def datasets_list():
     """List the bundled datasets with size, source and license."""
-    from simsubjects.datasets import DATASETS
+    from simsubjects.collect.studies.registry import declared_datasets
 
     df = _pandas().DataFrame([{"name": d.name, "n": d.n, "license": d.license, "description": d.description}
-                       for d in DATASETS.values()])
+                       for d in declared_datasets().values()])
     click.echo(df.to_string(index=False, max_colwidth=70))
 
 
@@ -57,9 +57,10 @@ def datasets_list():
 @click.argument("name")
 def datasets_show(name):
     """Show one dataset's description, files, source, license and citation."""
+    from simsubjects.collect.studies.registry import declared_datasets
     from simsubjects.datasets import checksum, get
 
-    d = get(name)
+    d = declared_datasets().get(name) or get(name)
     click.echo(f"{d.name}: {d.description}\n  n: {d.n}\n  source: {d.source}\n  license: {d.license}\n"
                f"  citation: {d.citation}\n  files: {', '.join(str(p) for p in d.paths())}\n  checksum: {checksum(d)}")
 
@@ -72,7 +73,7 @@ def datasets_show(name):
 def datasets_import(kind, prompts_dir, out):
     """Read released files: BiasMonkey question files (PROMPTS_DIR) into the survey-bias item table, or an
     OpinionQA folder (<ATTRIBUTE>_data.json count files or a wave folder, with info.csv) into tidy human rows."""
-    from simsubjects.collect.studies.survey_bias import read_biasmonkey_questions
+    from simsubjects.studies.survey_bias.design import read_biasmonkey_questions
 
     if out and not Path(out).parent.is_dir():
         raise UserError(f"--out {out}: the folder {Path(out).parent} does not exist")
@@ -124,7 +125,7 @@ def _import_opinionqa(folder, out) -> None:
 @click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run.")
 def import_responses(kind, results_dir, model, out, prompts, overwrite):
     """Turn released per-sample response files into a run folder, so `analyze` runs unchanged."""
-    from simsubjects.datasets.biasmonkey import read_biasmonkey_responses
+    from simsubjects.studies.survey_bias.biasmonkey import read_biasmonkey_responses
     from simsubjects.collect.store import RunStore, stable_hash
     from simsubjects.collect.schema import check_responses
 
@@ -144,6 +145,9 @@ def import_responses(kind, results_dir, model, out, prompts, overwrite):
 from simsubjects.cli.studyfile import CollectGroup, study_group  # noqa: E402 - study files (docs/studies.md)
 
 cli.add_command(study_group)
+from simsubjects.cli.bench import bench_group  # noqa: E402 - `simsubjects bench` (docs/bench.md)
+
+cli.add_command(bench_group)
 
 
 class StudyGroup(CollectGroup):
@@ -179,26 +183,13 @@ def collect():
     """
 
 
-def validate_only(trials: pd.DataFrame, spec: str, kw: dict, n: int = 20) -> None:
-    """Validity rates of a small sample, by condition; outcomes are never shown (no p-hacking)."""
-    from simsubjects.collect.models import ChoiceRequest, load_model
-
-    sample = trials.sample(n=min(n, len(trials)), random_state=kw["seed"])
-    model = load_model(spec, **_model_kwargs(kw))
-    res = model.choose([ChoiceRequest(p, tuple(o)) for p, o in zip(sample["prompt"], sample["options"])])
-    z = sample.assign(validity=[r.validity for r in res])
-    table = z.groupby("condition")["validity"].agg(["mean", "min", "max", "size"]).reset_index()
-    echo_table(f"validity rates on {len(sample)} sampled trials (outcomes hidden)", table)
-    click.echo(f"overall mean validity: {z['validity'].mean():.4f}")
-
-
 def _collect_command(study, name: str | None = None):
     """`collect <study>`: built from the study's declaration."""
 
     unset_omitted = {o.param: o.omit_unset for o in study.options}
 
     def run(**kw):
-        from simsubjects.collect.pipeline import run_study
+        from simsubjects.cli.collection import collect_study
 
         _check_model(kw)
         params = {o.param: kw.pop(o.param) for o in study.options}
@@ -207,31 +198,10 @@ def _collect_command(study, name: str | None = None):
         if params.get("as_sample") and kw["method"] != "exact":  # checked before the model loads
             raise UserError(f"--as-sample {params['as_sample']}: turns exact distributions into samples, so it needs "
                             f"--method exact; with --method {kw['method']} give the sample size as --n")
-        check_engine_options(kw)  # batch files, --max-cost, --engine (cli/engines.py)
-        if batch_files(study, params, kw):
-            return
-        if kw["dry_run"]:
-            rows = dry_run_command(study, kw["model"], {**params, "chat_template": kw["chat_template"]},
-                                   kw["method"], kw)
-            return report_fit(rows, kw)
-        if kw["validate"]:
-            trials, _ = study.make(**params)
-            if study.validate is None:
-                return validate_only(trials, kw["model"], kw)
-            from simsubjects.collect.models import load_model
-
-            model = load_model(kw["model"], **_model_kwargs(kw))
-            return echo_table("validity rates (outcomes hidden)", study.validate(model, trials, params))
-        _, manifest = run_study(
-            study, kw["model"], kw["out"], params={**params, "chat_template": kw["chat_template"]},
-            method=kw["method"], n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
-            show_progress=not kw["quiet"], batch_size=kw["batch_size"], budget=budget_of(kw),
-            engine=engine_of(kw))
-        _report_collection(kw["out"], manifest)
+        collect_study(study, kw, {**params, "chat_template": kw["chat_template"]}, kw["method"])
 
     f = engine_options(model_options(run))
-    f = click.option("--n", default=50, show_default=True, type=click.IntRange(1, MAX_N),
-                     help=f"Valid answers per trial when --method sampled (1 to {MAX_N:,}).")(f)
+    f = N_OPTION(f)
     f = click.option("--method", type=click.Choice(study.methods), default=study.methods[0], show_default=True,
                      help="exact: log-probabilities; sampled: draw at temperature 1 until --n valid answers.")(f)
     for o in reversed(study.options):
@@ -310,8 +280,7 @@ def export(run_dir, to, out):
 @click.option("--only", default=None, help="Comma-separated studies of the paper(s) to run (default: every one).")
 @click.option("--method", type=click.Choice(["auto", "exact", "sampled"]), default="auto", show_default=True,
               help="auto: each study's default (exact log-probabilities); sampled: for servers without them.")
-@click.option("--n", default=None, type=click.IntRange(1, MAX_N),
-              help="Valid answers per trial with --method sampled (default: the paper's, scaled).")
+@PAPER_N_OPTION
 @backend_options
 @run_options
 @click.option("--overwrite", is_flag=True, help="Replace run folders that hold different runs.")

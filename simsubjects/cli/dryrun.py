@@ -7,12 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..collect.dryrun import DryModel, check_prices, dry_collect, dry_model  # noqa: F401 - commands.py imports check_prices here
+from ..collect.defaults import BATCH_SIZE, SAMPLES
 from .options import _parse_model
 from ..errors import UserError
 
 
 def dry_run_replicate(paper_names, spec, *, scale: float, seed: int = 0, method: str = "auto",
-                      n: int | None = None, only: list[str] | None = None, batch_size: int = 64,
+                      n: int | None = None, only: list[str] | None = None, batch_size: int = BATCH_SIZE,
                       chat_template: bool = False, tokenizer=None) -> tuple[list[dict], DryModel]:
     """`replicate --dry-run`: every study's counted collection with replicate()'s sizes and methods."""
     from simsubjects.cli.replicate import plan_all
@@ -30,7 +31,7 @@ def dry_run_replicate(paper_names, spec, *, scale: float, seed: int = 0, method:
     for _paper, plan, study, params in rows:
         # the method and samples per trial exactly as replicate() picks them
         m = study.methods[0] if method == "auto" or method not in study.methods else method
-        k = n if n is not None else (plan.samples(scale) if plan.samples else 50)
+        k = n if n is not None else (plan.samples(scale) if plan.samples else SAMPLES)
         out.append(dry_collect(study, model, {"seed": seed, **params, "chat_template": chat_template},
                                method=m, n=k, batch_size=batch_size))
     return out, model

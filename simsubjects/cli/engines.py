@@ -95,18 +95,20 @@ def report_fit(rows, kw: dict) -> None:
                f"cached in --out are not subtracted)")
 
 
-def batch_files(study, params: dict, kw: dict) -> bool:
-    """--batch-export / --batch-import; True when one of them ran (the command is then done)."""
+def batch_files(study, params: dict, method: str, kw: dict) -> bool:
+    """--batch-export / --batch-import; True when one of them ran (the command is then done).
+    `params`: the run's parameters, chat_template included (cli/collection.py)."""
     from pathlib import Path
 
     if not (kw.get("batch_export") or kw.get("batch_import")):
         return False
     from simsubjects.collect.batch import export_batch, import_batch, plan_requests
 
-    plan = plan_requests(study, kw["model"], kw["out"], params={**params, "chat_template": kw["chat_template"]},
-                         method=kw["method"], n=kw["n"], batch_size=kw["batch_size"], base_url=kw.get("base_url"))
+    plan = plan_requests(study, kw["model"], kw["out"], params=params, method=method, n=kw["n"],
+                         batch_size=kw["batch_size"], base_url=kw.get("base_url"))
     if kw.get("batch_export"):
-        paths, n = export_batch(plan, kw["batch_export"], kw["batch_format"], max_requests=kw["batch_max_requests"])
+        paths, n = export_batch(plan, kw["batch_export"], kw["batch_format"], max_requests=kw["batch_max_requests"],
+                                overwrite=kw.get("overwrite", False))
         if not paths:
             click.echo(f"nothing to export: the cache in {kw['out']} holds every request; run the same command "
                        "without --batch-export to finish")

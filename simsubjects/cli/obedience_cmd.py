@@ -1,5 +1,5 @@
 """`collect OBEDIENCE.yaml`: the command's part of a Milgram obedience study file (its options, the
-run); the file itself is studyfile/obedience.py and its simulator collect/studies/milgram.py. Here,
+run); the file itself is studyfile/obedience.py and its simulator studies/milgram/design.py. Here,
 in cli/, because it reads the command's options (docs/architecture.md: studyfile/ imports no command)."""
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ from __future__ import annotations
 def collect_obedience_file(path: str, kw: dict, seeded: bool) -> None:
     """`collect OBEDIENCE.yaml`: checked whole before the model loads; the same run as the built-in
     `collect milgram` with the file's settings (subjects, max stages, max tokens, judge rule, seed)."""
-    from ..collect.pipeline import run_study
     from ..errors import UserError
     from ..studyfile.adapter import KEY
     from ..studyfile.obedience import file_parameters, load_obedience, obedience_def
-    from .options import _model_kwargs, _parse_model, _report_collection, dry_run_command, echo_table
+    from .options import _model_kwargs, _parse_model, echo_table
 
     study = load_obedience(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
     bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
@@ -26,7 +25,7 @@ def collect_obedience_file(path: str, kw: dict, seeded: bool) -> None:
     if method not in ("exact", "sampled"):
         raise UserError(f"--method {method}: a Milgram obedience file supports exact, sampled")
     if study.judge_rule == "scored" and method != "exact":
-        from ..collect.studies.milgram import SCORED_NEEDS_EXACT
+        from ..studies.milgram.design import SCORED_NEEDS_EXACT
 
         raise UserError(f"{path}: design.judge_rule scored: {SCORED_NEEDS_EXACT.split('; ', 1)[1]}")
     # the built-in's parameters, plus the file (so a changed file is a different run, never a resumed one)
@@ -37,17 +36,17 @@ def collect_obedience_file(path: str, kw: dict, seeded: bool) -> None:
         from ..studyfile.adapter import check_out
 
         check_out(study, kw["out"])  # --out is not the study's own folder; before the model loads
-    if kw["dry_run"]:  # counted by the tokenizer, no weights, nothing written
-        dry_run_command(obedience_def(study), spec, params, method, kw)
-        return None
-    sdef = obedience_def(study, out=kw["out"])
-    if kw["validate"]:
+    from .collection import collect_study
+
+    kw["model"] = spec
+    planning = kw["dry_run"] or kw.get("batch_export") or kw.get("batch_import")
+    sdef = obedience_def(study, out=None if planning else kw["out"])  # a dry run or batch file writes no copy
+
+    def validate():
         from ..collect.models import load_model
 
         trials, _ = sdef.make(**params)
         model = load_model(spec, **_model_kwargs(kw))
-        return echo_table("validity rates (outcomes hidden)", sdef.validate(model, trials, params))
-    _, manifest = run_study(sdef, spec, kw["out"], params=params, method=method, n=kw["n"],
-                            overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
-                            show_progress=not kw["quiet"], batch_size=kw["batch_size"])
-    _report_collection(kw["out"], manifest)
+        echo_table("validity rates (outcomes hidden)", sdef.validate(model, trials, params))
+
+    collect_study(sdef, kw, params, method, validate=validate)

@@ -26,8 +26,9 @@ def _pandas():
     return pd
 
 
+from simsubjects.collect.defaults import BATCH_SIZE, MAX_N, SAMPLES  # the one home of the defaults
+
 SEED = click.IntRange(0, 2**32 - 1)  # numpy's and pandas' seeds are unsigned 32-bit integers
-MAX_N = 100_000  # valid answers per trial with --method sampled; more is a typo, not a design
 
 DEVICE_OPTION = click.option("--device", default="auto", show_default=True,
                              help="Where a local model runs: auto (a CUDA GPU if there is one), cpu, cuda, cuda:N.")
@@ -47,8 +48,13 @@ BACKEND_OPTIONS = (
     click.option("--trust-remote-code", is_flag=True, help="Allow a local model's own Python code (off by default)."),
     DEVICE_OPTION,
 )
-BATCH_SIZE_OPTION = click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1),
+BATCH_SIZE_OPTION = click.option("--batch-size", default=BATCH_SIZE, show_default=True, type=click.IntRange(1),
                                  help="Trials per batch; each finished batch is saved before the next starts.")
+N_OPTION = click.option("--n", default=SAMPLES, show_default=True, type=click.IntRange(1, MAX_N),
+                        help=f"Valid answers per trial when --method sampled (1 to {MAX_N:,}).")
+# replicate: no default of its own; each paper's sample size, scaled (else SAMPLES: cli/replicate.py)
+PAPER_N_OPTION = click.option("--n", default=None, type=click.IntRange(1, MAX_N),
+                              help="Valid answers per trial with --method sampled (default: the paper's, scaled).")
 
 
 def with_options(f, options):

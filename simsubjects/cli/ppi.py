@@ -41,6 +41,11 @@ def ppi_options(f):
         click.option("--ppi-estimand", type=click.Choice(["mean", "difference", "ols", "logistic"]), default="mean",
                      show_default=True, help=ESTIMAND_HELP),
         click.option("--ppi-x", default="", help="Comma-separated covariate columns (of items.parquet or the human file)."),
+        click.option("--ppi-weight", default=None,
+                     help="Survey-weight column of the human file (one weight per unit)."),
+        click.option("--ppi-cluster", default=None,
+                     help="Cluster column (e.g. a respondent who rated several units) of the human file, and of "
+                          "the run's items where they have it: cluster-robust errors."),
     ]
     return with_options(f, opts)
 
@@ -136,19 +141,25 @@ def ppi_table(dirs, kw: dict) -> pd.DataFrame:
         bad = int(y.isna().idxmax())
         raise UserError(f"--ppi-human {kw['ppi_human']}: row {bad + 2}: {outcome} = {human[outcome].iloc[bad]!r} "
                         "is not a number")
+    survey = [c for c in (kw.get("ppi_weight"), kw.get("ppi_cluster")) if c]
+    for c in survey:
+        if c not in human:
+            raise UserError(f"--ppi-human {kw['ppi_human']}: no column {c!r}; available: {', '.join(map(str, human.columns))}")
     hu = human.assign(**{outcome: y}).groupby(unit, as_index=False).agg(
-        **{outcome: (outcome, "mean")}, **{c: (c, "first") for c in x if c in human and c != unit})
+        **{outcome: (outcome, "mean")}, **{c: (c, "first") for c in dict.fromkeys([*x, *survey]) if c in human and c != unit})
     units = model_predictions(responses, unit, kw["ppi_response"], items)
     if items is not None and unit in items:
-        units = units.merge(items[[unit, *[c for c in x if c in items and c != unit]]], on=unit, how="left")
+        keep = [c for c in dict.fromkeys([*x, kw.get("ppi_cluster")]) if c and c in items and c != unit]
+        units = units.merge(items[[unit, *keep]], on=unit, how="left")
     for c in x:  # a covariate only the human file has cannot describe the model-only units
         if c not in units:
             raise UserError(f"--ppi-x {c}: not a column of the run's items; covariates must be known for every unit")
     if x:
         units = units.dropna(subset=x)
         hu = hu[hu[unit].isin(units[unit])]
-    return mixed_subjects(units, hu[[unit, outcome]], unit=unit, prediction="yhat", outcome=outcome,
-                          estimand=kw["ppi_estimand"], x=x)
+    return mixed_subjects(units, hu[[unit, outcome, *survey]], unit=unit, prediction="yhat", outcome=outcome,
+                          estimand=kw["ppi_estimand"], x=x, weight=kw.get("ppi_weight"),
+                          cluster=kw.get("ppi_cluster"))
 
 
 def write_ppi(table: pd.DataFrame, outdir: Path) -> None:
@@ -158,7 +169,7 @@ def write_ppi(table: pd.DataFrame, outdir: Path) -> None:
 
 
 def ppi_requested(kw: dict) -> bool:
-    extra = [k for k in ("ppi_x", "ppi_response") if kw.get(k)]
+    extra = [k for k in ("ppi_x", "ppi_response", "ppi_weight", "ppi_cluster") if kw.get(k)]
     if not kw.get("ppi_human") and extra:
         raise UserError(f"--{extra[0].replace('_', '-')}: needs --ppi-human FILE")
     return bool(kw.get("ppi_human"))

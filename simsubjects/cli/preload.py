@@ -72,9 +72,16 @@ def socket_path() -> str:
     return os.path.join(runtime_dir(), "preload.sock")
 
 
+# folders: made absolute, since the server runs in another working folder (a relative SIMSUBJECTS_CACHE
+# was read there a second time, and the server bound a socket under a doubled path: issue 42)
+IMPORT_ENV_FOLDERS = ("SIMSUBJECTS_CACHE", "XDG_CACHE_HOME", "HOME", "TMPDIR", "TEMP", "TMP", "HF_HOME",
+                      "HF_HUB_CACHE", "TRANSFORMERS_CACHE")
+
+
 def import_env(environ=None) -> dict:
     environ = os.environ if environ is None else environ
-    return {k: v for k, v in environ.items() if k.startswith(IMPORT_ENV_PREFIXES) or k in IMPORT_ENV_NAMES}
+    env = {k: v for k, v in environ.items() if k.startswith(IMPORT_ENV_PREFIXES) or k in IMPORT_ENV_NAMES}
+    return {k: os.path.abspath(v) if k in IMPORT_ENV_FOLDERS and v else v for k, v in env.items()}
 
 
 def fingerprint() -> dict:

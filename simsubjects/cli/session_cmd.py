@@ -7,8 +7,6 @@ from __future__ import annotations
 
 def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     """`collect SESSION.yaml`: checked whole before the model loads; the run resumes like any other."""
-    from .options import _model_kwargs, _report_collection
-    from ..collect.pipeline import run_study
     from ..errors import UserError
     from ..studyfile.adapter import file_parameters
     from ..studyfile.session import load_session
@@ -39,13 +37,14 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     # float sums than the packed scorer, so the scorer is part of the run's identity
     params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": kw.get("paths"),
               "session_scorer": SCORER, **({"chat_template": True} if kw["chat_template"] else {})}
-    from .options import _parse_model, dry_run_command
+    from .collection import collect_study
+    from .options import _parse_model
 
-    spec = _parse_model(kw["model"])  # the command's edge: parsed once
-    if kw["dry_run"]:  # counted by the tokenizer as replicate --dry-run counts a session: nothing written
-        dry_run_command(session_def(study), spec, params, method, kw)
-        return None
-    _, manifest = run_study(session_def(study, out=kw["out"]), spec, kw["out"], params=params, method=method,
-                            n=kw["n"], overwrite=kw["overwrite"], model_options=_model_kwargs(kw),
-                            show_progress=not kw["quiet"], batch_size=kw["batch_size"])
-    _report_collection(kw["out"], manifest)
+    kw["model"] = _parse_model(kw["model"])  # the command's edge: parsed once
+    if kw.get("engine") == "ray":
+        # a Ray actor scores with the packed scorer, not with keys/values reused along each path: another
+        # order of float sums, so another run identity (never a resume of a local run)
+        params["session_scorer"] = "packed"
+    planning = kw["dry_run"] or kw.get("batch_export") or kw.get("batch_import")
+    # a dry run or a batch file is counted through the session with no `out`: no copy is written
+    collect_study(session_def(study, out=None if planning else kw["out"]), kw, params, method)

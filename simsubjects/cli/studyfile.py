@@ -29,19 +29,19 @@ class CollectGroup(click.Group):
 
 def file_command(path: str) -> click.Command:
     """`collect STUDY.yaml`: the options of every collection, plus --method, --n and --judge-model."""
-    from simsubjects.cli.options import model_options
+    from simsubjects.cli.engines import engine_options
+    from simsubjects.cli.options import N_OPTION, model_options
 
     def run(**kw):
         _collect_file(path, kw)
 
-    f = model_options(run)
+    f = engine_options(model_options(run))  # --batch-export/--batch-import, --max-cost, --engine as for a built-in
     f = click.option("--paths", default=None, type=click.IntRange(1, 10_000),
                      help="A session's paths per subject (each drawn from the exact distributions; default: the "
                           "file's session.paths).")(f)
     f = click.option("--judge-model", default=None,
                      help="Model that classifies free-text answers (default: the answering model).")(f)
-    f = click.option("--n", default=50, show_default=True, type=click.IntRange(1),
-                     help="Valid answers per trial when --method sampled.")(f)
+    f = N_OPTION(f)
     f = click.option("--method", type=click.Choice(["exact", "sampled", "generated"]), default=None,
                      help="exact: log-probabilities (default for k-choice); sampled: draw at temperature 1 until "
                           "--n valid answers; generated: a study of estimates or free text only.")(f)
@@ -49,17 +49,15 @@ def file_command(path: str) -> click.Command:
 
 
 def _collect_file(path: str, kw: dict) -> None:
-    from simsubjects.cli.options import _model_kwargs, _report_collection, echo_table
-    from ..collect.pipeline import run_study
+    from simsubjects.cli.options import _model_kwargs, echo_table
     from simsubjects.studyfile.adapter import KEY, file_parameters, order_parameters, study_def
     from simsubjects.studyfile.design import build_trials
-    from simsubjects.studyfile.spec import load_study
+    from simsubjects.studyfile.door import load_any
 
     # --seed given: it replaces design.seed (before the seeded tables are drawn)
     seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
-    from ..studyfile.spec import study_kind
-
-    kind = study_kind(path)
+    loaded = load_any(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
+    kind = loaded.kind
     if kind == "session":
         from .session_cmd import collect_session_file
 
@@ -70,7 +68,7 @@ def _collect_file(path: str, kw: dict) -> None:
         return collect_obedience_file(path, kw, seeded)
     if kw.get("paths") is not None:
         raise UserError(f"--paths: {path} is not a session (no session: key); see docs/studies.md")
-    study = load_study(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
+    study = loaded.study
     bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
     if bad:
         raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
@@ -89,31 +87,27 @@ def _collect_file(path: str, kw: dict) -> None:
 
     if kw.get("out"):
         check_out(study, kw["out"])  # before the model loads
-    # a dry run counts through the study's own collect with a counting model: no `out`, so no copy is written
-    sdef = study_def(study, out=None if kw["dry_run"] else kw["out"], judge=judge_loader)
+    # a dry run or a batch file counts through the study's own collect: no `out`, so no copy is written
+    planning = kw["dry_run"] or kw.get("batch_export") or kw.get("batch_import")
+    sdef = study_def(study, out=None if planning else kw["out"], judge=judge_loader)
     method = kw["method"] or sdef.methods[0]
     if method not in sdef.methods:
         raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
     params = {KEY: file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
               "judge_model": kw["judge_model"], **order_parameters(study, None if kw["dry_run"] else kw["out"])}
+    from .collection import collect_study
     from .options import _parse_model
 
     kw["model"] = _parse_model(kw["model"])  # the command's edge: parsed once, where run_study parsed it before
-    if kw["dry_run"]:  # as for a built-in study: counted by the tokenizer, no weights, nothing written
-        from simsubjects.cli.options import dry_run_command
 
-        dry_run_command(sdef, kw["model"], params, method, kw)
-        return None
-    if kw["validate"]:
+    def validate():
         from ..collect.models import load_model
 
         trials, _ = build_trials(study)
         model = load_model(kw["model"], **options)
-        return echo_table("validity rates (outcomes hidden)", sdef.validate(model, trials, {"seed": study.seed}))
-    _, manifest = run_study(sdef, kw["model"], kw["out"], params=params, method=method, n=kw["n"],
-                            overwrite=kw["overwrite"], model_options=options, show_progress=not kw["quiet"],
-                            batch_size=kw["batch_size"])
-    _report_collection(kw["out"], manifest)
+        echo_table("validity rates (outcomes hidden)", sdef.validate(model, trials, {"seed": study.seed}))
+
+    collect_study(sdef, kw, params, method, validate=validate)
 
 
 # ------------------------------------------------------------------------------------------ study
@@ -125,6 +119,7 @@ def study_group():
     \b
       simsubjects study new survey my_study      # a commented, runnable starting point
       simsubjects study check my_study/study.yaml
+      simsubjects study schema > study.schema.json  # for your editor
       simsubjects collect my_study/study.yaml --model smollm2 --out runs/my_study
       simsubjects analyze runs/my_study
     """
@@ -140,6 +135,22 @@ def check(study_file, show):
     from simsubjects.collect.untrusted import term
 
     click.echo(term(describe(study_file, show), keep_newlines=True))  # study text never drives the terminal
+
+
+@study_group.command("schema")
+def schema():
+    """Print the JSON Schema of the study-file format (for VS Code's YAML extension; docs/studies.md).
+
+    It is generated from the definitions `study check` uses (simsubjects/studyfile/schema.py).
+
+    \b
+      simsubjects study schema > study.schema.json
+    """
+    import json
+
+    from simsubjects.studyfile.schema import schema as study_schema
+
+    click.echo(json.dumps(study_schema(), indent=1, sort_keys=True))
 
 
 @study_group.command("new")

@@ -45,7 +45,8 @@ from typing import Sequence
 
 from ..errors import UserError
 from ..redact import mask_secrets, redact
-from .models.base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
+from .models.base import (ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ImpossibleLogprobs,
+                          ModelInfo)
 from .runner import cache_key
 from .store import OverlayCache, RunStore, atomic_write_bytes
 
@@ -208,8 +209,9 @@ def split_lines(lines: list[bytes], max_requests: int, max_bytes: int) -> list[l
 
 
 def export_batch(plan: Plan, path, fmt: str = "auto", max_requests: int = MAX_REQUESTS,
-                 max_bytes: int = MAX_BYTES) -> tuple[list[Path], int]:
-    """Write the plan's requests; returns (files written, requests)."""
+                 max_bytes: int = MAX_BYTES, overwrite: bool = False) -> tuple[list[Path], int]:
+    """Write the plan's requests; returns (files written, requests). An existing file is replaced only
+    with `overwrite` (--overwrite), checked for every part before any is written."""
     path = Path(path)
     if path.is_dir():
         raise UserError(f"--batch-export {path}: is a folder; give a file name such as requests.jsonl")
@@ -221,6 +223,9 @@ def export_batch(plan: Plan, path, fmt: str = "auto", max_requests: int = MAX_RE
              for line in request_lines(key, method, req, plan.model, fmt)]
     files = split_lines(lines, max_requests, max_bytes) if lines else []
     paths = part_paths(path, len(files)) if files else []
+    taken = [p for p in paths if p.exists() or p.is_symlink()]
+    if taken and not overwrite:
+        raise UserError(f"--batch-export {taken[0]}: exists; give a new file name, or add --overwrite to replace it")
     for p, chunk in zip(paths, files):
         atomic_write_bytes(p, b"".join(chunk))
     return paths, len(plan.asked)
@@ -248,10 +253,7 @@ def read_results(paths: Sequence, plan: Plan) -> dict[str, tuple[str, dict]]:
     bodies: dict[str, tuple[str, dict]] = {}
     for path in paths:
         p = Path(path)
-        try:
-            raw = p.read_bytes()
-        except OSError as e:
-            raise UserError(f"--batch-import {p}: cannot be read ({e.strerror or e})") from None
+        raw = _read_regular(p)
         for n, text in enumerate(raw.splitlines(), 1):
             where = f"{p} line {n}"
             if not text.strip():
@@ -284,7 +286,52 @@ def read_results(paths: Sequence, plan: Plan) -> dict[str, tuple[str, dict]]:
             if status != 200 or not isinstance(body, dict):
                 raise _bad(where, f"no successful response for {cid[:80]!r} (status_code {status!r})")
             bodies[cid] = (where, body)
+    check_models(bodies, plan.model)
     return bodies
+
+
+MAX_RESULTS_BYTES = 2 * MAX_BYTES  # an output file is larger than its input (log-probabilities): 400 MB
+
+
+def _read_regular(p: Path) -> bytes:
+    """A results file's bytes: a regular file of bounded size; a FIFO, a device (/dev/zero) or a
+    folder is refused before it is opened, so nothing blocks or fills memory."""
+    import stat
+
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise UserError(f"--batch-import {p}: cannot be read ({e.strerror or e})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"--batch-import {p}: not a regular file (a pipe, device or folder); give the downloaded "
+                        "results .jsonl file")
+    if st.st_size > MAX_RESULTS_BYTES:
+        raise UserError(f"--batch-import {p}: {st.st_size:,} bytes, over the {MAX_RESULTS_BYTES:,}-byte limit of "
+                        "one results file; import its parts one by one")
+    try:
+        with open(p, "rb") as f:
+            return f.read(MAX_RESULTS_BYTES + 1)
+    except OSError as e:
+        raise UserError(f"--batch-import {p}: cannot be read ({e.strerror or e})") from None
+
+
+def same_model(answered, asked: str) -> bool:
+    """Whether a body's `model` answers a request for `asked`: the same id, or a dated snapshot of it
+    (OpenAI answers gpt-4o-mini with gpt-4o-mini-2024-07-18)."""
+    return isinstance(answered, str) and (answered == asked or answered.startswith(asked + "-"))
+
+
+def check_models(bodies: dict[str, tuple[str, dict]], asked: str) -> None:
+    """Every body names the model the run asked for; else one line listing the mismatches (issue 42:
+    another model's answers were imported silently under the requested model's name)."""
+    wrong = [(where, body.get("model")) for where, body in bodies.values() if not same_model(body.get("model"), asked)]
+    if not wrong:
+        return
+    models = sorted({redact(str(m))[:60] for _, m in wrong})
+    shown = "; ".join(f"{w}: {redact(str(m))[:60]!r}" for w, m in wrong[:3])
+    raise UserError(f"--batch-import: {len(wrong)} result line(s) answered by another model than {asked!r} "
+                    f"({', '.join(map(repr, models[:5]))}): {shown}{'; ...' if len(wrong) > 3 else ''}; nothing is "
+                    "imported: import the results of this run's model, or collect with --model openai:THAT_MODEL")
 
 
 def _parse(where: str, body: dict):
@@ -349,7 +396,11 @@ def answers_from(plan: Plan, bodies: dict[str, tuple[str, dict]], cached: set) -
                 continue
             if not all(math.isfinite(x) for x in lps):
                 raise Inexact("a log-probability is not finite")
-            answers[key] = choice.exact_choice(lps, n_queries=queries).__dict__
+            try:
+                answers[key] = choice.exact_choice(lps, n_queries=queries).__dict__
+            except ImpossibleLogprobs as e:  # +1000 is no log-probability: the file is refused, not clamped
+                where = bodies[key][0] if key in bodies else bodies[parts[0]][0]
+                raise _bad(where, f"{e}; not the results of a model: nothing is imported") from None
         except Inexact as e:
             failed[key] = str(e)
         except (AttributeError, TypeError, IndexError, KeyError, ValueError) as e:

@@ -14,11 +14,12 @@ from pathlib import Path
 import pandas as pd
 
 from .. import __version__
-from ..datasets.registry import checksum, get
+from ..datasets.registry import as_dataset, checksum
 from ..errors import UserError
 from simsubjects.collect.schema import check_responses
 from ..redact import redact, redact_obj
 from .models import BACKENDS, ModelSpec, check_model_options, load_model, model_spec
+from .defaults import BATCH_SIZE, SAMPLES
 from .runner import collect_trials
 from .store import RunStore, stable_hash
 
@@ -51,7 +52,7 @@ def base_manifest(study: str, model, params: dict, datasets: list[str], template
                   "revision": model.info.revision, **model.info.details},
         "parameters": params,
         "seed": params.get("seed"),
-        "datasets": {d: checksum(get(d)) for d in datasets},
+        "datasets": {as_dataset(d).name: checksum(as_dataset(d)) for d in datasets},
         "prompt_template_sha256": [stable_hash(t) for t in templates or []],
         "timings": {"seconds": round(time.perf_counter() - started, 3)},
     }
@@ -102,9 +103,9 @@ def run_study(study, spec: ModelSpec | str, out, **kw) -> tuple[pd.DataFrame, di
         return _run_study(study, model_spec(spec), out, **kw)
 
 
-def _run_study(study, spec: ModelSpec, out, *, params: dict, method: str = "exact", n: int = 50,
+def _run_study(study, spec: ModelSpec, out, *, params: dict, method: str = "exact", n: int = SAMPLES,
                overwrite: bool = False, model_options: dict | None = None, show_progress: bool = True,
-               model=None, batch_size: int = 64, budget=None, engine: dict | None = None) -> tuple[pd.DataFrame, dict]:
+               model=None, batch_size: int = BATCH_SIZE, budget=None, engine: dict | None = None) -> tuple[pd.DataFrame, dict]:
     started = time.perf_counter()
     mo = model_options or {}
     backend = check_model_options(spec, mo.get("base_url"), mo.get("timeout"))  # before anything is written
@@ -174,6 +175,8 @@ def _run_study(study, spec: ModelSpec, out, *, params: dict, method: str = "exac
     manifest["timings"]["collection_seconds"] = stats.get("seconds")
     if usage_before is not None:  # tokens actually used by this collection (a --dry-run counts the same)
         manifest["usage"] = {k: v - usage_before.get(k, 0) for k, v in model.usage().items()}
+    if budget is not None:  # --max-cost: what was charged, and whether the server's or the local count priced it
+        manifest["budget"] = model.record()
     manifest = redact_obj(manifest)  # what is written and shown: no URL credentials, no key, scrubbed server ids
     from .resume_record import keep_first_record  # a finished run keeps its own record (issue 25)
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Sequence
 
 from ..errors import UserError
+from .defaults import BATCH_SIZE
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,7 @@ def check_engine(engine: str, spec, actors: int | None, threads: int, address: s
     if spec.server:
         raise UserError(f"--engine ray runs local models (smollm2, hf:...); an API model's concurrency is its "
                         f"server's: give several URLs in --model instead")
+    check_address(address)
     if actors is not None and actors < 1:
         raise UserError(f"--ray-actors {actors}: at least 1")
     if threads < 1:
@@ -83,11 +86,55 @@ def check_engine(engine: str, spec, actors: int | None, threads: int, address: s
     _ray()
 
 
+# what ray.init(address=...) takes: auto (the running cluster), local, or a head's HOST:PORT, with ray://
+# for Ray Client; anything else (an http:// URL, a path) is not a Ray address (issue 42: exit 70 before)
+RAY_ADDRESS = re.compile(r"(auto|local|(ray://)?(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9.-]+):[0-9]{1,5})")
+
+
+def check_address(address: str | None) -> None:
+    if address is None:
+        return
+    from ..redact import redact
+
+    if not RAY_ADDRESS.fullmatch(address) or (address[-1].isdigit() and int(address.rsplit(":", 1)[1]) > 65535):
+        raise UserError(f"--ray-address {redact(address)[:80]}: not a Ray address; give auto, HOST:PORT of a Ray "
+                        "head node (ray start --head prints it), or ray://HOST:PORT")
+
+
+def private_ray_dir() -> str:
+    """The session folder of a cluster started here: a new 0700 folder, removed when the process ends
+    (after Ray's own shutdown), so its logs do not outlive the run outside --out (issue 42: they were
+    left in /tmp/ray). Ray's token for such a cluster is kept in it too (mode 0600, read through
+    RAY_AUTH_TOKEN_PATH) unless the user set one: Ray would otherwise write ~/.ray/auth_token 0644."""
+    import atexit
+    import secrets
+    import shutil
+    import tempfile
+
+    # mode 0700; short: Ray's unix sockets live 70 bytes below it, within sockaddr_un's 107
+    base = tempfile.gettempdir()
+    d = tempfile.mkdtemp(prefix="simsubjects-ray-", dir=base if len(base) <= 16 else "/tmp")  # Ray makes it 0777
+    def remove() -> None:  # Ray stopped first (its own exit hook, registered at import, would run later)
+        import ray
+
+        ray.shutdown()
+        shutil.rmtree(d, ignore_errors=True)
+
+    atexit.register(remove)
+    if not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
+        token = os.path.join(d, "auth_token")
+        fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+        os.environ["RAY_AUTH_TOKEN_PATH"] = token  # the driver and the workers it starts read it
+    return d
+
+
 class RayEngine:
     """A pool of ModelActors behind the LanguageModel interface."""
 
     def __init__(self, spec, options: dict, *, address: str | None = None, actors: int | None = None,
-                 threads: int = 1, batch_size: int = 64):
+                 threads: int = 1, batch_size: int = BATCH_SIZE):
         from .models import model_spec
 
         spec = model_spec(spec)  # the command line's ModelSpec, or a script's text (the Python API's edge)
@@ -100,12 +147,19 @@ class RayEngine:
             env = {"PYTHONPATH": os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])}
             try:
                 # a cluster started here listens on loopback only
-                local = {"_node_ip_address": "127.0.0.1", "include_dashboard": False} if address is None else {}
+                local = ({"_node_ip_address": "127.0.0.1", "include_dashboard": False, "_temp_dir": private_ray_dir()}
+                         if address is None else {})
                 ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False,
                          configure_logging=False, **local)
-            except ConnectionError as e:
-                raise UserError(f"--ray-address {address}: no Ray cluster there ({e}); start one with "
-                                "`ray start --head` or leave --ray-address out") from None
+            except Exception as e:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ValueError or
+                # gRPC errors depending on what (if anything) answers at the address: each means no cluster there
+                if address is None:
+                    raise
+                from ..redact import redact
+
+                raise UserError(f"--ray-address {redact(str(address))[:80]}: no Ray cluster there "
+                                f"({type(e).__name__}: {redact(str(e))[:160]}); start one with `ray start --head` "
+                                "or leave --ray-address out") from None
         gpus = int(ray.cluster_resources().get("GPU", 0))
         use_gpu = gpus > 0 and options.get("device", "auto") != "cpu"
         n = actors or (gpus if use_gpu else 2)

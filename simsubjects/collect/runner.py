@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .defaults import BATCH_SIZE, SAMPLES
 from .models.base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult
 from .store import RequestCache, stable_hash
 
@@ -115,7 +116,7 @@ def run_stats(trial_ids: Sequence, results: list, failures: dict[int, str], rows
 # -- the two collectors ----------------------------------------------------------------------------
 
 def collect_choices(model, trials: pd.DataFrame, cache: RequestCache, *, study: str, method: str = "exact",
-                    n: int = 50, chunk: int = 64, show_progress: bool = True) -> tuple[pd.DataFrame, dict]:
+                    n: int = SAMPLES, chunk: int = BATCH_SIZE, show_progress: bool = True) -> tuple[pd.DataFrame, dict]:
     """Tidy rows (one per trial x option) for a k-choice trials table; and run statistics."""
     missing = [c for c in TRIAL_COLUMNS if c not in trials.columns]
     if missing:

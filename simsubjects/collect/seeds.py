@@ -1,14 +1,16 @@
 """One way to derive a seed from text: sha256 of the parts' text joined by the unit separator.
 
 Study files (conditions, sampled subjects, option orders of folders made before one option-order
-module, generation seeds), sessions (block and item orders), survey_bias's perturbations and the
-local backend's generation seeds all derive their seeds here, so a draw depends on what it is
+module, generation seeds), sessions (block and item orders), survey_bias's perturbations, the
+local backend's generation seeds and the OpenAI-compatible backends' request seeds
+(`openai_scoring._stable_seed`: 4 bytes big-endian, cut to 30 bits) all derive their seeds here, so a draw depends on what it is
 (seed, subject, item, ...) and never on the order in which rows are built.
 
 Two older derivations stay where they are, because changing them would change the numbers of a
 built-in study: `collect/option_order.py` seeds `random.Random` with the text of (seed, subject,
-item) (the built-ins' option orders), and `analyze/amce.py` seeds MoCa's AMCE bootstrap with crc32 of
-the frame's key (its standard errors).
+item) (the built-ins' option orders), and `studies/moca/analysis.py` seeds MoCa's AMCE bootstrap with crc32 of
+the frame's key (its standard errors). tests/test_written_once.py reads every module's syntax tree
+and fails on any other function that turns a hash into a seed.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ MANIFEST = "manifest.json"
 RESPONSES = "responses.parquet"
 ITEMS = "items.parquet"
 RECORDS = "records.jsonl"
+TRANSCRIPTS = "transcripts.jsonl"  # a session's decisions, the exact text scored (studyfile/session_def.py)
 CACHE = "cache.sqlite"
 
 
@@ -172,14 +173,14 @@ class RunStore:
         if old is not None and old.get("identity") != identity and not overwrite:
             raise UserError(_other_run_message(root, old))
         if overwrite and old is not None and old.get("identity") != identity:
-            for name in (MANIFEST, RESPONSES, ITEMS, RECORDS, CACHE, CACHE + "-wal", CACHE + "-shm"):
+            for name in (MANIFEST, RESPONSES, ITEMS, RECORDS, TRANSCRIPTS, CACHE, CACHE + "-wal", CACHE + "-shm"):
                 (store.root / name).unlink(missing_ok=True)
         try:
             store.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise UserError(f"--out {root}: cannot create the folder ({e.strerror or e})") from None
         # Temporary files of writes a killed run left behind (the renamed-in files are whole).
-        for name in (MANIFEST, RESPONSES, ITEMS, RECORDS):
+        for name in (MANIFEST, RESPONSES, ITEMS, RECORDS, TRANSCRIPTS):
             for tmp in store.root.glob(f".{name}.*.tmp"):
                 tmp.unlink(missing_ok=True)
         store.previous_manifest = old

@@ -33,8 +33,9 @@ import numpy as np
 import pandas as pd
 
 from simsubjects.errors import UserError
-from simsubjects.collect.studies.survey_bias import STUDY, is_refusal
+from simsubjects.datasets.refusals import is_refusal
 
+STUDY = "survey_bias"  # the study named on the human rows unless the caller names another
 OVERALL = "Overall"
 HUMAN_COLUMNS = ["study", "trial", "item", "condition", "subject", "source", "model", "method", "response", "weight",
                  "validity", "key", "question", "wave", "position", "refusal", "n_respondents", "attribute", "group"]
@@ -170,19 +171,7 @@ def read_opinionqa_wave(wave_dir, keys: Sequence[str] | None = None, by=None, ov
         if unknown:
             raise UserError(f"{info_p}: question key(s) {', '.join(unknown)} not in info.csv")
         info = info.set_index("key").loc[list(keys)].reset_index()
-    options, questions = {}, {}
-    for i, rec in enumerate(info.to_dict("records")):
-        where = f"{info_p}:{i + 2} ({rec['key']})"
-        refs = [str(r) for r in _literal_list(rec["references"], where + " references")]
-        try:
-            ordinal = [float(x) for x in _literal_list(rec["option_ordinal"], where + " option_ordinal")]
-        except (TypeError, ValueError):
-            raise UserError(f"{where} option_ordinal: {str(rec['option_ordinal'])[:60]!r} is not a list of numbers") from None
-        if len(ordinal) > len(refs):
-            raise UserError(f"{where}: {len(ordinal)} ordinal values for {len(refs)} references")
-        options[rec["key"]] = ([(r, ordinal[j], False) for j, r in enumerate(refs[: len(ordinal)])]
-                               + [(r, math.nan, True) for r in refs[len(ordinal):]])
-        questions[rec["key"]] = rec.get("question", "")
+    options, questions = _wave_options(info, info_p)
     wave = _wave_of(root.name)
     header = _read_csv(resp_p, nrows=0).columns
     wcol = _weight_column(list(header), wave, str(resp_p), weight)
@@ -211,6 +200,25 @@ def read_opinionqa_wave(wave_dir, keys: Sequence[str] | None = None, by=None, ov
                                   questions, by, overall, groups)
 
 
+def _wave_options(info: pd.DataFrame, info_p: Path) -> tuple[dict, dict]:
+    """({key: [(option text, ordinal position or NaN, refusal)]}, {key: question}) from info.csv: the
+    references after the `option_ordinal` values are refusals."""
+    options, questions = {}, {}
+    for i, rec in enumerate(info.to_dict("records")):
+        where = f"{info_p}:{i + 2} ({rec['key']})"
+        refs = [str(r) for r in _literal_list(rec["references"], where + " references")]
+        try:
+            ordinal = [float(x) for x in _literal_list(rec["option_ordinal"], where + " option_ordinal")]
+        except (TypeError, ValueError):
+            raise UserError(f"{where} option_ordinal: {str(rec['option_ordinal'])[:60]!r} is not a list of numbers") from None
+        if len(ordinal) > len(refs):
+            raise UserError(f"{where}: {len(ordinal)} ordinal values for {len(refs)} references")
+        options[rec["key"]] = ([(r, ordinal[j], False) for j, r in enumerate(refs[: len(ordinal)])]
+                               + [(r, math.nan, True) for r in refs[len(ordinal):]])
+        questions[rec["key"]] = rec.get("question", "")
+    return options, questions
+
+
 def read_atp_sav(path, keys: Sequence[str] | None = None, by=None, overall: bool = True, weight: str | None = None,
                  refusal_codes: Sequence[float] = (99,)) -> pd.DataFrame:
     """Raw ATP SPSS file -> weighted human distributions (value labels as option texts).
@@ -218,7 +226,7 @@ def read_atp_sav(path, keys: Sequence[str] | None = None, by=None, overall: bool
     `keys`: question variables (default: every labelled variable named like ``*_W<n>`` except
     weights); `by`: demographic variable(s), grouped by their value labels.
     """
-    import pyreadstat
+    import pyreadstat  # lazy: about 0.4 s to import; only an ATP .sav file needs it
 
     p = Path(path)
     if not p.is_file():

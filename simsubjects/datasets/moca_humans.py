@@ -27,7 +27,7 @@ import pandas as pd
 
 from simsubjects.errors import UserError
 
-# MoCa's factors as contrasts A - B (read by analyze/amce.py and analyze/ppi_moca.py): A is the
+# MoCa's factors as contrasts A - B (read by studies/moca/analysis.py and studies/moca/ppi.py): A is the
 # attribute the literature expects to raise P(Yes) (causal: judged a cause; moral: judged
 # permissible). Conjunctive - Disjunctive has no such expectation and keeps the annotation order.
 CONTRASTS: dict[str, dict[str, tuple[str, str]]] = {

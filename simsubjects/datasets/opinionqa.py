@@ -32,7 +32,7 @@ from typing import Sequence
 import pandas as pd
 
 from simsubjects.errors import UserError
-from simsubjects.collect.studies.survey_bias import is_refusal
+from simsubjects.datasets.refusals import is_refusal
 from .atp import HUMAN_COLUMNS, OVERALL, _literal_list, _read_csv, _wave_of, read_opinionqa_wave
 
 STUDY = "opinion_survey"

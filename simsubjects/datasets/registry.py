@@ -112,7 +112,31 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in [
             "respondents to draw personas from", "20 questions, 336 + 60 respondents", ("opinion_survey",),
             "simsubjects (scripts/make_opinion_fixture.py); file formats of OpinionQA", "MIT",
             SANTURKAR + " (file formats)"),
+    Dataset("manylabs2", "Many Labs 2: original effects (masterkey) and pooled replications (table 5, global results) "
+            "of 28 findings, read by `simsubjects bench`", "28 findings, about 60 samples each",
+            ("replications/manylabs2",), "github.com/ManyLabsOpenScience/ManyLabs2 (SOURCE.md)",
+            "GPL-3.0 (replications/manylabs2/LICENSE-GPL-3.0.txt)",
+            "Klein, R. A., et al. (2018). Many Labs 2: Investigating variation in replicability across samples and "
+            "settings. AMPPS 1(4), 443-490."),
+    Dataset("manylabs1", "Many Labs 1: original effects and pooled replications of 16 tests, read by `simsubjects "
+            "bench`", "16 tests of 13 effects, 36 samples", ("replications/manylabs1",),
+            "github.com/ManyLabsOpenScience/ManyLabs1 (SOURCE.md)",
+            "GPL-3.0 (repository), data CC0 (replications/manylabs1/)",
+            "Klein, R. A., et al. (2014). Investigating variation in replicability: A \"many labs\" replication "
+            "project. Social Psychology 45(3), 142-152."),
+    Dataset("humanstudy_bench", "HumanStudy-Bench: the published human results of 14 classic studies and the "
+            "64 published model configurations' PAS/ECS, read by `simsubjects bench`", "14 studies, 78 findings",
+            ("replications/humanstudy_bench",), "github.com/HumanStudy-Hub/HumanStudy-Bench (SOURCE.md)",
+            "MIT (replications/humanstudy_bench/LICENSE-MIT.txt)",
+            "Liu, X., et al. (2026). HumanStudy-Bench: Towards AI Agent Design for Participant Simulation. "
+            "arXiv:2602.00685."),
 ]}
+
+
+def as_dataset(entry: "str | Dataset") -> Dataset:
+    """A study's data entry: a `Dataset` declared beside the study (its folder) as it is, or the name of
+    one listed here."""
+    return entry if isinstance(entry, Dataset) else get(entry)
 
 
 def get(name: str) -> Dataset:

@@ -10,12 +10,15 @@ from typing import Callable
 import pandas as pd
 
 from ..collect.store import load_manifest, load_run
-from ..collect.studies.registry import resolve
 from ..errors import UserError
 from simsubjects.collect.store import staged_folder
 from simsubjects.analyze.tidy import stack_runs
 from simsubjects.collect.untrusted import check_table_name
+from ..studyfile.origin import analysis_reusable
 from . import saved
+from ..studyfile.origin import study_def  # which study made the run: a study file or a declared one
+from simsubjects.analyze.order_effects import order_effects
+from ..studyfile.origin import origin
 
 
 @dataclass
@@ -39,20 +42,11 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     `extra`: (study's StudyDef, responses, items, tables) -> more tables written into the same set (e.g. --check-r's check_r.csv).
     """
     runs = [load_run(d) for d in dirs]
-    outdir = Path(out) if out else Path(dirs[0]) / "analysis"
-    if not out and outdir.is_symlink():  # a received run's analysis/ linking elsewhere: nothing written there
-        raise UserError(f"{outdir}: is a link; a run folder's analysis is written inside it (remove the link or "
-                        "pass --out)")
-    for parent in (outdir, *outdir.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise UserError(f"--out {outdir}: {parent} is a file, not a folder")
-            break
+    outdir = _output_folder(dirs, out)
     studies = {m["study"] for m, _, _ in runs}
     if len(studies) > 1:
         raise UserError(f"cannot analyze runs of different studies together: {sorted(studies)}")
     study = studies.pop()
-    from ..studyfile.origin import study_def  # which study made the run: a study file or a declared one
 
     spec = study_def(dirs[0], runs[0][0], code_from)
     if not spec.analyze:
@@ -60,13 +54,12 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     responses = stack_runs([r for _, r, _ in runs], _run_labels(dirs))
     items = runs[0][2]
     try:
-        tables = resolve(spec.analyze)(responses, items)
+        tables = spec.analyze(responses, items)
     except KeyError as e:  # a design column the study's analysis needs is not in the tables
         raise UserError(f"{Path(dirs[0]) / 'responses.parquet'}: no column {e.args[0]!r}, which the {study} analysis "
                         "needs; the tables do not come from `simsubjects collect " + study.replace("_", "-") + "`") from None
     if "shown_position" in responses.columns and "order_effects" not in tables:
         # any k-choice study whose trials record the option order shown (simsubjects.collect.option_order)
-        from simsubjects.analyze.order_effects import order_effects
 
         tables["order_effects"], tables["order_effects_average"] = order_effects(responses)
     for name in tables:  # a name from the run's study copy or a function's dict: NAME.csv, never a path
@@ -80,22 +73,34 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
             csv[name] = df.to_csv(index=False).encode("utf-8")
             (stage / f"{name}.csv").write_bytes(csv[name])
         if plots and spec.plot:
-            figures = [outdir / Path(p).name for p in resolve(spec.plot)(tables, responses, stage)]
+            figures = [outdir / Path(p).name for p in spec.plot(tables, responses, stage)]
         for name, df in (extra(spec, responses, items, tables) if extra else {}).items():
             check_table_name(name, f"{dirs[0]}: analysis")
             (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
-        reusable = len(dirs) == 1 and code_from is None and out is None and not _is_study_file(runs[0][0])
+        from .methods_md import NAME, methods_text
+
+        text = methods_text(study, getattr(spec, "title", "") or "", [m for m, _, _ in runs], responses, tables)
+        (stage / NAME).write_bytes(text.encode("utf-8"))
+        reusable = len(dirs) == 1 and code_from is None and out is None and analysis_reusable(runs[0][0])
         record = saved.record(Path(dirs[0]), spec, tables, csv, stage, [p.name for p in figures],
                               plotted=plots and bool(spec.plot)) if reusable else {"reusable": False}
         (stage / saved.RECORD).write_bytes(json.dumps(record, indent=1).encode("utf-8"))
-    shown = resolve(spec.summary)(tables) if spec.summary else tables
+    shown = spec.summary(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, outdir, figures)
 
 
-def _is_study_file(manifest: dict) -> bool:
-    from ..studyfile.origin import origin
-
-    return origin(manifest).is_study_file
+def _output_folder(dirs, out) -> Path:
+    """Where the analysis goes (the first run's analysis/ unless --out), checked before anything is computed."""
+    outdir = Path(out) if out else Path(dirs[0]) / "analysis"
+    if not out and outdir.is_symlink():  # a received run's analysis/ linking elsewhere: nothing written there
+        raise UserError(f"{outdir}: is a link; a run folder's analysis is written inside it (remove the link or "
+                        "pass --out)")
+    for parent in (outdir, *outdir.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"--out {outdir}: {parent} is a file, not a folder")
+            break
+    return outdir
 
 
 def saved_analysis(folder: str | Path) -> Analysis | None:
@@ -103,9 +108,9 @@ def saved_analysis(folder: str | Path) -> Analysis | None:
     of computed again, when it is current (see simsubjects.publish.saved); None when it is not."""
     folder = Path(folder)
     manifest = load_manifest(folder)  # the tables are read only for a record that is believed
-    if _is_study_file(manifest):  # its analyses come from the folder's copy of the file: always computed
+
+    if not analysis_reusable(manifest):  # a study file's analyses come from the folder's copy: always computed
         return None
-    from ..studyfile.origin import study_def
 
     spec = study_def(folder, manifest)
     got = saved.read(folder, spec)
@@ -114,7 +119,7 @@ def saved_analysis(folder: str | Path) -> Analysis | None:
     tables, figures = got
     manifest, responses, items = load_run(folder)
     responses = stack_runs([responses], _run_labels([folder]))
-    shown = resolve(spec.summary)(tables) if spec.summary else tables
+    shown = spec.summary(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, folder / "analysis", figures)
 
 

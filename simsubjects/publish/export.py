@@ -21,6 +21,8 @@ from simsubjects.collect.untrusted import md_text
 from .export_rds import write_labelled
 from simsubjects.collect.store import staged_folder
 from simsubjects.collect.schema import CORE_COLUMNS, labels as study_labels
+from simsubjects.collect.studies.registry import studies
+from simsubjects.studyfile.origin import origin, study_def
 
 FORMATS = ("csv", "parquet", "rds", "dta", "sav")
 STATA_LABEL = 80  # Stata's variable labels hold 80 characters; the codebook keeps the full text
@@ -202,7 +204,7 @@ def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None
                 strl = [c for c in out.columns if out[c].dtype == object and out[c].str.len().max() > 2045]
                 out.to_stata(tmp, write_index=False, version=118, variable_labels=var_labels, convert_strl=strl)
             else:
-                import pyreadstat
+                import pyreadstat  # lazy: about 0.4 s to import; only .dta/.sav need it
 
                 out = df.rename(columns=names)
                 value_labels = {}
@@ -227,8 +229,6 @@ def _write(df: pd.DataFrame, path: Path, fmt: str, labels: dict[str, str] | None
 def _declaration(run_dir, manifest: dict):
     """The StudyDef that made the run: a study file's copy in the folder (read as data; its Likert
     scales and factor levels give the export's orders), else the built-in study; None when unknown."""
-    from simsubjects.collect.studies.registry import studies
-    from simsubjects.studyfile.origin import origin, study_def
 
     if run_dir is not None and origin(manifest).is_study_file:
         try:
@@ -257,11 +257,9 @@ def design_hooks(study: str | None, responses: pd.DataFrame, items: pd.DataFrame
                  manifest: dict | None = None) -> tuple[dict[str, list[str]], dict[str, pd.DataFrame]]:
     """The study's declared level orders ({column: levels, baseline first}) and extra tables
     ({name: table}, e.g. the conjoint's profiles), from its declaration (StudyDef.levels/export_tables)."""
-    from simsubjects.collect.studies.registry import resolve
-
     decl = _declaration(run_dir, manifest if manifest is not None else {"study": study})
-    levels = dict(resolve(decl.levels)(responses, items) or {}) if decl is not None and decl.levels else {}
-    extra = resolve(decl.export_tables)(responses, items) if decl is not None and decl.export_tables else {}
+    levels = dict(decl.levels(responses, items) or {}) if decl is not None and decl.levels else {}
+    extra = decl.export_tables(responses, items) if decl is not None and decl.export_tables else {}
     if "response" not in levels and scale_levels(responses):  # an ordinal scale the study does not declare
         levels["response"] = scale_levels(responses)
     return levels, dict(extra or {})
@@ -318,13 +316,17 @@ def export_run(run_dir: str | Path, formats: list[str], out: str | Path | None =
                             names_out.remove(done)
                     continue
                 names_out.append(f"{name}.{fmt}")
-            book = codebook(prepared.flat, names, table_labels, levels)
-            (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
-            md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-            # cells are user text (column names, labels, answers): escaped Markdown, HTML and `|` included
-            md += ["| " + " | ".join(md_text(v) for v in (r.column, r.exported_as, r.type, r.label, r.distinct,
-                                                            r.missing, r.values)) + " |" for r in book.itertuples()]
-            (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
-            names_out += [f"codebook_{name}.csv", f"codebook_{name}.md"]
+            names_out += _write_codebook(stage, name, codebook(prepared.flat, names, table_labels, levels))
     return [outdir / n for n in names_out]
+
+
+def _write_codebook(stage: Path, name: str, book: pd.DataFrame) -> list[str]:
+    """codebook_NAME.csv and .md of one exported table; returns their file names."""
+    (stage / f"codebook_{name}.csv").write_bytes(book.to_csv(index=False).encode("utf-8"))
+    md = [f"# Codebook: {name}", "", "| column | exported as | type | label | distinct | missing | values |",
+          "| --- | --- | --- | --- | --- | --- | --- |"]
+    # cells are user text (column names, labels, answers): escaped Markdown, HTML and `|` included
+    md += ["| " + " | ".join(md_text(v) for v in (r.column, r.exported_as, r.type, r.label, r.distinct,
+                                                    r.missing, r.values)) + " |" for r in book.itertuples()]
+    (stage / f"codebook_{name}.md").write_bytes(("\n".join(md) + "\n").encode())
+    return [f"codebook_{name}.csv", f"codebook_{name}.md"]

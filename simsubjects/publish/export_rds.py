@@ -64,8 +64,8 @@ class _Text:
 
 
 def _text_object(data: _Text, converter):
-    from rdata.conversion.to_r import build_r_object
-    from rdata.parser import RObjectType
+    from rdata.conversion.to_r import build_r_object  # lazy: rdata imports in about 1.4 s; only .rds needs it
+    from rdata.parser import RObjectType  # lazy: rdata imports in about 1.4 s; only .rds needs it
 
     return build_r_object(RObjectType.STR, value=data)
 
@@ -79,8 +79,8 @@ class _Labelled:
 
 def _labelled_frame(data: _Labelled, converter):
     """A data.frame whose columns carry attr(x, "label") (rdata's constructor protocol)."""
-    from rdata.conversion.to_r import build_r_object
-    from rdata.parser import RObjectType
+    from rdata.conversion.to_r import build_r_object  # lazy: rdata imports in about 1.4 s; only .rds needs it
+    from rdata.parser import RObjectType  # lazy: rdata imports in about 1.4 s; only .rds needs it
 
     cols = []
     for name, s in data.df.items():
@@ -111,9 +111,9 @@ _UTF8_CHAR = _INT.pack(9 | (8 << 12))  # CHARSXP with the UTF8 flag
 
 
 def _fast_xdr():
-    from rdata.parser import RObjectType
-    from rdata.unparser._unparser import pack_r_object_info
-    from rdata.unparser._xdr import UnparserXDR
+    from rdata.parser import RObjectType  # lazy: rdata imports in about 1.4 s; only .rds needs it
+    from rdata.unparser._unparser import pack_r_object_info  # lazy: rdata imports in about 1.4 s; only .rds needs it
+    from rdata.unparser._xdr import UnparserXDR  # lazy: rdata imports in about 1.4 s; only .rds needs it
 
     class _FastXDR(UnparserXDR):
         """rdata's XDR writer with header integers packed by struct and _Text vectors written as one
@@ -143,8 +143,8 @@ def _fast_xdr():
 def write_labelled(df: pd.DataFrame, path: Path, labels: dict[str, str] | None = None) -> None:
     """`df` (flat cells; Categoricals become R factors) as .rds at `path`, every column in `labels`
     (non-empty) with attr(x, "label")."""
-    from rdata.conversion import convert_python_to_r_data
-    from rdata.conversion.to_r import DEFAULT_CLASS_MAP
+    from rdata.conversion import convert_python_to_r_data  # lazy: rdata imports in about 1.4 s; only .rds needs it
+    from rdata.conversion.to_r import DEFAULT_CLASS_MAP  # lazy: rdata imports in about 1.4 s; only .rds needs it
 
     data = convert_python_to_r_data(_Labelled(df, {c: v for c, v in (labels or {}).items() if v}),
                                     constructor_dict={**DEFAULT_CLASS_MAP, _Labelled: _labelled_frame,

@@ -1,6 +1,8 @@
 """HTML pieces of the report: number formatting, tables, blocks, figures, and the Run a section reads.
 
-Study report sections (declared by each study's `report`) build their blocks from these.
+A study's report section (its declaration's `report`, simsubjects/studies/<name>/report.py) returns
+`analyze.blocks.Block`s, data; `render` turns each into HTML here. A study declared outside the package
+may still return HTML text, shown as written.
 """
 
 from __future__ import annotations
@@ -15,28 +17,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simsubjects.analyze.blocks import Block, Table, fmt, model_rows, spec  # noqa: F401 - re-exported
+
 NUMBER = re.compile(r"[-−]?[\d,]*\.?\d+( \(.*\)| \[.*\])?|–")
 MAX_ROWS = 40  # longer tables are cut in the page; the CSV beside them has every row
-
-
-def fmt(v) -> str:
-    """Numbers people read: p-values small in e-notation, whole numbers without decimals."""
-    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA or v is pd.NaT:
-        return "–"
-    if isinstance(v, (bool, np.bool_)):
-        return "yes" if v else "no"
-    if isinstance(v, (int, np.integer)):
-        return f"{int(v):d}"
-    if isinstance(v, (float, np.floating)):
-        v = float(v)
-        if math.isinf(v):
-            return "∞" if v > 0 else "−∞"
-        if v == int(v) and abs(v) < 1e15:
-            return f"{int(v):d}"
-        if abs(v) < 1e-3:
-            return f"{v:.2e}"
-        return f"{v:.3f}".rstrip("0").rstrip(".") if abs(v) < 1000 else f"{v:,.1f}"
-    return str(v)
 
 
 def _decimals(col: pd.Series) -> int | None:
@@ -103,9 +87,19 @@ class Run:
     error: str = ""
 
 
-def spec(run: Run) -> str:
-    return run.manifest.get("model", {}).get("spec", "model")
-
-
-def model_rows(df: pd.DataFrame) -> pd.DataFrame:
-    return df if "source" not in df else df[df["source"] != "human"]
+def render(b) -> str:
+    """One report block as HTML: a `Block` (data) rendered; text (a section written before blocks were
+    data, or a study outside the package) shown as written."""
+    if isinstance(b, str):
+        return b
+    if not isinstance(b, Block):
+        raise TypeError(f"a report section returned {type(b).__name__}, not a Block or text")
+    shown = "".join(table(t.data, **({"max_rows": t.max_rows} if t.max_rows else {}), csv=t.csv)
+                    if isinstance(t, Table) else table(t) for t in b.tables)
+    if b.figure:
+        shown += figure(Path(b.figure))
+    if b.kind == "note":
+        return f'<p class="note">{b.caption}</p>'
+    if b.kind == "details":
+        return f"<details><summary>{html.escape(b.title)}</summary>{shown}</details>"
+    return block(b.title, shown, b.caption)

@@ -5,8 +5,8 @@ mailed or attached to a paper's supplement and opened anywhere. Each study gets 
 the model's results beside the human references and the numbers the paper printed, from the
 study's declaration (its `title`, its `report` section and the papers of its plans); a study that
 declares no section still gets the generic one (its analysis views and figures), so new studies
-are reported the day they are declared. The HTML pieces live in htmlkit, the bundled papers'
-sections in simsubjects/publish/sections, their published numbers as data under datasets/.
+are reported the day they are declared. The HTML pieces live in htmlkit (which renders the blocks, data,
+that a study folder's report.py returns: simsubjects/studies/<name>/), published numbers as data under datasets/.
 """
 
 from __future__ import annotations
@@ -24,8 +24,14 @@ from simsubjects.collect.store import write_error
 from simsubjects.collect.runcheck import check_manifest
 from simsubjects.errors import UserError
 from simsubjects.collect.untrusted import inside, shell_join
-from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, table  # noqa: F401 - re-exported
+from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, render, table  # noqa: F401 - re-exported
 from simsubjects.papers import KIND, paper_of, papers, study_title, validity_reference
+from simsubjects.studyfile.origin import title
+from simsubjects.collect.studies.registry import studies
+from simsubjects.collect.store import load_run
+from simsubjects.studyfile.origin import collect_target, file_of, origin, without_file
+from simsubjects.collect.studies.registry import get_study
+from simsubjects.publish import analysis as analysis_step  # its functions looked up when called (tests replace them)
 
 
 def studyfile_title(manifest: dict, folder: Path) -> str | None:
@@ -34,7 +40,6 @@ def studyfile_title(manifest: dict, folder: Path) -> str | None:
     A study file may share a built-in study's name; its run still gets the generic section with the
     file's own title, never the built-in study's paper tables.
     """
-    from simsubjects.studyfile.origin import title
 
     return title(manifest, folder)
 
@@ -69,7 +74,7 @@ def section(run: Run) -> str:
     extra = _report_section(study) if file_title is None else None
     if extra is not None:
         try:
-            refs = extra(run)
+            refs = [render(b) for b in extra(run)]
         except Exception as e:  # noqa: BLE001 - a reference table must not hide the run's own results
             refs = [f'<p class="error">reference tables failed: {html.escape(type(e).__name__)}: {html.escape(str(e))}</p>']
         parts.append('<div class="refs"><h3>Beside people and the paper</h3>' + "".join(refs) + "</div>")
@@ -113,10 +118,9 @@ def _option_tables(run: Run, a) -> dict[str, tuple[str, pd.DataFrame]]:
 
 def _report_section(study: str):
     """The study's declared report section, or None (an unknown study gets the generic section)."""
-    from simsubjects.collect.studies.registry import resolve, studies
 
     decl = studies().get(study)
-    return resolve(decl.report) if decl is not None and decl.report else None
+    return decl.report if decl is not None and decl.report else None
 
 
 # ---------------------------------------------------------------- finding runs
@@ -146,7 +150,6 @@ def find_runs(path: Path) -> tuple[dict | None, list[Run]]:
                 runs.append(Run(folder, e.get("folder", e["study"]), man, e))
         return top, runs
     if top is not None and top.get("study"):
-        from simsubjects.collect.store import load_run
 
         load_run(path)  # a single run that is unfinished, damaged or mistyped is an error, not a page
         return None, [Run(path, ".", top)]
@@ -176,15 +179,11 @@ def _read_json(path: Path) -> dict | None:
 def collect_command(man: dict, folder: str) -> str:
     """An equivalent `simsubjects collect` command for a single run folder."""
     study = man.get("study", "?")
-    from simsubjects.studyfile.origin import file_of, without_file
-
     params = without_file(dict(man.get("parameters", {})))
-    args = ["simsubjects", "collect", study.replace("_", "-"), "--model", man.get("model", {}).get("spec", "?")]
-    if file_of(man.get("parameters", {})):  # a study file: the command names its copy in the run folder
-        args[2] = f"{folder}/{file_of(man.get('parameters', {}))}"
+    args = ["simsubjects", "collect", collect_target(man, folder), "--model", man.get("model", {}).get("spec", "?")]
+    if origin(man).is_study_file:  # a study file: the command names its copy in the run folder
         args += ["--judge-model", params["judge_model"]] if params.get("judge_model") else []
     try:
-        from simsubjects.collect.studies.registry import get_study
 
         options = get_study(study).options
     except Exception:  # noqa: BLE001 - an unregistered study still gets its parameters listed
@@ -230,7 +229,6 @@ details{margin:6px 0 10px}summary{cursor:pointer;color:#2f5d8a}nav ul{columns:2;
 def _analyze(run: Run, analyses: dict | None) -> None:
     """The run's analysis: replicate's own, else the one the run folder holds when it is current
     (analysis/analysis.json, simsubjects.publish.saved), else computed (and written) here."""
-    from simsubjects.publish.analysis import analyze_runs, saved_analysis
 
     if run.error:
         return
@@ -239,7 +237,7 @@ def _analyze(run: Run, analyses: dict | None) -> None:
         run.analysis = analyses[key]
         return
     try:
-        run.analysis = saved_analysis(run.folder) or analyze_runs([run.folder])
+        run.analysis = analysis_step.saved_analysis(run.folder) or analysis_step.analyze_runs([run.folder])
     except Exception as e:  # noqa: BLE001 - the report still shows the other studies
         if run.rel == ".":  # a report of one run has no other studies: its failure is the command's
             raise
@@ -291,6 +289,52 @@ def _scale_note(top: dict | None) -> list[str]:
             "check that each step runs, not a replication. <code>--scale 1</code> runs the papers' full designs.</p>"]
 
 
+def _validity_table(runs: list[Run]) -> pd.DataFrame:
+    """One row per study: trials, answered, mean validity, beside the paper's rates where it has them."""
+    vrows = []
+    for r in runs:
+        c = r.manifest.get("counts", {}) if r.manifest.get("status") == "complete" else {}  # no stale counts
+        study = r.manifest.get("study", r.entry.get("study"))
+        ref = validity_reference(study) if studyfile_title(r.manifest, r.folder) is None else {}
+        vrows.append({"study": study, "method": r.manifest.get("parameters", {}).get("method", "–"),
+                      "trials": c.get("trials"), "answered": c.get("answered"),
+                      "mean validity (%)": None if c.get("mean_validity") is None else round(100 * c["mean_validity"], 1),
+                      **{f"paper {k} (%)": v for k, v in ref.items()},
+                      "status": "complete" if not r.error else "no analysis"})
+    return pd.DataFrame(vrows)
+
+
+def _reproduce(path: Path, top: dict | None, command: str) -> list[str]:
+    """The commands that re-create and re-render the folder."""
+    repro = []
+    if top:
+        where = "" if " --out /" in command else f" from the folder that holds {path.name}/"
+        repro += [f"# re-run{where}: it resumes from each study's request cache, so finished work is not redone",
+                  command, "", f"cd {shell_join([str(path)])}", "Rscript analysis.R        # R twins on export/*.rds -> r_results/",
+                  "simsubjects report .      # re-render this report"]
+    else:
+        repro += ["# the run's parameters, seed and model revision are in manifest.json", command, "",
+                  *(shell_join(["simsubjects", cmd, str(path), *more]) for cmd, more in
+                    (("analyze", []), ("export", ["--to", "rds,dta"]), ("report", [])))]
+    return repro
+
+
+def _paper_sections(runs: list[Run], top: dict | None, known: dict) -> list[str]:
+    """Each paper's heading (with several papers, or a replication) and its studies' sections."""
+    body = []
+    by_paper: dict[str, list[Run]] = {}
+    for r in runs:
+        key = r.entry.get("paper") or ("" if studyfile_title(r.manifest, r.folder) else paper_of(r.manifest.get("study")))
+        by_paper.setdefault(key, []).append(r)
+    for key, group in by_paper.items():
+        p = known.get(key)
+        if p is not None and (top or len(by_paper) > 1):
+            body.append(f'<div class="paper"><h2>{html.escape(p.citation)}</h2>'
+                        f'<p class="sub">{html.escape(p.title)}. {html.escape(p.note)}</p></div>')
+        body += [section(r) for r in group]
+    return body
+
+
 def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
     known = papers()
     first = next((r.manifest for r in runs if r.manifest.get("model")), {})
@@ -322,27 +366,8 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
         "seed": (top or first).get("seed", "–"),
         "software": ", ".join(f"{k} {v}" for k, v in versions.items() if k != "simsubjects"),
     }
-    vrows = []
-    for r in runs:
-        c = r.manifest.get("counts", {}) if r.manifest.get("status") == "complete" else {}  # no stale counts
-        study = r.manifest.get("study", r.entry.get("study"))
-        ref = validity_reference(study) if studyfile_title(r.manifest, r.folder) is None else {}
-        vrows.append({"study": study, "method": r.manifest.get("parameters", {}).get("method", "–"),
-                      "trials": c.get("trials"), "answered": c.get("answered"),
-                      "mean validity (%)": None if c.get("mean_validity") is None else round(100 * c["mean_validity"], 1),
-                      **{f"paper {k} (%)": v for k, v in ref.items()},
-                      "status": "complete" if not r.error else "no analysis"})
-    vt = pd.DataFrame(vrows)
-    repro = []
-    if top:
-        where = "" if " --out /" in command else f" from the folder that holds {path.name}/"
-        repro += [f"# re-run{where}: it resumes from each study's request cache, so finished work is not redone",
-                  command, "", f"cd {shell_join([str(path)])}", "Rscript analysis.R        # R twins on export/*.rds -> r_results/",
-                  "simsubjects report .      # re-render this report"]
-    else:
-        repro += ["# the run's parameters, seed and model revision are in manifest.json", command, "",
-                  *(shell_join(["simsubjects", cmd, str(path), *more]) for cmd, more in
-                    (("analyze", []), ("export", ["--to", "rds,dta"]), ("report", [])))]
+    vt = _validity_table(runs)
+    repro = _reproduce(path, top, command)
     nav = "".join(f'<li><a href="#{html.escape(r.manifest.get("study", ""))}">'
                   f'{html.escape(studyfile_title(r.manifest, r.folder) or study_title(r.manifest.get("study", "")))}'
                   '</a></li>' for r in runs)
@@ -361,16 +386,7 @@ def _page(path: Path, top: dict | None, runs: list[Run]) -> str:
         "<h3>How to reproduce</h3>", pre("\n".join(repro)),
         f"<nav><h3>Studies</h3><ul>{nav}</ul></nav>",
     ]
-    by_paper: dict[str, list[Run]] = {}
-    for r in runs:
-        key = r.entry.get("paper") or ("" if studyfile_title(r.manifest, r.folder) else paper_of(r.manifest.get("study")))
-        by_paper.setdefault(key, []).append(r)
-    for key, group in by_paper.items():
-        p = known.get(key)
-        if p is not None and (top or len(by_paper) > 1):
-            body.append(f'<div class="paper"><h2>{html.escape(p.citation)}</h2>'
-                        f'<p class="sub">{html.escape(p.title)}. {html.escape(p.note)}</p></div>')
-        body += [section(r) for r in group]
+    body += _paper_sections(runs, top, known)
     title = html.escape(heading)
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>'

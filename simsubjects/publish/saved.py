@@ -34,6 +34,7 @@ import pandas as pd
 from simsubjects import __version__
 from simsubjects.collect.store import ITEMS, MANIFEST, RESPONSES
 from simsubjects.collect.untrusted import is_ident
+from simsubjects.collect.models.weight_cache import root
 
 RECORD = "analysis.json"
 FORMAT = 1
@@ -44,7 +45,6 @@ TEXT_TYPES = ("str", "object", "bool")  # read with the recorded type; numbers a
 def _key() -> bytes | None:
     """This machine's signing key (32 random bytes, created once, readable by its owner only); None where
     the cache folder cannot hold one (the analysis is then always computed)."""
-    from simsubjects.collect.models.weight_cache import root
 
     path = root() / "analysis.key"
     try:
@@ -88,7 +88,9 @@ def code(spec) -> str:
     even where the version number did not move (a checkout between releases)."""
     h = hashlib.sha256()
     for ref in (spec.analyze, spec.plot):
-        h.update(repr(ref).encode())
+        # a function by its module and name (its repr holds its address, new in every process)
+        h.update(repr(ref if isinstance(ref, str) else (getattr(ref, "__module__", None),
+                                                        getattr(ref, "__qualname__", None))).encode())
         path = _source(ref)
         h.update(path.read_bytes() if path is not None else b"")
     return h.hexdigest()

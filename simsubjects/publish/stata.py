@@ -32,6 +32,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from simsubjects.studies.conjoint.analysis import features
 
 STUDIES_IN_STATA = ("ultimatum", "garden_path", "conjoint_immigration")
 TOL, TOL_P = 1e-8, 1e-6
@@ -178,6 +179,13 @@ def _garden_path(out: Path, folder: str) -> list[str]:
         f"merge 1:1 {key} using {_s('stata_results/garden_path_per_sentence.dta')}",
         *_verdict(f"{folder}/per_sentence", "max(abs(garden_path - py_garden_path), abs(control - py_control))",
                   TOL),
+        *_garden_path_tests(a, folder),
+    ]
+
+
+def _garden_path_tests(a: Path, folder: str) -> list[str]:
+    """The paired t-tests of _garden_path's per-sentence table, by model, set and verb type."""
+    return [
         "",
         f"use {_s('stata_results/garden_path_per_sentence.dta')}, clear",
         "tempname g",
@@ -218,7 +226,6 @@ def _garden_path(out: Path, folder: str) -> list[str]:
 
 
 def _conjoint(out: Path, folder: str) -> list[str]:
-    from simsubjects.analyze.conjoint_study import features
 
     a = out / folder / "analysis"
     feats = features()

@@ -13,8 +13,10 @@ import pandas as pd
 
 from ..collect.studies.registry import StudyDef
 from ..errors import UserError
+from .figures import plot_study
 from .runcopy import COPY, copy_files
-from .spec import Study, load_study, study_kind
+from .door import AnyStudy, load_any
+from .spec import Study
 
 KEY = "studyfile"  # the parameter a study file's run records (read back by origin.py)
 # the parameter that says a study file's orders were drawn by simsubjects.collect.option_order
@@ -121,7 +123,7 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
         templates=lambda: [study.template],
         analyze=lambda responses, items: analyze_study(study, responses, items),
         summary=_summary,
-        plot="simsubjects.studyfile.figures:plot_study",
+        plot=plot_study,
         methods=methods,
         levels=lambda responses, items: study_levels(study),
         # analyze --check-r: the file's analyses recomputed in R from the responses (R/studyfile.R)
@@ -144,32 +146,42 @@ def replicate_row(path: str, out, seed: int | None = None):
     """
     from ..collect.studies.registry import Paper, Plan
 
-    kind = study_kind(path)
-    if kind == "session":  # a session: its own declaration, the same place in the replication
+    loaded = load_any(path, seed=seed)
+    if loaded.kind == "session":  # a session: its own declaration, the same place in the replication
         from ..collect.models.incremental import SCORER
-        from .session import load_session
-        from .session_def import session_def
 
-        study = load_session(path, seed=seed)
+        study = loaded.study
         paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title, note="a session file")
         plan = Plan(paper, lambda scale: {}, f"the session file's own design ({path}; --scale does not change it)")
         params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": None, "session_scorer": SCORER}
-        return paper, plan, session_def(study, out=Path(out) / study.name), params
-    if kind == "obedience":  # Milgram obedience: the built-in simulator on the file's scenario
+        return paper, plan, study_def_of(loaded, out=Path(out) / study.name), params
+    if loaded.kind == "obedience":  # Milgram obedience: the built-in simulator on the file's scenario
         from .obedience import file_parameters as obedience_parameters
-        from .obedience import load_obedience, obedience_def
 
-        study = load_obedience(path, seed=seed)
+        study = loaded.study
         check_out(study, Path(out) / study.name)
         paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title,
                       note="a Milgram obedience file")
         plan = Plan(paper, lambda scale: {}, f"the study file's own design ({path}; --scale does not change it)")
         params = {**study.settings(), "seed": study.seed, KEY: obedience_parameters(study)}
-        return paper, plan, obedience_def(study, out=Path(out) / study.name), params
-    study = load_study(path, seed=seed)
+        return paper, plan, study_def_of(loaded, out=Path(out) / study.name), params
+    study = loaded.study
     check_out(study, Path(out) / study.name)
     paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title, note="a study file")
     plan = Plan(paper, lambda scale: {}, f"the study file's own design ({path}; --scale does not change it)")
     params = {KEY: file_parameters(study), "seed": study.seed, "judge_model": None,
               **order_parameters(study, Path(out) / study.name)}
     return paper, plan, study_def(study, out=Path(out) / study.name), params
+
+
+def study_def_of(loaded: AnyStudy, out=None) -> StudyDef:
+    """The package's StudyDef of a study file of any kind, as door.load_any read it (`out`: its run folder)."""
+    if loaded.kind == "session":
+        from .session_def import session_def
+
+        return session_def(loaded.study, out=out)
+    if loaded.kind == "obedience":
+        from .obedience import obedience_def
+
+        return obedience_def(loaded.study, out=out)
+    return study_def(loaded.study, out=out)

@@ -1,25 +1,29 @@
 """The analyses a study file names, on the tidy table (model and human rows alike).
 
 Every test is run per source x model (x `by` columns, default item), so a model's answers sit
-beside the human sample's. Test tables use broom's names: estimate, std.error, statistic, df,
-p.value, conf.low, conf.high, n, plus effect_size and effect_size_type.
+beside the human sample's. The tests (welch, paired, one_sample, chi_square) are computed in
+analyze/methods/subjects.py, found through the one registry (analyze/methods/registry.py); this
+module scores the trials, runs the file's list and makes the other tables. Test tables use broom's
+names: estimate, std.error, statistic, df, p.value, conf.low, conf.high, n, plus effect_size and
+effect_size_type.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..analyze.methods.tests import essentially_constant
+from ..analyze.methods import survey
+from ..analyze.methods.registry import TESTS
+from ..analyze.methods.subjects import SYSTEM, UNIT, groups, weighted
 from ..analyze.tidy import shares, trial_key
 from ..errors import UserError
 from .spec import Study
 
-SYSTEM = ["source", "model"]
 BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n", "unit", "weights",
          "effect_size", "effect_size_type", "warning"]
 
@@ -89,260 +93,56 @@ def distribution(study: Study, responses: pd.DataFrame, trials: pd.DataFrame) ->
     return out
 
 
-def _groups(trials: pd.DataFrame, by: list[str]):
-    for k, g in trials.dropna(subset=["score"]).groupby([*SYSTEM, *by], sort=False):
-        yield dict(zip([*SYSTEM, *by], k if isinstance(k, tuple) else (k,))), g
+def baseline_order(values: pd.Series, declared: Sequence[str] = ()) -> list[str]:
+    """A factor's levels in `values`, the baseline first: the declared levels in the study file's order, then
+    any other value in code-point order (R: the same, R/studyfile.R's sf_amce). Sorting alone made the
+    alphabetically first level the baseline, not the declared first (issue 40)."""
+    seen = set(values.astype(str).unique())
+    order = [str(x) for x in declared if str(x) in seen]
+    return order + sorted(seen - set(order))
 
 
-UNIT = "subject"  # the unit of every test: a subject (a model persona row, or a human respondent)
+def _amce_design(g: pd.DataFrame, factors: list[str], levels: dict) -> tuple[np.ndarray, list[tuple[str, str]], dict]:
+    """Intercept and treatment dummies (each factor's baseline left out); the (factor, level) of each dummy."""
+    cols, terms, base = [np.ones(len(g))], [], {}
+    for f in factors:
+        order = baseline_order(g[f], levels.get(f, ()))
+        base[f] = order[0]
+        for lv in order[1:]:
+            cols.append((g[f].astype(str) == lv).to_numpy(float))
+            terms.append((f, lv))
+    return np.column_stack(cols), terms, base
 
 
-def unit_means(g: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
-    """One row per subject x `cols`: the mean score over that subject's trials (its option orders and
-    repeated draws), and its weight `tw`. Orderings and draws are never units: docs/silicon.md defines a
-    subject's answer as the mean over its orderings, and counting each ordering as a subject would double
-    n and count the order effect as noise."""
-    keys = [UNIT, *[c for c in cols if c != UNIT]]
-    u = g.assign(**{c: g[c].astype(str) for c in cols}).groupby(keys, sort=False, dropna=False)
-    return u.agg(score=("score", "mean"), tw=("tw", "mean")).reset_index()
-
-
-DEGENERATE = ("zero variance (every score the same within a group, up to float rounding as R's t.test "
-              "'essentially constant'): no test; p.value left empty")
-
-
-def _broom(res, est: float, n: int, es: float, es_type: str, flat: bool = False) -> dict:
-    """broom's names for a scipy t-test; `flat` (essentially_constant: a standard error of float rounding,
-    R's t.test 'data are essentially constant') and a non-finite t (scipy's inf or nan for an SE of 0) give
-    no test: p.value empty and the `warning` column says why, never p = 0."""
-    t = float(res.statistic)
-    if flat or not math.isfinite(t):
-        return {"estimate": est, "std.error": 0.0 if flat or math.isinf(t) else math.nan, "statistic": math.nan,
-                "df": float(res.df), "p.value": math.nan, "conf.low": math.nan,
-                "conf.high": math.nan, "n": int(n), "unit": UNIT, "weights": "none", "effect_size": math.nan,
-                "effect_size_type": es_type, "warning": DEGENERATE}
-    ci = res.confidence_interval()
-    return {"estimate": est, "std.error": est / t if t else math.nan, "statistic": t, "df": float(res.df),
-            "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high), "n": int(n),
-            "unit": UNIT, "weights": "none", "effect_size": es, "effect_size_type": es_type, "warning": ""}
-
-
-def _weighted(u: pd.DataFrame) -> bool:
-    """True when the units carry survey weights that differ (human rows with a weight column)."""
-    w = u["tw"].to_numpy(float)
-    return len(w) > 0 and bool(np.isfinite(w).all()) and not np.allclose(w, w[0])
-
-
-def _svy_t(y: np.ndarray, X: np.ndarray, w: np.ndarray, df: int, contrast_sign: float = 1.0) -> dict:
-    """Design-based t of the last coefficient of the weighted regression y ~ X, as survey::svyttest on
-    svydesign(ids = ~1, weights = ~w): survey's linearization variance (the conjoint module's sandwich,
-    n/(n-1) times the centered sum of squared score totals), t on `df` = degf(design) - (columns - 1)."""
-    from simsubjects.analyze.methods.conjoint import _fit
-
-    fit = _fit(X, [None] * X.shape[1], y, w, None, "cregg")
-    est, se = float(fit.coef[-1]) * contrast_sign, float(np.sqrt(fit.vcov[-1, -1]))
-    t = est / se if se > 0 else math.nan
-    q = stats.t.ppf(0.975, df)
-    return {"estimate": est, "std.error": se, "statistic": t, "df": float(df),
-            "p.value": float(2 * stats.t.sf(abs(t), df)) if se > 0 else math.nan,
-            "conf.low": est - q * se, "conf.high": est + q * se}
-
-
-def _svy_ols(y: np.ndarray, X: np.ndarray, w: np.ndarray, cluster: np.ndarray) -> pd.DataFrame:
-    """Weighted OLS with survey's linearization clustered by subject (the conjoint module's sandwich, as
-    survey::svyglm on svydesign(ids = ~subject, weights = ~w)); t on svyglm's residual df, G - p."""
-    from simsubjects.analyze.methods.conjoint import _fit
-
-    fit = _fit(X, [None] * X.shape[1], y, w, cluster, "cregg")
-    df = float(len(np.unique(cluster)) - X.shape[1])
-    se = np.sqrt(np.diag(fit.vcov))
-    t = fit.coef / se
-    q = stats.t.ppf(0.975, df)
-    return pd.DataFrame({"estimate": fit.coef, "std.error": se, "statistic": t, "df": df,
-                         "p.value": 2 * stats.t.sf(np.abs(t), df), "conf.low": fit.coef - q * se,
-                         "conf.high": fit.coef + q * se})
-
-
-def _weighted_mean_row(x: np.ndarray, w: np.ndarray) -> dict:
-    """One-sample design-based t of the weighted mean of x against 0: survey::svymean's SE and svyttest's
-    df, degf(design) - 1 = n - 2 (survey's choice for the one-sample test, one below svymean's)."""
-    return _svy_t(x, np.ones((len(x), 1)), w, len(x) - 2)
-
-
-def _factor_column(g: pd.DataFrame, factor: str) -> pd.Series | None:
-    """The column a test groups by: a declared factor, or any persona or human-table column."""
-    return g[factor].astype(str) if factor in g.columns and g[factor].notna().any() else None
-
-
-def welch(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) -> pd.DataFrame:
-    """Welch two-sample t-test of the mean subject score at levels[0] minus levels[1] (R's t.test(x, y)) on
-    one value per subject (its mean over orderings and draws), with Lakens' (2013, eq. 10) d_av: the mean
-    difference over the average of the two standard deviations - scipy has no effect sizes."""
-    rows = []
-    for key, g in _groups(trials, by):
-        if _factor_column(g, factor) is None:
-            continue
-        u = unit_means(g, [factor])
-        both = set(u.loc[u[factor] == levels[0], UNIT]) & set(u.loc[u[factor] == levels[1], UNIT])
-        if both:
-            raise UserError(f"analyses: welch on {factor!r}: {len(both)} subject(s) answered at both levels "
-                            f"({sorted(both)[0]!r}, ...); a within-subject comparison is type: paired")
-        x = u.loc[u[factor] == levels[0], "score"].to_numpy(float)
-        y = u.loc[u[factor] == levels[1], "score"].to_numpy(float)
-        if len(x) < 2 or len(y) < 2:
-            continue
-        sd = (x.std(ddof=1) + y.std(ddof=1)) / 2
-        contrast = f"{factor}: {levels[0]} - {levels[1]}"
-        both = u[u[factor].isin(levels)]
-        if _weighted(both):  # survey weights: the weighted means' difference, design-based (svyttest)
-            X = np.column_stack([np.ones(len(both)), (both[factor] == levels[0]).to_numpy(float)])
-            r = _svy_t(both["score"].to_numpy(float), X, both["tw"].to_numpy(float), len(both) - 2)
-            rows.append({**key, "test": "Survey-weighted t-test (survey::svyttest)", "contrast": contrast, **r,
-                         "n": len(both), "unit": UNIT, "weights": "survey", "effect_size": r["estimate"] / sd
-                         if sd > 0 else math.nan, "effect_size_type": "cohen_d_av"})
-            continue
-        flat = essentially_constant(math.sqrt(x.var(ddof=1) / len(x) + y.var(ddof=1) / len(y)), x.mean(), y.mean())
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
-            res = stats.ttest_ind(x, y, equal_var=False)
-        rows.append({**key, "test": "Welch two-sample t-test", "contrast": contrast,
-                     **_broom(res, x.mean() - y.mean(), len(x) + len(y),
-                              (x.mean() - y.mean()) / sd if sd > 0 else math.nan, "cohen_d_av", flat)})
-    return pd.DataFrame(rows)
-
-
-def paired(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) -> pd.DataFrame:
-    """Paired t-test over subjects (each subject's mean score at the two levels), with d_z."""
-    rows = []
-    for key, g in _groups(trials, by):
-        if factor not in g.columns:
-            continue
-        u = unit_means(g, [factor])
-        m = u.pivot(index=UNIT, columns=factor, values="score")
-        if not set(levels) <= set(m.columns):
-            continue
-        m = m[levels].dropna()
-        if len(m) < 2:
-            continue
-        diff = (m[levels[0]] - m[levels[1]]).to_numpy(float)
-        sd = diff.std(ddof=1)
-        w = u.groupby(UNIT)["tw"].mean().reindex(m.index).to_frame()
-        if _weighted(w):  # survey weights: the weighted mean difference, design-based (survey::svyttest)
-            r = _weighted_mean_row(diff, w["tw"].to_numpy(float))
-            rows.append({**key, "test": "Survey-weighted paired t-test (survey::svyttest)",
-                         "contrast": f"{factor}: {levels[0]} - {levels[1]}", **r, "n": len(diff), "unit": UNIT,
-                         "weights": "survey", "effect_size": r["estimate"] / sd if sd > 0 else math.nan,
-                         "effect_size_type": "cohen_d_z"})
-            continue
-        flat = essentially_constant(sd / math.sqrt(len(diff)), diff.mean())
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
-            res = stats.ttest_rel(m[levels[0]].to_numpy(float), m[levels[1]].to_numpy(float))
-        rows.append({**key, "test": "Paired t-test", "contrast": f"{factor}: {levels[0]} - {levels[1]}",
-                     **_broom(res, diff.mean(), len(diff), diff.mean() / sd if sd > 0 else math.nan, "cohen_d_z",
-                              flat)})
-    return pd.DataFrame(rows)
-
-
-def one_sample(trials: pd.DataFrame, mu, by: list[str]) -> pd.DataFrame:
-    """One-sample t-test of the mean subject score against mu (a number, or an item attribute such as the
-    truth: then each trial's score - truth, averaged per subject), with d = mean difference / sd."""
-    rows = []
-    for key, g in _groups(trials, by):
-        ref = pd.to_numeric(g[mu], errors="coerce").to_numpy(float) if isinstance(mu, str) else float(mu)
-        g = g.assign(score=g["score"].to_numpy(float) - ref).dropna(subset=["score"])
-        u = unit_means(g, [])
-        x = u["score"].to_numpy(float)
-        if len(x) < 2:
-            continue
-        sd = x.std(ddof=1)
-        if _weighted(u):  # survey weights: the weighted mean, design-based (survey::svymean, svyttest)
-            r = _weighted_mean_row(x, u["tw"].to_numpy(float))
-            rows.append({**key, "test": "Survey-weighted one-sample t-test (survey::svyttest)",
-                         "contrast": f"score - {mu}", **r, "n": len(x), "unit": UNIT, "weights": "survey",
-                         "effect_size": r["estimate"] / sd if sd > 0 else math.nan, "effect_size_type": "cohen_d"})
-            continue
-        flat = essentially_constant(sd / math.sqrt(len(x)), x.mean())
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a degenerate sample: _broom says so in the table
-            res = stats.ttest_1samp(x, 0.0)
-        rows.append({**key, "test": "One-sample t-test", "contrast": f"score - {mu}",
-                     **_broom(res, x.mean(), len(x), x.mean() / sd if sd > 0 else math.nan, "cohen_d", flat)})
-    return pd.DataFrame(rows)
-
-
-def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: list[str]) -> pd.DataFrame:
-    """Pearson chi-square of factor level x response on expected counts, each subject counted once: its
-    per-trial shares averaged over its orderings and draws (so a row of the table sums to the subjects at
-    that level, not to their trials), with Cramér's V by its formula: scipy's `association` takes integer
-    counts only."""
-    df = shares(responses)
-    rows = []
-    for key, g in df.groupby([*SYSTEM, *by], sort=False):
-        key = dict(zip([*SYSTEM, *by], key if isinstance(key, tuple) else (key,)))
-        if _factor_column(g, factor) is None:
-            continue
-        g = g.assign(**{factor: g[factor].astype(str)}).join(trials.set_index(trial_key(trials))["tw"], on=trial_key(g))
-        per_unit = g.groupby([UNIT, factor], sort=False)["trial"].transform("nunique")
-        levels = g.groupby(UNIT)[factor].nunique()
-        if (levels > 1).any():
-            raise UserError(f"analyses: chi_square on {factor!r}: {int((levels > 1).sum())} subject(s) answered "
-                            "at several levels; the test needs each subject at one level (a between factor)")
-        n = int(g[UNIT].nunique())
-        w = g.groupby(UNIT)["tw"].mean().to_frame()
-        weighted = _weighted(w)
-        if weighted:
-            # survey weights: weighted counts rescaled to Kish's effective n, (sum w)^2 / sum w^2, so the
-            # test is not credited with more respondents than the weights leave (a first-order design-
-            # effect correction in the spirit of Rao & Scott 1984; scipy/statsmodels have no Rao-Scott)
-            wt = w["tw"].to_numpy(float)
-            n_eff = wt.sum() ** 2 / (wt ** 2).sum()
-            g = g.assign(share=g["share"] * g["tw"] * n_eff / wt.sum())
-        g = g.assign(share=g["share"] / per_unit)
-        table = g.pivot_table(index=factor, columns="response", values="share", aggfunc="sum", fill_value=0)
-        table = table.loc[table.sum(axis=1) > 0, table.sum(axis=0) > 0]
-        if min(table.shape) < 2:
-            continue
-        chi2, p, dof, _ = stats.chi2_contingency(table.to_numpy(float), correction=False)
-        v = math.sqrt(chi2 / (float(table.to_numpy().sum()) * (min(table.shape) - 1)))
-        rows.append({**key, "test": "Pearson chi-square" + (" (survey-weighted, Kish effective n)" if weighted else ""),
-                     "contrast": f"{factor} x response", "estimate": chi2,
-                     "std.error": math.nan, "statistic": chi2, "df": float(dof), "p.value": p, "conf.low": math.nan,
-                     "conf.high": math.nan, "n": n, "unit": UNIT, "weights": "survey" if weighted else "none",
-                     **({"n_effective": float(table.to_numpy().sum())} if weighted else {}),
-                     "effect_size": v, "effect_size_type": "cramers_v"})
-    return pd.DataFrame(rows)
-
-
-def amce(trials: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
-    """AMCE of each factor level against the first level: OLS of the score on the factors' dummies,
-    standard errors clustered by subject (CR2, as estimatr::lm_robust; the package's peer-checked OLS);
-    people with survey weights: weighted OLS, linearization clustered by subject (survey::svyglm)."""
-    from ..analyze.amce import ols_cluster
+def amce(trials: pd.DataFrame, factors: list[str], levels: dict | None = None) -> pd.DataFrame:
+    """AMCE of each factor level against its baseline, the first level the study file declares (`levels`:
+    factor -> declared levels; conjoint convention, docs/conventions.md): OLS of the score on the factors'
+    dummies, standard errors clustered by subject (CR2, as estimatr::lm_robust; the package's peer-checked
+    OLS); people with survey weights: weighted OLS, linearization clustered by subject (survey::svyglm)."""
+    from ..studies.moca.analysis import ols_cluster
 
     rows = []
-    for key, g in _groups(trials, []):
+    for key, g in groups(trials, []):
         g = g.dropna(subset=[f for f in factors if f in g.columns])
         if any(f not in g.columns for f in factors) or len(g) < 3:
             continue
-        X = pd.get_dummies(g[factors].astype(str), drop_first=True, dtype=float)
-        if X.shape[1] == 0:
+        design, terms, base = _amce_design(g, factors, levels or {})
+        if not terms:
             continue
-        design = np.column_stack([np.ones(len(g)), X.to_numpy()])
-        weighted = _weighted(g)
-        if weighted:  # people with survey weights: design-based, as survey::svyglm(ids = ~subject, weights)
-            res = _svy_ols(g["score"].to_numpy(float), design, g["tw"].to_numpy(float), g["subject"].astype(str).to_numpy())
+        is_weighted = weighted(g)
+        if is_weighted:  # people with survey weights: design-based, as survey::svyglm(ids = ~subject, weights)
+            res = survey.svy_ols(g["score"].to_numpy(float), design, g["tw"].to_numpy(float),
+                                 g["subject"].astype(str).to_numpy())
         else:
             res = ols_cluster(g["score"].to_numpy(float), design, g["subject"].astype(str).to_numpy())
-        base = {f: str(sorted(g[f].astype(str).unique())[0]) for f in factors}
-        for j, term in enumerate(X.columns, start=1):
-            f, _, level = term.partition("_")
+        for j, (f, level) in enumerate(terms, start=1):
+            term = f"{f}_{level}"
             r = res.iloc[j]
-            rows.append({**key, "test": "AMCE (survey-weighted OLS, linearization clustered by subject)" if weighted
+            rows.append({**key, "test": "AMCE (survey-weighted OLS, linearization clustered by subject)" if is_weighted
                          else "AMCE (OLS, CR2 clustered by subject)", "term": term,
                          "contrast": f"{f}: {level} - {base[f]}", "estimate": r["estimate"], "std.error": r["std.error"],
                          "statistic": r["statistic"], "df": r["df"], "p.value": r["p.value"], "conf.low": r["conf.low"],
-                         "conf.high": r["conf.high"], "n": len(g), "unit": UNIT, "weights": "survey" if weighted else "none"})
+                         "conf.high": r["conf.high"], "n": len(g), "unit": UNIT, "weights": "survey" if is_weighted else "none"})
     return pd.DataFrame(rows)
 
 
@@ -399,8 +199,10 @@ def _resampled(study: Study, d: pd.DataFrame, out: pd.DataFrame, by: list[str], 
         extra.append({"estimate.corrected": r["estimate.corrected"], "boot.low": r["boot.low"],
                       "boot.high": r["boot.high"], "boot.bias": r["boot.bias"],
                       "boot_unit": "respondent (people) and subject (model), resampled independently",
-                      "replicates": r["replicates"], "n_respondents": r["n_respondents"], "n_subjects": r["n_subjects"],
-                      "note": small_sample_note(r["n_respondents"], r["boot.bias"])})
+                      "boot_method": r["boot.method"], "replicates": r["replicates"], "n_respondents": r["n_respondents"],
+                      "n_subjects": r["n_subjects"],
+                      "note": "; ".join(filter(None, (small_sample_note(r["n_respondents"], r["boot.bias"]),
+                                                      r["boot.note"])))})
     return pd.concat([out.reset_index(drop=True), pd.DataFrame(extra, index=range(len(out)))], axis=1)
 
 
@@ -472,6 +274,11 @@ def user_function(study: Study, i: int, ref: str):
     return fn
 
 
+def declared_levels(study: Study, factors) -> dict[str, list[str]]:
+    """Each factor's levels in the study file's order (its first the AMCE baseline)."""
+    return {str(f): [str(x) for x in study.factor(str(f)).levels] for f in factors if study.factor(str(f))}
+
+
 def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every analysis the file lists (the response distribution always)."""
     trials = trial_scores(study, responses)
@@ -480,22 +287,14 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
     for i, a in enumerate(study.analyses):
         kind, by = a["type"], list(a.get("by", ["item"]))
         name = a.get("name") or f"{kind}_{i + 1}"
-        test = None
-        if kind == "welch":
-            test = welch(trials, a["factor"], a["levels"], by)
-        elif kind == "paired":
-            test = paired(trials, a["factor"], a["levels"], by)
-        elif kind == "one_sample":
-            test = one_sample(trials, a.get("mu", 0), by)
-        elif kind == "chi_square":
-            test = chi_square(responses, trials, a["factor"], by)
+        test = TESTS[kind].run(trials, responses, a, by) if kind in TESTS else None
         if test is not None:
             test = test.assign(analysis=name) if len(test) else test
             tests.append(test)
             if a.get("name"):  # a named test is also its own table (NAME.csv), as named analyses are
                 tables[a["name"]] = test
         elif kind == "amce":
-            tables[name] = amce(trials, list(a["factors"]))
+            tables[name] = amce(trials, list(a["factors"]), declared_levels(study, a["factors"]))
         elif kind == "representativeness":
             tables[name] = representativeness_table(study, responses, list(a.get("by", [])))
         elif kind == "agreement":

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from .design import build_trials
-from .spec import load_study, study_kind
+from .door import describe_any, load_any
 
 
 def token_counter():
@@ -30,17 +30,10 @@ def token_counter():
 
 
 def describe(path, show: int = 3) -> str:
-    kind = study_kind(path)
-    if kind == "session":
-        from .session import load_session
-        from .session_def import describe_session
-
-        return describe_session(load_session(path))
-    if kind == "obedience":
-        from .obedience import describe_obedience, load_obedience
-
-        return describe_obedience(load_obedience(path))
-    study = load_study(path)
+    loaded = load_any(path)
+    if not loaded.plain:  # a session or a Milgram obedience file: its own description
+        return describe_any(loaded)
+    study = loaded.study
     trials, items = build_trials(study)
     count, how = token_counter()
     choice = trials[trials["response_type"] == "choice"]

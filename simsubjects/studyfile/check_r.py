@@ -27,10 +27,11 @@ import math
 import pandas as pd
 
 from ..analyze.check_r import _tag, compare, compare_fields
+from ..analyze.methods.registry import TESTS
 from .spec import Study
 
 BROOM = {k: k for k in ("estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n")}
-NO_TWIN = ("paired", "summaries", "function")
+NO_TWIN = ("summaries", "function")  # and the registry's tests without an R twin (paired)
 
 
 def options_table(study: Study) -> pd.DataFrame:
@@ -91,20 +92,19 @@ def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, to
         kind, name = a["type"], a.get("name") or f"{a['type']}_{i + 1}"
         by = list(a.get("by", ["item"]))
         label = f"{name} ({kind})"
-        if kind in ("welch", "one_sample", "chi_square"):
+        method = TESTS.get(kind)
+        if method is not None and method.r_twin:  # the registry names the twin and the columns compared
             py = tests[tests["analysis"] == name] if "analysis" in tests else tests.iloc[:0]
-            keys = ["source", "model", *by] + (["contrast"] if kind == "welch" else [])
-            if kind == "welch":
-                rr = call("sf_welch", a["factor"], list(a["levels"]), by=by)
-            elif kind == "one_sample":
-                rr = call("sf_one_sample", mu=a.get("mu", 0), by=by)
-            else:
-                rr = call("sf_chi_square", a["factor"], by=by)
-            fields = dict(BROOM) if kind != "chi_square" else {"statistic": "statistic", "df": "df", "p.value": "p.value",
-                                                                "effect_size": "effect_size", "n": "n"}
+            keys = ["source", "model", *by, *method.matched_on]
+            args, kwargs = method.r_args(a, by)
+            rr = call(method.r_twin, *args, **kwargs)
+            fields = {k: k for k in method.compared}
             out += _rows(label, _merge(py, _nonempty(rr), keys), keys, fields, tol, tol_p)
         elif kind == "amce":
-            rr = call("sf_amce", list(a["factors"]))
+            from .analyses import declared_levels
+
+            declared = declared_levels(study, a["factors"])
+            rr = call("sf_amce", list(a["factors"]), [declared.get(str(f), [""])[0] for f in a["factors"]])
             keys = ["source", "model", "term"]
             out += _rows(label, _merge(tables[name], _nonempty(rr), keys), keys, BROOM, tol, tol_p)
         elif kind == "representativeness":
@@ -118,7 +118,7 @@ def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, to
             rr = call("sf_agreement", by=aby) if aby else call("sf_agreement")
             fields = {k: k for k in ("estimate", "p.value", "n", "mean_abs_difference")}
             out += _rows(label, _merge(tables[name], rr, ["model", *aby]), ["model", *aby], fields, tol, tol_p)
-        elif kind in NO_TWIN:
+        elif kind in NO_TWIN or method is not None:
             out.append({"statistic": f"{label}: no R twin (not compared)", "python": math.nan, "r": math.nan,
                         "abs_diff": 0.0, "tolerance": 0.0, "ok": True})
     if "order_effects" in tables and len(tables["order_effects"]):

@@ -14,7 +14,7 @@ import pandas as pd
 
 def ultimatum_pairs(seed: int) -> pd.DataFrame:
     """The 10,000 balanced proposer-responder pairs, with the proposer's reflexive pronoun."""
-    from ..collect.studies.names import REFLEXIVE, ultimatum_pairs as pairs
+    from ..studies.names import REFLEXIVE, ultimatum_pairs as pairs
 
     df = pairs(seed)
     return df.assign(proposer_self=df["proposer_title"].map(REFLEXIVE))
@@ -42,14 +42,14 @@ def moca_votes(task: str):
 
 def names(seed: int) -> pd.DataFrame:
     """The 1,000 names (title x Census surname) of the Turing Experiments: name, title, surname, group, rank."""
-    from ..collect.studies.names import name_pool
+    from ..studies.names import name_pool
 
     return name_pool()[["name", "title", "surname", "group", "rank"]]
 
 
 def garden_path_sentences(seed: int) -> pd.DataFrame:
     """The 48 Garden Path sentence pairs (Aher et al. 2023, App. C): id, set, type, garden_path, control."""
-    from ..collect.studies.garden_path import sentences
+    from ..studies.garden_path.design import sentences
 
     return sentences("both")
 
@@ -60,7 +60,7 @@ def survey_bias_items(seed: int) -> pd.DataFrame:
     One row per form: item, key, bias, perturbation, form, question, and per-form lists options,
     labels (the letter recorded: mapped back to the original order for reversed forms), positions, refusal.
     """
-    from ..collect.studies.survey_bias import load_bundled_items
+    from ..studies.survey_bias.design import load_bundled_items
 
     items = load_bundled_items(seed=seed)
     return items[["item", "key", "bias", "perturbation", "form", "question", "options", "labels", "positions",
@@ -69,7 +69,7 @@ def survey_bias_items(seed: int) -> pd.DataFrame:
 
 def personas(seed: int) -> pd.DataFrame:
     """The 25 personas of MoCa's Table A3 (Nie et al. 2023): slug, category, text (one sentence, no final period)."""
-    from ..collect.studies.moca import load_personas
+    from ..studies.moca.design import load_personas
 
     return load_personas()[["slug", "category", "persona"]].rename(columns={"persona": "text"})
 

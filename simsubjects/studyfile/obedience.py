@@ -4,7 +4,7 @@ The classic Milgram procedure (Aher et al. 2023, Appendix E) is free text cut at
 judged by two 2-choice prompts, and driven by a stage table and a prod counter: none of it is a
 k-choice item or a session block, so it has its own section. The file holds the whole scenario
 (introduction, 30 stages, judgments, prods, special prods, canned texts, record separators) and
-the run settings the built-in command takes; simsubjects/collect/studies/milgram.py is the one
+the run settings the built-in command takes; simsubjects/studies/milgram/design.py is the one
 simulator that runs it. The built-in `milgram` and `milgram_novel` studies are two such files,
 bundled in simsubjects/datasets/aher2023/ (docs/studies.md, "Milgram as a study file").
 
@@ -82,7 +82,7 @@ def load_obedience(file, seed: int | None = None) -> ObedienceStudy:
 
 
 def _design(c: Checker, g, s: ObedienceStudy, seed: int | None) -> None:
-    from ..collect.studies.milgram import subject_pool
+    from ..studies.milgram.design import subject_pool
 
     p = ("design",)
     c.mapping(g, p, DESIGN)
@@ -239,9 +239,10 @@ def _judgments(c: Checker, d: dict, p) -> None:
 def obedience_def(study: ObedienceStudy, out=None):
     """The file as the package's study declaration (StudyDef): the built-in Milgram simulator, tables,
     analysis and figures, on the file's scenario. `out`: the run folder that gets the file's copy."""
-    from ..analyze.milgram import analyze_milgram, plot_milgram
+    from ..studies.milgram.analysis import analyze_milgram, plot_milgram, summary
+    from ..studies.milgram.check_r import check_milgram
     from ..collect.store import atomic_write_bytes
-    from ..collect.studies import milgram as M
+    from ..studies.milgram import design as M
     from ..collect.studies.registry import StudyDef
     from .runcopy import COPY
 
@@ -264,8 +265,8 @@ def obedience_def(study: ObedienceStudy, out=None):
         finalize=finalize,
         analyze=lambda responses, items: analyze_milgram(responses, items, scen=scen),
         plot=lambda tables, responses, outdir: plot_milgram(tables, responses, outdir, scen=scen),
-        summary="simsubjects.analyze.milgram:summary",
-        check_r="simsubjects.analyze.check_r:check_milgram",  # R's survival and log-rank, as the built-in's
+        summary=summary,
+        check_r=check_milgram,  # R's survival and log-rank, as the built-in's
         methods=("exact", "sampled"),
         columns=M.COLUMNS,
     )

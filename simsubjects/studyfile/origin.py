@@ -39,6 +39,19 @@ def origin(manifest: dict) -> Origin:
                   str(identity.get("imported") or ""))
 
 
+def analysis_reusable(manifest: dict) -> bool:
+    """Whether a run's saved analysis may be read back instead of computed: a built-in study's may (when
+    current, publish/saved.py); a study file's never, since its analyses come from the folder's copy."""
+    return not origin(manifest).is_study_file
+
+
+def collect_target(manifest: dict, folder) -> str:
+    """What an equivalent `simsubjects collect` command names: the study file's copy in the run folder,
+    else the built-in study (its command name, `-` for `_`)."""
+    o = origin(manifest)
+    return f"{folder}/{o.file}" if o.is_study_file else o.study.replace("_", "-")
+
+
 def without_file(parameters: dict) -> dict:
     """The parameters a command line shows: the study file is the command's argument, not an option."""
     return {k: v for k, v in parameters.items() if k != KEY}
@@ -75,8 +88,8 @@ def study_def(folder, manifest: dict, code_from=None):
         return get_study(o.study)
     from simsubjects.collect.untrusted import inside
 
-    from .adapter import study_def as from_file
-    from .spec import load_study
+    from .adapter import study_def_of
+    from .door import load_any
 
     path = inside(folder, o.file, f"{Path(folder) / 'manifest.json'}: parameters.studyfile.file")
     if not path.is_file():
@@ -84,23 +97,12 @@ def study_def(folder, manifest: dict, code_from=None):
     params = manifest.get("parameters") or {}
     seed = params.get("seed")  # the run's seed (collect --seed), so seeded tables are drawn as collected
     seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
-    from .spec import study_kind
-
-    kind = study_kind(path)
-    if kind == "session":  # a session file (blocks, rounds, players): its own StudyDef
-        from .session import load_session
-        from .session_def import session_def
-
-        return session_def(load_session(path, seed=seed))
-    if kind == "obedience":  # a Milgram obedience file: the built-in simulator on its scenario
-        from .obedience import load_obedience, obedience_def
-
-        return obedience_def(load_obedience(path, seed=seed))
-    if code_from is None:
-        return from_file(load_study(path, seed=seed))
-    own = load_study(code_from, seed=seed, allow_code=True)
+    loaded = load_any(path, seed=seed)  # the run's copy, read as data: its code never runs
+    if code_from is None or not loaded.plain:  # a session or obedience file names no code
+        return study_def_of(loaded)
+    own = load_any(code_from, seed=seed, allow_code=True)
     info = (manifest.get("parameters") or {}).get("studyfile") or {}
-    if own.sha256 != info.get("sha256"):
+    if not own.plain or own.study.sha256 != info.get("sha256"):
         raise UserError(f"--allow-code {code_from}: not the study file of {folder} (its sha256 differs from the "
                         f"run's copy {o.file}); name the file the run was collected from")
-    return from_file(own)
+    return study_def_of(own)

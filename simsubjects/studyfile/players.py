@@ -6,6 +6,13 @@ Axelrod 1984 and of Dal Bó & Fréchette 2011's strategy estimation: always coop
 tit-for-tat, grim trigger) or of a fixed schedule; a recorded player replays a person's moves
 from a table. Both are deterministic, so they add no branch to an enumerated tree.
 
+A chance player (`nature: {OUTCOME: PROBABILITY, ...}`) draws an outcome with declared
+probabilities, every round (noise that flips an intended move with probability 1/8) or once
+(`draw: once`: a random partner type), by the path's seeded generator; enumerated, each outcome
+is a branch. Scripted strategies may respond to a session variable instead of an item: the
+carried-out move that `update` computes from the intended move and the noise (Fudenberg, Rand &
+Dreber 2012, "Slow to anger and fast to forgive", AER 102(2)).
+
 A model player (`model: same` with its own `persona`, or `model: SPEC`, another model) answers
 its own k-choice question: its move is a decision like the subject's, with its exact option
 distribution recorded (rows with `player` = its name) and the move drawn by the path's seeded
@@ -23,6 +30,9 @@ STRATEGIES = {"always": {"move"}, "tit_for_tat": {"responds_to", "first"},
               "grim_trigger": {"responds_to", "cooperate", "defect"}, "schedule": {"moves"}}
 TABLE = {"table", "round", "move", "match"}
 MODEL = {"model", "persona", "text", "response"}
+NATURE = {"nature", "draw"}
+DRAWS = ("every_round", "once")
+PROB_TOL = 1e-9  # a chance player's probabilities sum to 1 within this
 SAME = "same"  # the subject's own model (with the player's own persona)
 
 
@@ -44,10 +54,14 @@ class Player:
     persona: str = ""  # model players: the text before its question (its role)
     text: str = ""  # model players: its question (placeholders: the state when it moves)
     response: object = None  # model players: a k-choice Response
+    outcomes: dict = field(default_factory=dict)  # chance players: outcome -> probability (sums to 1)
+    draw: str = "every_round"  # chance players: every_round, or once (round 1 of each block; kept after)
 
     @property
     def branches(self) -> int:
         """Deterministic players add no branch to an enumerated tree; a model player one per option."""
+        if self.kind == "nature":
+            return len(self.outcomes)
         return len(self.response.options) if self.kind == "model" else 1
 
     @property
@@ -56,6 +70,10 @@ class Player:
 
     def moves_of(self, sess, block) -> list[str]:
         """The moves this player can make (the options of the item it answers, or its listed moves)."""
+        if self.kind == "nature":
+            return list(self.outcomes)
+        if self.responds_to in sess.variables:  # a carried-out move: any text the update gives
+            return [x for x in dict.fromkeys([self.first, self.cooperate, self.defect, self.move]) if x]
         if self.responds_to:
             try:
                 return [o.label for o in sess.item(self.responds_to).item.response.options]
@@ -70,10 +88,15 @@ class Player:
         return sorted(set(self.recorded.values()))
 
     def check(self, c, sess, items: dict) -> None:
-        if self.responds_to:
+        if self.responds_to in sess.variables:
+            if not isinstance(sess.variables[self.responds_to], str):
+                raise c.err((*self.where, "responds_to"), f"variable {self.responds_to!r} holds a number or "
+                                                          "true/false; a strategy responds to moves (text)")
+        elif self.responds_to:
             if self.responds_to not in items:
-                raise c.err((*self.where, "responds_to"), f"{self.responds_to!r} is not an item"
-                                                          f"{did_you_mean(self.responds_to, items)}")
+                known = [*items, *sess.variables]
+                raise c.err((*self.where, "responds_to"), f"{self.responds_to!r} is not an item or a variable"
+                                                          f"{did_you_mean(self.responds_to, known)}")
             labels = items[self.responds_to].labels
             for key in ("first", "cooperate", "defect"):
                 v = getattr(self, key)
@@ -83,7 +106,8 @@ class Player:
 
     def play(self, round_: int, own: list[str], answers: list[str], person=None) -> str:
         """The move in round `round_` (1, 2, ...): `own` its earlier moves, `answers` the subject's
-        earlier answers to `responds_to` ('' where the item was not shown)."""
+        earlier answers to `responds_to` ('' where the item was not shown), or the values of the
+        variable it responds to after each earlier round."""
         if self.kind == "always":
             return self.move
         if self.kind == "schedule":
@@ -110,11 +134,13 @@ def parse_player(c, name: str, v, path, study, named=None) -> Player:
         raise c.err(path, "a player is a mapping: {strategy: tit_for_tat, ...} or {table: FILE, ...}")
     if "model" in v:
         return _model(c, name, v, path, named or {})
+    if "nature" in v:
+        return _nature(c, name, v, path)
     if "table" in v:
         return _recorded(c, name, v, path, study)
     if "strategy" not in v:
-        raise c.err(path, "a player needs strategy: (always, tit_for_tat, grim_trigger, schedule), table: FILE "
-                          "or model: (same, or a model spec)")
+        raise c.err(path, "a player needs strategy: (always, tit_for_tat, grim_trigger, schedule), table: FILE, "
+                          "model: (same, or a model spec) or nature: {OUTCOME: PROBABILITY}")
     kind = v["strategy"]
     if kind not in STRATEGIES:
         raise c.err((*path, "strategy"), f"unknown strategy {kind!r}{did_you_mean(kind, STRATEGIES)}")
@@ -197,3 +223,32 @@ def _model(c, name: str, v, path, named) -> Player:
         raise c.err((*path, "response"), "a model player's move is a k-choice question (choice, yesno, likert)")
     return Player(name, "model", path, model=spec, spec=parsed, persona=c.text(d, "persona", path, ""),
                   text=c.text(d, "text", path, required=True), response=resp)
+
+
+def _probability(c, v, path) -> float:
+    """A declared probability: a number, or a fraction written as text ("1/8")."""
+    if isinstance(v, str) and "/" in v:
+        num, _, den = v.partition("/")
+        try:
+            p = float(num) / float(den)
+        except (ValueError, ZeroDivisionError):
+            raise c.err(path, f"{v!r} is not a probability (a number, or a fraction such as 1/8)") from None
+    elif isinstance(v, (int, float)) and not isinstance(v, bool):
+        p = float(v)
+    else:
+        raise c.err(path, f"{v!r} is not a probability (a number, or a fraction such as 1/8)")
+    if not 0 <= p <= 1:
+        raise c.err(path, f"a probability is in [0, 1], got {v!r}")
+    return p
+
+
+def _nature(c, name: str, v, path) -> Player:
+    """A chance player: outcomes with declared probabilities that sum to 1."""
+    d = c.mapping(v, path, NATURE, required=("nature",))
+    raw = c.typed(d["nature"], (*path, "nature"), dict, "a mapping {OUTCOME: PROBABILITY}")
+    if len(raw) < 2:
+        raise c.err((*path, "nature"), "a chance player lists at least two outcomes")
+    out = {str(k): _probability(c, p, (*path, "nature", k)) for k, p in raw.items()}
+    if abs(sum(out.values()) - 1) > PROB_TOL:
+        raise c.err((*path, "nature"), f"the probabilities sum to {sum(out.values()):g}, not 1")
+    return Player(name, "nature", path, outcomes=out, draw=c.choice(d, "draw", path, DRAWS, "every_round"))

@@ -8,6 +8,7 @@ model: each problem is one StudyFileError line `FILE:LINE: KEY: what to fix` (ex
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from string import Template
 
 import pandas as pd
 
@@ -16,6 +17,7 @@ from . import limits as L
 from .load import did_you_mean
 from .players import Player, parse_player
 from .runcopy import without_credentials
+from .session_tree import context_domains, problems, read_names, walk_block
 from .spec import (NAME, SESSION_RESERVED, Checker, Item, Response, Study, _design, _prompt, parse_response,
                    placeholders, study_header)
 
@@ -24,7 +26,8 @@ TOP = {"study", "title", "citation", "license", "description", "prompt", "respon
 HUMAN = {"file", "name", "columns"}
 HUMAN_COLUMNS = {"respondent", "measure", "value", "by"}
 SESSION = {"blocks", "block_order", "memory", "paths", "max_leaves", "max_steps", "variables", "players", "history"}
-BLOCK = {"id", "items", "order", "intro", "rounds", "players", "moves", "payoffs", "update", "feedback"}
+BLOCK = {"id", "items", "order", "intro", "rounds", "players", "moves", "payoffs", "update", "feedback", "position"}
+POSITIONS = ("first", "last")  # under block_order: randomized, a block kept at the start or the end
 SITEM = {"id", "text", "response", "show_if", "skip_to"}
 SKIP = {"if", "to"}
 ROUNDS = {"max", "continue"}
@@ -34,6 +37,33 @@ DEFAULT_HISTORY = "Q: ${question}\nA: ${answer}\n"
 ENDS = ("end_block", "end")
 # every name a session writes as a column is one of spec.SESSION_RESERVED (collect/schema.py's columns)
 NOT_RESERVED = "not a column the package writes (reserved: docs/robustness.md)"
+DEFAULT_MARK = ":-"  # ${item:-TEXT}: TEXT where the item was not shown on the path
+
+
+class SessionText(Template):
+    """A session text (item, intro, feedback, a player's text): `${name}`, or `${name:-TEXT}`, which is
+    TEXT where `name` is an item not shown on this path (docs/studies.md, "Logic")."""
+
+    braceidpattern = r"(?a:[_a-z][_a-z0-9]*)(?::-[^}$]*)?"
+
+
+class FillValues(dict):
+    """The values a SessionText is filled with: `name:-TEXT` is the value of `name`, or TEXT where
+    that is empty (an item not shown)."""
+
+    def __missing__(self, key):
+        name, mark, default = key.partition(DEFAULT_MARK)
+        if not mark:
+            raise KeyError(key)
+        return self.get(name, "") or default
+
+
+def text_placeholders(text: str) -> list[tuple[str, bool]]:
+    """(name, has a default) of each placeholder of a session text; ("$", False) for a lone $."""
+    t = SessionText(text)
+    if not t.is_valid():
+        return [("$", False)]
+    return [(x.partition(DEFAULT_MARK)[0], bool(x.partition(DEFAULT_MARK)[1])) for x in t.get_identifiers()]
 
 
 @dataclass
@@ -69,6 +99,8 @@ class Block:
     rules: list = field(default_factory=list)  # [(name, Expr)]
     update: list = field(default_factory=list)  # [(variable, Expr)]
     feedback: str = ""
+    position: str = ""  # block_order: randomized: "first" / "last" keep the block there; "" is shuffled
+    round_leaves: int | None = None  # the answer sequences of one round, enumerated (session_tree.py)
 
     def payoff_names(self) -> list[str]:
         out = ["payoff", f"{self.matrix_moves[1]}_payoff"] if self.matrix else []
@@ -125,6 +157,8 @@ def load_session(file, seed: int | None = None) -> SessionStudy:
     if d.get("analyses") is not None:
         c.listed(d, "analyses", ())  # the session analyses run always (docs/studies.md); reserved for more
     _check(c, s)
+    _max_leaves(c, s.session)
+    _size(c, s.session, len(s.subjects))  # after the leaves: an enumerated tree's size counts them
     # the run's copy without a model player's URL credentials (the sha256 stays the file's as read)
     s.raw[src.file.name] = without_credentials(src, {(*p.where, "model"): p.spec for p in s.session.players.values()
                                                      if p.spec is not None})
@@ -176,14 +210,10 @@ def _session(c: Checker, v, s: Study, named, default) -> Session:
         big = max(sess.blocks, key=lambda b: b.rounds * len(b.items))
         raise c.err((*big.where, "rounds"), f"{steps} decisions per path exceed max_steps ({sess.max_steps}); "
                                             "fewer rounds, or raise session.max_steps")
-    if sess.block_order == "randomized" and any(it.skip_to for b in sess.blocks for it in b.items):
-        raise c.err((*p, "block_order"), "skip_to needs block_order: fixed (randomized blocks reorder the targets)")
-    if sess.enumerate:
-        n = leaves(sess)
-        if n > sess.max_leaves:
-            raise c.err((*p, "paths"), f"paths: enumerate gives up to {n:g} leaves, more than max_leaves "
-                                       f"({sess.max_leaves}); use paths: K (sampled paths) or raise max_leaves")
-    _size(c, sess, len(s.subjects))
+    for b in sess.blocks:
+        if b.position and sess.block_order != "randomized":
+            raise c.err((*b.where, "position"), f"position: {b.position} keeps a block in place among randomized "
+                                                "ones: it needs session.block_order: randomized")
     return sess
 
 
@@ -210,21 +240,39 @@ def _size(c: Checker, sess: Session, subjects: int) -> None:
         raise c.err(("session", "paths"), why)
 
 
+def _max_leaves(c: Checker, sess: Session) -> None:
+    """paths: enumerate: the tree's leaves (each round's answer sequences as the logic walk counted
+    them, with its show_if and skip_to) within max_leaves, before anything runs."""
+    if sess.enumerate:
+        n = leaves(sess)
+        if n > sess.max_leaves:
+            raise c.err(("session", "paths"), f"paths: enumerate gives up to {n:g} leaves, more than max_leaves "
+                                              f"({sess.max_leaves}); use paths: K (sampled paths) or raise "
+                                              "max_leaves")
+
+
 def leaves(sess: Session) -> float:
-    """An upper bound of the enumerated tree's leaves (every item shown; continuation branches)."""
+    """An upper bound of the enumerated tree's leaves: each round's answer sequences (as the logic walk
+    of `study check` counted them, else every item shown), players' branches, continuation branches."""
     total = 1.0
     for b in sess.blocks:
         per_round = 1.0
         for it in b.items:
             per_round *= len(it.labels)
-        for name in b.players:
-            per_round *= sess.players[name].branches
+        if b.round_leaves is not None:
+            per_round = float(b.round_leaves)
+        for name in b.players:  # a chance player drawn once branches once (below)
+            if sess.players[name].draw != "once":
+                per_round *= sess.players[name].branches
         n = per_round
         for _ in range(b.rounds - 1):
             n = per_round * ((1 + n) if b.cont is not None else n)
             if n > 1e15:
                 return n
         total *= n
+    for p in sess.players.values():
+        if p.draw == "once" and any(p.name in b.players for b in sess.blocks):
+            total *= p.branches
     return total
 
 
@@ -241,18 +289,9 @@ def _block(c: Checker, v, path, s, sess: Session, named, default, seen_items) ->
         items.append(_item(c, it, (*path, "items", j), s, named, default, seen_items))
     b = Block(bid, items, path, order=c.choice(d, "order", path, ("fixed", "randomized"), "fixed"),
               intro=c.text(d, "intro", path, ""), feedback=c.text(d, "feedback", path, ""))
-    r = d.get("rounds", 1)
-    if isinstance(r, dict):
-        rd = c.mapping(r, (*path, "rounds"), ROUNDS, required=("max",))
-        b.rounds = c.number(rd, "max", (*path, "rounds"), 1, integer=True, low=1)
-        if isinstance(rd.get("continue"), str):  # e.g. a persona column: the treatment's delta
-            b.cont_expr, b.cont = _parse(c, rd["continue"], (*path, "rounds", "continue")), 1.0
-        else:
-            b.cont = c.number(rd, "continue", (*path, "rounds"), None)
-        if b.cont is not None and not 0 < b.cont <= 1:
-            raise c.err((*path, "rounds", "continue"), f"a continuation probability is in (0, 1], got {b.cont}")
-    else:
-        b.rounds = c.number(d, "rounds", path, 1, integer=True, low=1)
+    if d.get("position") is not None:
+        b.position = c.choice(d, "position", path, POSITIONS, "")
+    _rounds(c, d, path, b)
     if b.rounds > sess.max_steps:
         raise c.err((*path, "rounds"), f"{b.rounds} rounds exceed max_steps ({sess.max_steps}) decisions per path")
     names = c.listed(d, "players", path) if "players" in d else list(sess.players)
@@ -288,6 +327,22 @@ def _block(c: Checker, v, path, s, sess: Session, named, default, seen_items) ->
         if it.skip_to and b.order == "randomized":
             raise c.err((*it.where, "skip_to"), "skip_to needs the block's order: fixed")
     return b
+
+
+def _rounds(c: Checker, d: dict, path, b: Block) -> None:
+    """`rounds: N`, or `rounds: {max: N, continue: P}` (P a number in (0, 1] or an expression)."""
+    r = d.get("rounds", 1)
+    if not isinstance(r, dict):
+        b.rounds = c.number(d, "rounds", path, 1, integer=True, low=1)
+        return
+    rd = c.mapping(r, (*path, "rounds"), ROUNDS, required=("max",))
+    b.rounds = c.number(rd, "max", (*path, "rounds"), 1, integer=True, low=1)
+    if isinstance(rd.get("continue"), str):  # e.g. a persona column: the treatment's delta
+        b.cont_expr, b.cont = _parse(c, rd["continue"], (*path, "rounds", "continue")), 1.0
+    else:
+        b.cont = c.number(rd, "continue", (*path, "rounds"), None)
+    if b.cont is not None and not 0 < b.cont <= 1:
+        raise c.err((*path, "rounds", "continue"), f"a continuation probability is in (0, 1], got {b.cont}")
 
 
 def _payoffs(c: Checker, d: dict, path, b: Block, sess: Session) -> None:
@@ -427,45 +482,16 @@ def _check(c: Checker, s: SessionStudy) -> None:
     for k, p in sess.players.items():
         p.check(c, sess, all_items)
     known: dict[str, X.T] = {}  # answers of the items before (earlier blocks, earlier in this block)
-    for b in sess.blocks:
-        if sess.block_order == "randomized":
-            known = {}  # another block may come first: only this block's earlier items are known
-        order = b.sequence or [it.id for it in b.items]
-        moved: dict[str, X.T] = {}
-        if b.sequence is None:  # simultaneous: players move first, on what was known before the round
-            for name in b.players:
-                _player_text(c, sess.players[name], {**base, **known}, all_items)
-        for name in order:
-            if name in b.players:
-                _player_text(c, sess.players[name], {**base, **known, **moved}, all_items)
-                moved[name] = players[name]
-                continue
-            it = all_items[name]
-            env = {**base, **known, **moved}
-            if b.order == "randomized":
-                env = {**base, **{k: v for k, v in known.items() if k not in {x.id for x in b.items}}, **moved}
-            for e, where in ([(it.show_if, (*it.where, "show_if"))] if it.show_if else []) + \
-                    [(e, (*it.where, "skip_to")) for e, _ in it.skip_to if e is not None]:
-                _typed(c, e, env, where, all_items, b, want="bool")
-            _text(c, it.item.text, env, (*it.where, "text"), all_items)
-            known[it.id] = X.T("text", frozenset(it.labels))
-        after = {**base, **known, **players}
-        _text(c, b.intro, {**base, **known}, (*b.where, "intro"), all_items)
-        if b.cont_expr is not None:
-            t = _typed(c, b.cont_expr, {**base, **known}, (*b.where, "rounds", "continue"), all_items, b)
-            if t.kind != "num":
-                raise c.err((*b.where, "rounds", "continue"), f"a continuation probability is a number, got {t}")
-            _continue_in_range(c, s, b)
-        if b.matrix:
-            after.update({n: X.NUM for n in b.payoff_names()})
-        for n, e in b.rules:
-            after[n] = _typed(c, e, after, (*b.where, "payoffs", "rules", n), all_items, b)
-        for n, e in b.update:
-            t = _typed(c, e, after, (*b.where, "update", n), all_items, b)
-            if t.kind != base[n].kind:
-                raise c.err((*b.where, "update", n), f"{n} holds {base[n]}, but the expression gives {t}")
-        _text(c, b.feedback, after, (*b.where, "feedback"), all_items)
-        _flow(c, b)
+    hidden: set[str] = set()  # of those, the items some path does not show (filled with "")
+    for group, in_order in block_groups(sess):
+        seen, unseen = dict(known), set(hidden)  # what every block of a shuffled group knows
+        for b in group:
+            k, h = (known, hidden) if in_order else (dict(seen), set(unseen))
+            _check_block(c, s, b, base, k, h, players, all_items)
+            h |= maybe_hidden(b, len(b.items))
+            if not in_order:  # after the shuffled group: every block of it has run
+                known.update(k)
+                hidden |= h
     _growth(c, s)
 
 
@@ -512,11 +538,92 @@ def _continue_in_range(c, s: SessionStudy, b: Block) -> None:
             raise c.err((*b.where, "rounds", "continue"), f"continuation probability {v!r}{who}: not in (0, 1]")
 
 
-def _player_text(c, p: Player, env, all_items) -> None:
+def block_groups(sess: Session) -> list[tuple[list[Block], bool]]:
+    """The blocks in the order a path meets them: (blocks, in this order?). Fixed: one group in file
+    order. Randomized: the `position: first` blocks in file order, the others shuffled (each knows
+    only what came before the group), the `position: last` blocks in file order."""
+    if sess.block_order != "randomized":
+        return [(sess.blocks, True)]
+    return [([b for b in sess.blocks if b.position == "first"], True),
+            ([b for b in sess.blocks if not b.position], False),
+            ([b for b in sess.blocks if b.position == "last"], True)]
+
+
+def _check_block(c: Checker, s: SessionStudy, b: Block, base, known, hidden, players, all_items) -> None:
+    """One block's expressions and texts, in the order they are met; adds its items to `known`;
+    then its logic, walked (session_tree.py)."""
+    sess = s.session
+    context = context_domains(s, b, known, hidden)
+    _text(c, b.intro, {**base, **known}, (*b.where, "intro"), all_items, hidden)  # shown before the items
+    ids = [it.id for it in b.items]
+    order = b.sequence or ids
+    moved: dict[str, X.T] = {}
+    if b.sequence is None:  # simultaneous: players move first, on what was known before the round
+        for name in b.players:
+            _player_text(c, sess.players[name], {**base, **known}, all_items, hidden)
+    for pos, name in enumerate(order):
+        now = hidden | maybe_hidden(b, sum(x in ids for x in order[:pos]))
+        if name in b.players:
+            _player_text(c, sess.players[name], {**base, **known, **moved}, all_items, now)
+            moved[name] = players[name]
+            continue
+        it = all_items[name]
+        env = {**base, **known, **moved}
+        if b.order == "randomized":
+            env = {**base, **{k: v for k, v in known.items() if k not in set(ids)}, **moved}
+        if it.show_if is not None:
+            _typed(c, it.show_if, env, (*it.where, "show_if"), all_items, b, want="bool")
+        own = {**env, it.id: X.T("text", frozenset(it.labels))}  # skip_to is read after the item's answer
+        for e, _ in it.skip_to:
+            if e is not None:
+                _typed(c, e, own, (*it.where, "skip_to"), all_items, b, want="bool")
+        _text(c, it.item.text, env, (*it.where, "text"), all_items, now)
+        known[it.id] = X.T("text", frozenset(it.labels))
+    after = {**base, **known, **players}
+    if b.cont_expr is not None:
+        t = _typed(c, b.cont_expr, {**base, **known}, (*b.where, "rounds", "continue"), all_items, b)
+        if t.kind != "num":
+            raise c.err((*b.where, "rounds", "continue"), f"a continuation probability is a number, got {t}")
+        _continue_in_range(c, s, b)
+    if b.matrix:
+        after.update({n: X.NUM for n in b.payoff_names()})
+    for n, e in b.rules:
+        after[n] = _typed(c, e, after, (*b.where, "payoffs", "rules", n), all_items, b)
+    for n, e in b.update:
+        t = _typed(c, e, after, (*b.where, "update", n), all_items, b)
+        if t.kind != base[n].kind:
+            raise c.err((*b.where, "update", n), f"{n} holds {base[n]}, but the expression gives {t}")
+    _text(c, b.feedback, after, (*b.where, "feedback"), all_items, hidden | maybe_hidden(b, len(ids)))
+    _flow(c, b)
+    w = walk_block(b, context, read_names(b))
+    if w is not None:
+        for where, what in problems(b, w):
+            raise c.err(where, what)
+        b.round_leaves = w.leaves
+
+
+def maybe_hidden(b: Block, k: int) -> set[str]:
+    """The items of block `b` before its k-th item (k = len(items): after the block's items) that a
+    path reaching that point may not have shown: a show_if that is not always true, or a skip_to
+    over them that lands at or before k (`end_block` lands after the items; `end` ends the session,
+    so nothing after it is shown)."""
+    ids = [it.id for it in b.items]
+    out = set()
+    for i, it in enumerate(b.items[:k]):
+        if it.show_if is not None and X.constant(it.show_if) is not True:
+            out.add(it.id)
+        for _, to in it.skip_to:
+            j = len(ids) if to == "end_block" else ids.index(to) if to in ids else None
+            if j is not None and j <= k:
+                out.update(ids[i + 1:j])
+    return out
+
+
+def _player_text(c, p: Player, env, all_items, hidden=frozenset()) -> None:
     """A model player's persona and question: filled from what is known when it moves."""
     if p.kind == "model":
-        _text(c, p.persona, env, (*p.where, "persona"), all_items)
-        _text(c, p.text, env, (*p.where, "text"), all_items)
+        _text(c, p.persona, env, (*p.where, "persona"), all_items, hidden)
+        _text(c, p.text, env, (*p.where, "text"), all_items, hidden)
 
 
 def _typed(c, e: X.Expr, env, where, all_items, b, want: str | None = None) -> X.T:
@@ -534,13 +641,19 @@ def _typed(c, e: X.Expr, env, where, all_items, b, want: str | None = None) -> X
     return t
 
 
-def _text(c, text: str, env, where, all_items) -> None:
-    for p in placeholders(text):
+def _text(c, text: str, env, where, all_items, hidden=frozenset()) -> None:
+    """Every placeholder of a session text has a value where the text is shown; one naming an item
+    that may not have been shown on the path (`hidden`) needs a default, `${item:-TEXT}`."""
+    for p, has_default in text_placeholders(text):
         if p == "$":
             raise c.err(where, "a lone $ starts no placeholder; write $$ for a dollar sign")
         if p not in env:
             hint = ": an item answered later" if p in all_items else did_you_mean(p, env)
             raise c.err(where, f"placeholder ${p} has no value here{hint}")
+        if p in hidden and not has_default:
+            raise c.err(where, f"placeholder ${p}: item {p} is not shown on every path before this text "
+                               f"(show_if or skip_to), where it would be filled with an empty text; write "
+                               f"${{{p}:-TEXT}} for the text to show then")
 
 
 def _flow(c: Checker, b: Block) -> None:

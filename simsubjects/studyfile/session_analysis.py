@@ -5,16 +5,22 @@ subject's persona and its own earlier answers. So every test and interval here i
 subject-level values (each subject's mean over its paths and rounds, weighted by the paths'
 probabilities when they were enumerated), never on decisions; by-round tables are descriptive
 (the share of each option, and its mean over subjects with a t interval over subjects).
+
+A decision's weight in a subject's mean (`_weighted`): with `paths: enumerate`, `reach`, the exact
+probability of the tree node (each round's nodes then sum to 1 and rounds count equally); a sampled
+path is one draw from that distribution already, so each of its decisions has weight 1. (Weighting a
+sampled path by `reach`, the model's probability of its history so far, would count a path twice,
+once by being drawn and once by its probability, and make round 1 dominate a mean over rounds.)
 """
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..analyze.methods.tests import paired_t, welch_t
 from .session import SessionStudy
 
 SYSTEM = ["source", "model"]
@@ -26,6 +32,7 @@ def analyze_session(study: SessionStudy, responses: pd.DataFrame, items: pd.Data
     rounds = responses[responses["condition"] == "round"].copy()
     paths = responses[responses["condition"] == "path"].copy()
     if len(dec):
+        dec = _weighted(dec, study.session.enumerate)
         out["choice_by_round"] = choice_by_round(dec)
         out["subject_tests"] = subject_tests(dec)
     if len(rounds):
@@ -43,12 +50,20 @@ def _key(df: pd.DataFrame) -> list[str]:
     return [c for c in SYSTEM if c in df.columns]
 
 
+def _weighted(dec: pd.DataFrame, enumerate_: bool) -> pd.DataFrame:
+    """The decision rows with `_p`, the option's probability (its `weight` over the decision's total:
+    with --method sampled `weight` holds counts), and `_w`, the decision's weight in a subject's mean
+    (module docstring: `reach` when enumerated, 1 on a sampled path)."""
+    total = dec.groupby([*_key(dec), "trial", "item"], sort=False)["weight"].transform("sum").astype(float)
+    w = dec["reach"].astype(float) if enumerate_ else pd.Series(1.0, index=dec.index)
+    return dec.assign(_p=dec["weight"].astype(float) / total.where(total > 0), _w=w)
+
+
 def choice_by_round(dec: pd.DataFrame) -> pd.DataFrame:
     """The probability of each option by item and round: the mean over subjects of each subject's
-    reach-weighted mean probability (a subject with several paths counts once), and its t interval
-    over subjects (unit: subject)."""
-    dec = dec.assign(_w=dec["reach"].astype(float), _p=dec["weight"].astype(float))
-    dec["_wp"] = dec["_w"] * dec["_p"]
+    mean probability over its paths (weights `_w`: a subject with several paths counts once), and its
+    t interval over subjects (unit: subject)."""
+    dec = dec.assign(_wp=dec["_w"] * dec["_p"])
     g = dec.groupby([*_key(dec), "item", "round", "response", "subject"], sort=False)
     per = (g["_wp"].sum() / g["_w"].sum()).rename("p").reset_index()
     rows = []
@@ -70,33 +85,61 @@ def _mean_ci(x: pd.Series, level: float = 0.95) -> dict:
             "unit": "subject"}
 
 
+REACHED_SHARE = 0.5  # subject_tests compares round 1 with the last round at least this share of subjects reached
+EQUAL_TOL = 1e-9  # values this close (relative) are equal: zero variance
+MIN_N = 3  # fewer values on a side, or no variance: no p-value, a `note` instead (a t-test of 2 values is noise)
+
+
+def degenerate(*samples) -> str:
+    """Why a t-test of these samples gives no p-value ("" when it does): a side with fewer than MIN_N
+    values, or a side whose values are all equal (within EQUAL_TOL: subjects with one prompt get the
+    same probability up to float sums in another batch). The t statistic is then infinite or
+    undefined, and scipy prints p-values such as 7.5e-20 that mean nothing."""
+    flat = []
+    for name, x in samples:
+        x = pd.to_numeric(pd.Series(x), errors="coerce").dropna()
+        if len(x) < MIN_N:
+            return f"n < {MIN_N} ({name}: {len(x)}): no test"
+        if x.max() - x.min() <= EQUAL_TOL * max(1.0, float(x.abs().max())):
+            flat.append(name)
+    return f"zero variance ({', '.join(flat)}): no test" if flat else ""
+
+
+def last_round(per: pd.DataFrame, first) -> int | None:
+    """The last round that at least REACHED_SHARE of the subjects who played round `first` reached
+    (with a continuation probability few subjects reach the highest round)."""
+    base = per[first].notna().sum()
+    ok = [r for r in per.columns if r > first and per[r].notna().sum() >= REACHED_SHARE * base]
+    return max(ok) if ok else None
+
+
 def subject_tests(dec: pd.DataFrame) -> pd.DataFrame:
-    """Does a choice's probability change from the first round to the last? A paired t-test over
-    subjects (scipy.stats.ttest_rel) of each subject's mean probability in the last vs the first
-    round (unit: subject); items with a single round are left out."""
+    """Does a choice's probability change from the first round to a later one? A paired t-test over
+    subjects (analyze/methods/tests.paired_t, the package's one) of each subject's mean probability in round L vs the first round,
+    L the last round at least REACHED_SHARE of the subjects reached (unit: subject); items with a
+    single round are left out; a degenerate sample (`degenerate`) has `note` and no p-value."""
     rows = []
-    dec = dec.assign(_w=dec["reach"].astype(float))
-    dec["_wp"] = dec["_w"] * dec["weight"].astype(float)
+    dec = dec.assign(_wp=dec["_w"] * dec["_p"])
     for keys, d in dec.groupby([*_key(dec), "item", "response"], sort=False):
-        first, last = d["round"].min(), d["round"].max()
-        if first == last:
-            continue
         g = d.groupby(["subject", "round"])
         per = (g["_wp"].sum() / g["_w"].sum()).unstack("round")
-        pair = per[[first, last]].dropna()
-        if len(pair) < 2:
+        first = d["round"].min()
+        last = last_round(per, first)
+        if last is None:
             continue
+        pair = per[[first, last]].dropna()
         diff = pair[last] - pair[first]
-        if diff.std(ddof=1) == 0:  # no variation: the t statistic is undefined
-            stat, p = float("nan"), float("nan")
-        else:
-            t = stats.ttest_rel(pair[last], pair[first])
-            stat, p = float(t.statistic), float(t.pvalue)
+        note = degenerate(("subjects", diff))  # n < MIN_N or no spread: a note, no p-value
+        stat, p = float("nan"), float("nan")
+        if not note:
+            t = paired_t(pair[last].to_numpy(float), pair[first].to_numpy(float))
+            stat, p = t["statistic"], t["p.value"]
         ci = _mean_ci(diff)
         rows.append({**dict(zip([*_key(dec), "item", "response"], keys)), "test": f"round {last} - round {first}",
                      "estimate": ci["estimate"], "std.error": ci["std.error"], "statistic": stat,
                      "df": len(pair) - 1, "p.value": p, "conf.low": ci["conf.low"], "conf.high": ci["conf.high"],
-                     "n": len(pair), "unit": "subject"})
+                     "n": len(pair), "reached": float(per[last].notna().sum() / per[first].notna().sum()),
+                     "unit": "subject", "note": note})
     return pd.DataFrame(rows)
 
 
@@ -130,8 +173,9 @@ def rounds_by_round(study: SessionStudy, rounds: pd.DataFrame) -> pd.DataFrame:
                 for lab in sorted(d[name].dropna().unique()):
                     measures[f"share {name}={lab}"] = (d[name] == lab).astype(float)
         for n in b.payoff_names():
-            if n in d:
-                measures[f"mean {n}"] = pd.to_numeric(d[n], errors="coerce")
+            x = pd.to_numeric(d[n], errors="coerce") if n in d else None
+            if x is not None and x.notna().any():  # a text rule (a carried-out move) is not averaged
+                measures[f"mean {n}"] = x
         for name, x in measures.items():
             frame = d.assign(_x=x, _wx=x * d["_w"])
             for (*keys, r), g in frame.groupby([*_key(d), "round"], sort=True):
@@ -153,12 +197,15 @@ def subject_values(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame,
                    where: dict) -> pd.Series:
     """Each subject's value of `measure` in the cells `where` (by round, block, persona column):
     `share ITEM=OPTION` is the subject's mean probability of the option over its decisions there
-    (weighted by the paths' probabilities `reach`); `mean NAME` its weighted mean over the round rows."""
+    (weights `_w`: `reach` when enumerated, 1 on a sampled path, so rounds count equally); `mean NAME`
+    its mean over the round rows (weight: `weight`, the node's probability or 1)."""
     kind, rest = measure.split(" ", 1)
     if kind == "share":
         item, label = rest.split("=", 1)
+        if "_w" not in dec:
+            dec = _weighted(dec, study.session.enumerate)
         d = dec[(dec["item"] == item) & (dec["response"] == label)]
-        w, x = d["reach"].astype(float), d["weight"].astype(float)
+        w, x = d["_w"], d["_p"]
     else:
         d = rounds
         w, x = d["weight"].astype(float), pd.to_numeric(d.get(rest), errors="coerce")
@@ -177,7 +224,8 @@ def subject_values(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame,
 def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
     """Model and people side by side in each cell of the human table (by round, block, persona column):
     the mean over subjects vs the mean over persons, each with its t interval (unit: subject, person),
-    and a Welch two-sample t-test of the difference (scipy.stats.ttest_ind, equal_var=False)."""
+    and a Welch two-sample t-test of the difference (analyze/methods/tests.welch_t); a
+    degenerate sample (`degenerate`: n < 3 or zero variance on a side) has a `note` and no p-value."""
     people, by = study.people, study.people_by
     rows, tests = [], []
     for keys, g in people.groupby(["measure", *by], sort=False, dropna=False):
@@ -189,16 +237,17 @@ def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
             if not len(vals):
                 continue  # a cell the model did not play (e.g. a supergame of people only)
             rows.append({"measure": measure, **where, "source": src, **_mean_ci(vals), "unit": unit})
-        if len(model) >= 2 and len(human) >= 2 and (model.var() > 0 or human.var() > 0):
-            with warnings.catch_warnings():  # identical subjects (one prompt) give a zero variance: fine
-                warnings.simplefilter("ignore", RuntimeWarning)
-                t = stats.ttest_ind(model, human, equal_var=False)
-                ci = t.confidence_interval()
-            tests.append({"measure": measure, **where, "test": "Welch two-sample t-test, model - people",
-                          "estimate": float(model.mean() - human.mean()), "statistic": float(t.statistic),
-                          "df": float(t.df), "p.value": float(t.pvalue), "conf.low": float(ci.low),
-                          "conf.high": float(ci.high), "n_model": len(model), "n_people": len(human),
-                          "unit": "subject / person"})
+        if not len(model) or not len(human):
+            continue
+        note = degenerate(("model", model), (study.human_name, human))
+        est, stat, df, p, low, high = float(model.mean() - human.mean()), *[float("nan")] * 5
+        if not note:
+            t = welch_t(model.to_numpy(float), human.to_numpy(float))
+            stat, df, p, low, high = (t[k] for k in ("statistic", "df", "p.value", "conf.low", "conf.high"))
+        tests.append({"measure": measure, **where, "test": "Welch two-sample t-test, model - people",
+                      "estimate": est, "statistic": stat, "df": df, "p.value": p, "conf.low": low,
+                      "conf.high": high, "n_model": len(model), "n_people": len(human),
+                      "unit": "subject / person", "note": note})
     return pd.DataFrame(rows), pd.DataFrame(tests)
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..collect.schema import SESSION_COLUMNS
+from ..collect.store import TRANSCRIPTS, atomic_write_bytes
 from ..collect.studies.registry import StudyDef
 from .runcopy import copy_files, shown_spec
 from .design import items_table
@@ -19,7 +22,54 @@ def session_trials(study: SessionStudy, paths: int | None = None) -> pd.DataFram
     k = 1 if sess.enumerate else int(paths or sess.paths)
     rows = [{"trial": f"{s}|p{p}", "item": "session", "condition": "", "subject": s, "prompt": "", "options": (),
              "labels": (), "path": p} for s in study.subjects["subject"] for p in range(1, k + 1)]
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out.attrs["column_labels"] = column_labels(study)  # the manifest keeps them for exports
+    return out
+
+
+COLUMN_LABELS = {  # the session columns of the responses table (docs/studies.md, "Paths and rows")
+    "round": "Round of the block (1, 2, ...)",
+    "step": "Decision's number in its path (round rows: decisions so far)",
+    "path": "Path of the subject (1..K; enumerated: the first leaf under the row)",
+    "parent": "Trial id of the decision before (empty for the first)",
+    "block": "Block of the session",
+    "player": "Who decided: subject, or a model player's name",
+    "drawn": "1 on the option the path went on with (enumerated: every option, 1)",
+    "reach": "Model's probability of the path's history up to this row",
+    "continued": "1 when another round followed, else 0",
+    "question": "Question as shown (placeholders filled)",
+    "block_order": "Order of the blocks on this path",
+    "item_order": "Order of the block's items and players in this round",
+}
+
+
+def column_labels(study: SessionStudy) -> dict[str, str]:
+    """Variable labels of a session's columns (.rds/.dta/.sav, codebooks): the fixed ones, one column per
+    item (its text), per player (its moves), per payoff and per variable."""
+    sess = study.session
+    out = dict(COLUMN_LABELS)
+    for b in sess.blocks:
+        out.update({it.id: f"Answer to {it.id}: {it.item.text}" for it in b.items})
+        out.update({n: f"Payoff {n} (block {b.id})" for n in b.payoff_names()})
+    out.update({n: f"Move of player {n} ({p.kind})" for n, p in sess.players.items()})
+    out.update({n: f"Variable {n} after the round" for n in sess.variables})
+    return out
+
+
+def session_levels(study: SessionStudy, responses: pd.DataFrame) -> dict[str, list[str]]:
+    """Factor levels in the declared order: each item's column its options as listed, each player's
+    its moves (a chance player's outcomes, a model player's options), and `response` when every item
+    and player shares one option list (e.g. J, F); the export keeps these orders (issue 41)."""
+    sess = study.session
+    out = {it.id: it.labels for b in sess.blocks for it in b.items}
+    for n, p in sess.players.items():
+        moves = p.moves_of(sess, None)
+        if moves:
+            out[n] = list(moves)
+    lists = {tuple(v) for v in out.values()}
+    if len(lists) == 1:
+        out["response"] = list(next(iter(lists)))
+    return {k: v for k, v in out.items() if k in responses.columns}
 
 
 def session_items(study: SessionStudy) -> pd.DataFrame:
@@ -28,29 +78,54 @@ def session_items(study: SessionStudy) -> pd.DataFrame:
     return items.assign(block=items["item"].map(block))
 
 
+# what the terminal and the report say above a summary table (docs/studies.md, "Paths and rows")
+CAPTIONS = {
+    "rounds_by_round": "rounds_by_round: each answer's share among the answers drawn on the paths (not the model's "
+                       "probabilities: choice_by_round), unconditional (a round where the item was not shown counts as "
+                       "not that answer); means over subjects",
+    "subject_tests": "subject_tests: round L - round 1, L the last round at least half of the subjects reached "
+                     "(unit: subject; `note` where n < 3 or no variance)",
+    "beside_people_tests": "beside_people_tests: Welch t-tests, model - people (unit: subject / person; `note` where "
+                           "a side has n < 3 or no variance)",
+}
+
+
 def session_def(study: SessionStudy, out=None) -> StudyDef:
     from .session_run import collect_session
     from .session_analysis import analyze_session, plot_session
 
+    kept: list[dict] = []  # the collection's transcript records (collect_session's sink)
+
     def finalize(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
         if out is not None:
             copy_files(study, Path(out))
+            write_transcripts(Path(out), kept)
         return responses
 
     return StudyDef(
         name=study.name,
         help=study.title,
         build=lambda paths=None, **_: (session_trials(study, paths), session_items(study)),
-        collect=lambda model, cache, trials, params, show: collect_session(study, model, cache, params, show),
+        collect=lambda model, cache, trials, params, show: collect_session(study, model, cache, params, show, kept),
         finalize=finalize,
         templates=lambda: [study.template],
         analyze=lambda responses, items: analyze_session(study, responses, items),
         plot=plot_session,
-        summary=lambda tables: {k: v for k, v in tables.items() if k in ("rounds_by_round", "paths", "subject_tests",
-                                                                            "model_and_people", "beside_people_tests")},
+        summary=lambda tables: {CAPTIONS.get(k, k): v for k, v in tables.items()
+                                if k in ("rounds_by_round", "paths", "subject_tests", "model_and_people",
+                                         "beside_people_tests")},
         methods=("exact", "sampled"),
         columns=dict(SESSION_COLUMNS),  # their codebook labels
+        levels=lambda responses, items: session_levels(study, responses),
     )
+
+
+def write_transcripts(out: Path, records: list[dict]) -> None:
+    """transcripts.jsonl: one JSON record per decision, in the order the run asked them (docs/studies.md,
+    "Transcripts"); whole or absent (atomic), and rebuilt identically by a resumed run (the same
+    distributions from the request cache, the same seeded draws)."""
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    atomic_write_bytes(out / TRANSCRIPTS, data.encode())
 
 
 def describe_session(study: SessionStudy) -> str:
@@ -71,7 +146,9 @@ def describe_session(study: SessionStudy) -> str:
     for name, p in sess.players.items():
         lines.append(f"player {name}: {p.kind}" + (f" (responds to {p.responds_to})" if p.responds_to else "")
                      + (f" ({shown_spec(p.spec) if p.spec else p.model}; options {', '.join(p.labels)})"
-                        if p.kind == "model" else ""))
+                        if p.kind == "model" else "")
+                     + (f" ({', '.join(f'{k} {v:g}' for k, v in p.outcomes.items())}; drawn "
+                        f"{'once per path' if p.draw == 'once' else 'every round'})" if p.kind == "nature" else ""))
     if sess.variables:
         lines.append("variables: " + ", ".join(f"{k} = {v!r}" for k, v in sess.variables.items()))
     lines.append(f"decisions per path: at most {decisions_per_path(sess)}")
@@ -81,4 +158,37 @@ def describe_session(study: SessionStudy) -> str:
     if study.people is not None:
         lines.append(f"people: {len(study.people)} person-level values of {study.people['respondent'].nunique()} "
                      f"persons ({study.human_name}), by {', '.join(study.people_by) or 'nothing'}")
-    return "\n".join(lines)
+    return "\n".join(lines + first_prompts(study))
+
+
+def first_prompts(study: SessionStudy, show: int = 3) -> list[str]:
+    """The first subject's first `show` decisions on path 1, as `study check` prints them: each prompt
+    (or chat turns) and the completions scored. No model: each answer is drawn by the path's seeded
+    generator as if every option were equally likely (as `--dry-run` walks a session), so a later
+    prompt shows one possible history; a real run draws from the model's distribution."""
+    from types import SimpleNamespace
+
+    from .session_run import SessionRun, _advance, _draw
+
+    run = SessionRun(study, SimpleNamespace(info=SimpleNamespace(spec="check")), "exact", 1, 1,
+                     chat=bool(study.chat_template))
+    st, rng = run.initial()[0], None
+    lines = []
+    for k in range(1, show + 1):
+        states, decisions = _advance(run, st)
+        if not decisions:
+            lines.append(f"(the path ends after {k - 1} decision{'s' if k != 2 else ''} in this preview)")
+            break
+        d = decisions[0]
+        st = d.state
+        rng = st.rng or rng or np.random.default_rng(0)
+        who = f"player {d.player}" if d.player else f"item {d.item.id}"
+        lines += ["", f"--- subject {st.subject}, path 1, decision {k} ({who}, round {st.round}) ---"]
+        lines += [f"[{role}] {text}" for role, text in d.messages] if d.messages else [d.prompt]
+        scored = zip(d.completions, d.shown)
+        lines.append("completions scored: " + ", ".join(f"{c!r} = {x[0].label}" for c, x in scored))
+        j = _draw([1 / len(d.shown)] * len(d.shown), float(rng.random()))
+        st.parent, st.step = run.node(st), st.step + 1
+        run.answer(d, d.shown[j][0].label, d.shown[j][2])
+        lines.append(f"(drawn for this preview: {d.shown[j][0].label})")
+    return lines

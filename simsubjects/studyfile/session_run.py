@@ -6,7 +6,9 @@ before the next step), so a killed run re-reads the stored distributions, redraw
 (seeded) and goes on where it stopped, with identical rows. A path continues with an answer drawn
 from the decision's distribution (numpy `default_rng` seeded by (seed, subject, path)); with
 `paths: enumerate` every option and every continuation outcome is a branch, carried with its exact
-probability (`reach`), and the leaves of a subject's tree sum to 1.
+probability (`reach`), and the leaves of a subject's tree sum to 1. A chance player's outcome is
+drawn the same way (its declared probabilities), or enumerated as branches. Each decision's exact
+text is kept for the run folder's transcripts.jsonl (session_def.write_transcripts).
 
 Rows (docs/studies.md, "Paths and rows"), told apart by `condition` as Milgram's are:
 * "decision": one row per decision x option: weight = probability (exact) or count (sampled);
@@ -31,6 +33,7 @@ from .design import shown_options
 from ..collect.models.base import ChoiceRequest, ChoiceResult
 from ..collect.runner import cache_key, cached_map, progress
 from .players import SAME
+from .session import FillValues, SessionText
 from ..collect.seeds import rng_from_text
 
 LEAF_TOLERANCE = 1e-9
@@ -89,6 +92,7 @@ class State:
     parent: str = ""
     key: tuple = ()  # branch indices (enumerate): orders the leaves
     hist: tuple = ()  # labels drawn
+    named: tuple = ()  # the same, as "item=label" (the path row's answers)
     skip: str | None = None
     asked: list = field(default_factory=list)  # the path's requests so far (the chain of its keys/values)
     pending: tuple | None = None  # (continuation probability or None, more rounds) at a round's end
@@ -103,6 +107,8 @@ class State:
     turns: tuple = ()
     mark: int = 0
     pturns: dict = field(default_factory=dict)
+    var_hist: dict = field(default_factory=dict)  # variable -> its values after each round (responds_to)
+    kept: dict = field(default_factory=dict)  # chance players with draw: once -> the outcome drawn
 
 
 class SessionRun:
@@ -114,6 +120,7 @@ class SessionRun:
         self.rows: list[dict] = []
         self.round_rows: list[dict] = []
         self.leaves: list[State] = []
+        self.transcripts: list[dict] = []  # one record per decision: the exact text scored (transcripts.jsonl)
         self.spec = model.info.spec
         self.persona_cols = [c for c in study.subjects.columns if c not in ("subject", "persona")]
 
@@ -126,17 +133,27 @@ class SessionRun:
             for p in range(1, self.paths + 1):
                 blocks = list(range(nb))
                 if self.sess.block_order == "randomized":
-                    blocks = [int(i) for i in _rng(self.study.seed, "blocks", s, p).permutation(nb)]
+                    blocks = self.block_order(s, p)
                 rng = None if self.sess.enumerate else _rng(self.study.seed, "path", s, p)
                 out.append(State(s, rec, p, rng, blocks, variables=dict(self.sess.variables)))
         return out
+
+    def block_order(self, subject: str, path: int) -> list[int]:
+        """block_order: randomized: the blocks without a `position` in a seeded order (numpy default_rng
+        from (seed, "blocks", subject, path): the permutation of their indices), between the
+        `position: first` and `position: last` blocks in file order (docs/studies.md)."""
+        idx = {k: [i for i, b in enumerate(self.sess.blocks) if b.position == k] for k in ("first", "", "last")}
+        mid = idx[""]
+        perm = _rng(self.study.seed, "blocks", subject, path).permutation(len(mid))
+        return idx["first"] + [mid[int(i)] for i in perm] + idx["last"]
 
     def env(self, st: State) -> dict:
         return {"round": st.round, **{c: st.person[c] for c in self.persona_cols}, **st.variables,
                 **st.answers, **st.moves, **st.payoffs}
 
     def fill(self, text: str, st: State) -> str:
-        return Template(text).substitute({k: _fmt(v) for k, v in self.env(st).items()})
+        """A session text filled on this path (`${item:-TEXT}`: TEXT where the item was not shown)."""
+        return SessionText(text).substitute(FillValues({k: _fmt(v) for k, v in self.env(st).items()}))
 
     def header(self, st: State, block) -> str:
         parts = []
@@ -184,6 +201,11 @@ class SessionRun:
             name = st.order[st.pos]
             if name in b.players and sess.players[name].kind == "model":
                 return self.player_decision(st, b, name)
+            if name in b.players and sess.players[name].kind == "nature":
+                if name not in st.kept:
+                    return ("nature", name)
+                self.nature_move(st, name, st.kept[name])  # draw: once, drawn earlier on this path
+                continue
             if name in b.players:
                 self.play(st, b, name)
                 st.pos += 1
@@ -207,11 +229,23 @@ class SessionRun:
         p = self.sess.players[name]
         # the subject's answers so far: simultaneous players move first in a round, so these are the
         # rounds before; a sequential player sees the answers given before it in this round too
-        answers = st.answer_hist.get(p.responds_to, []) if p.responds_to else []
+        answers = (st.var_hist if p.responds_to in self.sess.variables else st.answer_hist).get(p.responds_to, []) \
+            if p.responds_to else []
         person = _plain(st.person.get(p.match)) if p.match else None
         move = p.play(st.round, st.move_hist.get(name, []), answers, person)
         st.moves[name] = move
         st.move_hist.setdefault(name, []).append(move)
+
+    def nature_move(self, st: State, name: str, outcome: str, drawn: bool = False) -> None:
+        """A chance player's outcome (drawn now, or kept from its one draw) as its move of the round."""
+        st.moves[name] = outcome
+        st.move_hist.setdefault(name, []).append(outcome)
+        if drawn:
+            st.hist += (outcome,)
+            st.named += (f"{name}={outcome}",)
+            if self.sess.players[name].draw == "once":
+                st.kept = {**st.kept, name: outcome}
+        st.pos += 1
 
     def eval(self, e: X.Expr, st: State, where):
         try:
@@ -280,6 +314,7 @@ class SessionRun:
         if self.chat:
             st.pturns = {**st.pturns, name: st.pturns.get(name, ()) + self.turn_pair(d, label, completion)}
         st.hist += (label,)
+        st.named += (f"{name}={label}",)
         st.pos += 1
 
     def answer(self, d: Decision, label: str, completion: str) -> None:
@@ -294,6 +329,7 @@ class SessionRun:
         st.mark = len(st.text)
         st.lines += Template(self.sess.history).safe_substitute(question=d.question, answer=label)
         st.hist += (label,)
+        st.named += (f"{it.id}={label}",)
         st.pos += 1
         for e, to in it.skip_to:
             if e is None or self.eval(e, st, (*it.where, "skip_to")):
@@ -317,6 +353,7 @@ class SessionRun:
                 st.payoffs[name] = self.eval(e, st, (*b.where, "payoffs", "rules", name))
             new = {k: self.eval(e, st, (*b.where, "update", k)) for k, e in b.update}
             st.variables.update(new)
+            st.var_hist = {k: [*st.var_hist.get(k, []), v] for k, v in st.variables.items()}
             if b.feedback:
                 fb = self.fill(b.feedback, st)
                 st.text += fb + "\n\n"
@@ -358,7 +395,8 @@ class SessionRun:
         for it in b.items:
             row[it.id] = st.answers.get(it.id, "")
         row.update({k: v for k, v in st.moves.items()})
-        row.update({k: float(v) for k, v in st.payoffs.items() if isinstance(v, (int, float))})
+        row.update({k: float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                    for k, v in st.payoffs.items()})  # a text rule (a carried-out move) stays text
         row.update({k: v for k, v in st.variables.items()})
         self.round_rows.append(row)
 
@@ -382,6 +420,19 @@ class SessionRun:
                               "n_samples": res.n_samples, "n_queries": res.n_queries, "_key": st.key,
                               **{c: st.person[c] for c in self.persona_cols}})
 
+    def transcript(self, d: Decision, text: str, res: ChoiceResult, drawn: int | None) -> None:
+        """The decision's record in transcripts.jsonl: the exact text the model scored (the prompt, or the
+        chat turns through the chat template, as the backend renders it), the completions scored after
+        it, their probabilities and the option drawn (none when enumerated: every option is a branch)."""
+        st = d.state
+        self.transcripts.append({
+            "trial": self.node(st), "subject": st.subject, "path": st.path, "step": st.step, "round": st.round,
+            "block": self.sess.blocks[st.blocks[st.bi]].id, "item": d.player or d.item.id,
+            "player": d.player or "subject", "text": text, "messages": [list(m) for m in d.messages],
+            "completions": list(d.completions), "labels": [x[0].label for x in d.shown],
+            "probs": [float(x) for x in res.probs], "method": res.method,
+            "drawn": None if drawn is None else d.shown[drawn][0].label, "_key": st.key})
+
 
 def _plain(v) -> str:
     if isinstance(v, float) and v.is_integer():
@@ -398,8 +449,9 @@ def _draw(probs, u: float) -> int:
     return max(i for i, p in enumerate(probs) if p > 0)
 
 
-def collect_session(study, model, cache, params: dict, show_progress: bool = True):
-    """(responses, stats, None): every path of every subject, run in lockstep through the cache."""
+def collect_session(study, model, cache, params: dict, show_progress: bool = True, sink: list | None = None):
+    """(responses, stats, None): every path of every subject, run in lockstep through the cache; `sink`
+    (a list) receives the decisions' transcript records."""
     t0 = time.perf_counter()
     method = params.get("method", "exact")
     n = int(params.get("n") or 50)
@@ -408,11 +460,13 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
     run = SessionRun(study, model, method, n, params.get("paths"), chat)
     chain_of: dict[int, list] = {}  # id(request) -> the earlier requests of its path (or player)
     askers = {SAME: _asker(model, method, chain_of)}  # model spec -> (fingerprint, ask)
+    models = {SAME: model}
     for p in run.sess.players.values():  # another model spec: loaded once, asked through the same cache
         if p.kind == "model" and p.model not in askers:
             from ..collect.models import load_model
 
-            askers[p.model] = _asker(load_model(p.spec, chat_template=chat), method, chain_of)
+            models[p.model] = load_model(p.spec, chat_template=chat)
+            askers[p.model] = _asker(models[p.model], method, chain_of)
     states = run.initial()
     failures, queries, asked = [], 0, 0
     with progress(len(states), f"{study.name} paths ({model.info.spec})", show_progress) as bar:
@@ -445,6 +499,7 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
                     continue
                 queries += res.n_queries
                 st.validity.append(res.validity)
+                text = _scored_text(models[run.sess.players[d.player].model if d.player else SAME], rq)
                 if run.sess.enumerate:
                     for j, p in enumerate(res.probs):
                         if p <= 0:
@@ -453,9 +508,11 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
                         child.reach = st.reach * p
                         grown.append((d, child, j))
                     run.record(d, res, None)
+                    run.transcript(d, text, res, None)
                 else:
                     j = _draw(res.probs, float(st.rng.random()))
                     run.record(d, res, j)
+                    run.transcript(d, text, res, j)
                     st.reach *= res.probs[j]
                     grown.append((d, st, j))
             states = []
@@ -471,7 +528,17 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
              "short": [], "queries": queries, "paths": len(run.leaves),
              "mean_validity": float(np.mean([r["validity"] for r in rows if r["condition"] == "decision"]))
              if total else None, "seconds": round(time.perf_counter() - t0, 3)}
+    if sink is not None:
+        sink[:] = run.transcripts
     return pd.DataFrame(rows), stats, None
+
+
+def _scored_text(model, rq: ChoiceRequest) -> str:
+    """The text a backend scores the completions after (a local model renders chat turns through its
+    chat template: `request_text`); a server is sent the prompt, or the turns as messages."""
+    if hasattr(model, "request_text"):
+        return model.request_text(rq)
+    return rq.prompt
 
 
 def _asker(model, method: str, chain_of: dict):
@@ -479,8 +546,14 @@ def _asker(model, method: str, chain_of: dict):
     from ..collect.models.incremental import PathScorer, supports
 
     if method == "exact" and supports(model):
-        scorer = PathScorer(model)
-        return model.fingerprint(), lambda rs: scorer.choose(rs, [chain_of[id(r)] for r in rs])
+        scorer = PathScorer(getattr(model, "inner", model))
+        priced = getattr(model, "check_choose", None)  # --max-cost (collect/budget.py): each step priced first
+
+        def ask(rs):
+            if priced is not None:
+                priced(rs, method)
+            return scorer.choose(rs, [chain_of[id(r)] for r in rs])
+        return model.fingerprint(), ask
     # a server (chat turns are text here), or sampled answers: the decisions of a step in one batch
     return model.fingerprint(), lambda rs: model.choose(rs, method=method)
 
@@ -507,7 +580,7 @@ def _ask_by_model(run, askers, cache, pending, reqs, method, chunk):
 
 def _branch(st: State, j: int) -> State:
     child = copy.copy(st)
-    for k in ("answers", "answer_hist", "moves", "move_hist", "variables", "payoffs", "validity"):
+    for k in ("answers", "answer_hist", "moves", "move_hist", "variables", "payoffs", "validity", "var_hist"):
         v = getattr(st, k)
         setattr(child, k, copy.deepcopy(v))
     child.key = st.key + (j,)
@@ -520,6 +593,9 @@ def _advance(run: SessionRun, st: State) -> tuple[list[State], list[Decision]]:
     while todo:
         s = todo.pop(0)
         res = run.advance(s)
+        if isinstance(res, tuple) and res[0] == "nature":  # a chance player's draw
+            todo += _nature(run, s, res[1])
+            continue
         if isinstance(res, tuple):  # a continuation draw after a round
             b = run.sess.blocks[s.blocks[s.bi]]
             p = res[1]
@@ -541,6 +617,26 @@ def _advance(run: SessionRun, st: State) -> tuple[list[State], list[Decision]]:
     return states, decisions
 
 
+def _nature(run: SessionRun, s: State, name: str) -> list[State]:
+    """A chance player's draw: enumerated, one branch per outcome with its probability; sampled, the
+    next number u of the path's generator against the cumulative probabilities (as a decision's)."""
+    p = run.sess.players[name]
+    labels, probs = list(p.outcomes), list(p.outcomes.values())
+    if run.sess.enumerate:
+        out = []
+        for j, (label, w) in enumerate(zip(labels, probs)):
+            if w > 0:
+                child = _branch(s, j)
+                child.reach = s.reach * w
+                run.nature_move(child, name, label, drawn=True)
+                out.append(child)
+        return out
+    j = _draw(probs, float(s.rng.random()))
+    s.reach *= probs[j]
+    run.nature_move(s, name, labels[j], drawn=True)
+    return [s]
+
+
 def _finish(run: SessionRun) -> list[dict]:
     """Number the paths (enumerate: leaves in branch order), add the path rows, drop helper keys."""
     sess = run.sess
@@ -560,17 +656,17 @@ def _finish(run: SessionRun) -> list[dict]:
                 leaf.path = k
                 for m in range(len(leaf.key) + 1):
                     first.setdefault((s, leaf.key[:m]), k)
-        for r in rows:
+        for r in rows + run.transcripts:
             r["path"] = first.get((r["subject"], r["_key"]), r["path"])
     paths = []
     for leaf in run.leaves:
         paths.append({"study": run.study.name, "trial": f"{leaf.subject}|path{leaf.path}", "item": "path",
                       "condition": "path", "subject": leaf.subject, "source": "model", "model": run.spec,
-                      "method": "session", "response": " ".join(leaf.hist),
+                      "method": "session", "response": "; ".join(leaf.named),
                       "weight": leaf.reach if sess.enumerate else 1.0, "validity": float("nan"),
                       "round": leaf.round, "step": leaf.step - 1, "path": leaf.path, "parent": leaf.parent,
                       "reach": leaf.reach, **{k: v for k, v in leaf.variables.items()}})
     out = rows + paths
-    for r in out:
+    for r in out + run.transcripts:
         r.pop("_key", None)
     return out

@@ -16,6 +16,7 @@ from string import Template
 
 import pandas as pd
 
+from simsubjects.analyze.methods.registry import TESTS
 from simsubjects.collect.schema import COLLECTION_COLUMNS, CORE_COLUMNS, SESSION_COLUMNS
 from .load import Source, StudyFileError, did_you_mean, read_source
 from .limits import MAX_COUNT, MAX_ORDERINGS, MAX_SEED, MAX_TRIALS
@@ -32,7 +33,8 @@ RESERVED = {*CORE_COLUMNS, *COLLECTION_COLUMNS,
 SESSION_RESERVED = {*RESERVED, *SESSION_COLUMNS, "_key"}  # _key: session_run.py's row key, dropped when written
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "items", "response", "response_types",
-       "design", "option_order", "human", "analyses", "tables"}
+       "design", "option_order", "human", "analyses", "tables",
+       "finding"}  # a bench finding's declaration (simsubjects/bench/corpus.py reads and validates it)
 PROMPT = {"template", "system", "chat_template", "answer_prefix"}
 RESPONSE = {"type", "options", "style", "completion", "option_format", "option_separator", "points", "labels",
             "refusal", "min", "max", "integer", "max_tokens", "terminator", "temperature", "judge"}
@@ -48,10 +50,20 @@ ORDER = {"mode", "max_orderings"}
 HUMAN = {"file", "columns", "name"}
 HUMAN_COLUMNS = {"respondent", "item", "response", "weight", "condition", "groups", "trial"}
 JUDGE = {"prompt", "response"}
-ANALYSIS_TYPES = {"distribution": set(), "welch": {"factor", "levels", "by"}, "paired": {"factor", "levels", "by"},
-                  "one_sample": {"mu", "by"}, "chi_square": {"factor", "by"}, "amce": {"factors"},
+# the tests come from the one method registry (analyze/methods/registry.py); the other types make tables
+ANALYSIS_TYPES = {"distribution": set(), **{name: set(m.keys) for name, m in TESTS.items()}, "amce": {"factors"},
                   "representativeness": {"by"}, "agreement": {"by"}, "summaries": set(), "function": {"function", "args"}}
 MODES = ("as_listed", "reversed", "randomized", "averaged")
+RESPONSE_KINDS = ("choice", "yesno", "likert", "estimate", "free_text")
+STYLES = ("letters", "words")
+ASSIGNMENTS = ("within", "between", "item")
+CROSSINGS = ("crossed", "sampled")
+TRIAL_ORDERS = ("subject", "item")
+# the keys each mapping must have: `study check` and `study schema` (studyfile/schema.py) read these
+REQUIRED = {"top": ("study", "title", "prompt", "items"), "prompt": ("template",), "response": ("type",),
+            "option": ("label",), "judge": ("prompt", "response"), "factor": ("levels",), "item": ("id", "text"),
+            "item_table": ("table",), "option_order": ("mode",), "human": ("file", "columns"),
+            "human_columns": ("respondent", "item", "response")}
 LIKERT = {5: ["Strongly disagree", "Disagree", "Neither agree nor disagree", "Agree", "Strongly agree"],
           7: ["Strongly disagree", "Disagree", "Somewhat disagree", "Neither agree nor disagree", "Somewhat agree",
               "Agree", "Strongly agree"]}
@@ -259,12 +271,12 @@ def parse_response(c: Checker, value, path, named: dict[str, Response]) -> Respo
             value = SHORTCUTS[value]
         else:
             raise c.err(path, f"unknown response type {value!r}{did_you_mean(value, [*named, *SHORTCUTS])}")
-    d = c.mapping(value, path, RESPONSE, required=("type",))
-    kind = c.choice(d, "type", path, ("choice", "yesno", "likert", "estimate", "free_text"), None)
+    d = c.mapping(value, path, RESPONSE, required=REQUIRED["response"])
+    kind = c.choice(d, "type", path, RESPONSE_KINDS, None)
     if kind in ("estimate", "free_text"):
         return _generated(c, d, path, kind, named)
     default_style = "words" if kind == "yesno" else "letters"
-    style = c.choice(d, "style", path, ("letters", "words"), default_style)
+    style = c.choice(d, "style", path, STYLES, default_style)
     r = Response("choice", style=style,
                  completion=c.text(d, "completion", path, " ${letter}" if style == "letters" else " ${text}"),
                  option_format=c.text(d, "option_format", path,
@@ -306,7 +318,7 @@ def parse_response(c: Checker, value, path, named: dict[str, Response]) -> Respo
 def _option(c: Checker, o, path) -> Option:
     if isinstance(o, (str, int, float)) and not isinstance(o, bool):
         return Option(str(o))
-    d = c.mapping(o, path, OPTION, required=("label",))
+    d = c.mapping(o, path, OPTION, required=REQUIRED["option"])
     pos = c.number(d, "position", path)
     return Option(c.text(d, "label", path, required=True), completion=c.text(d, "completion", path),
                   position=None if pos is None else float(pos), refusal=c.flag(d, "refusal", path),
@@ -348,7 +360,7 @@ def _generated(c: Checker, d: dict, path, kind: str, named) -> Response:
         return r
     if "judge" not in d:
         raise c.err(path, "a free_text response needs judge: {prompt, response} to classify the answers")
-    j = c.mapping(d["judge"], (*path, "judge"), JUDGE, required=("prompt", "response"))
+    j = c.mapping(d["judge"], (*path, "judge"), JUDGE, required=REQUIRED["judge"])
     r.judge_prompt = c.text(j, "prompt", (*path, "judge"), required=True)
     if "answer" not in placeholders(r.judge_prompt):
         raise c.err((*path, "judge", "prompt"), "the judge prompt needs the placeholder ${answer}")
@@ -368,7 +380,7 @@ def study_header(file, top: set, required: tuple, empty: str = ""):
     c = Checker(src)
     if src.data is None:
         raise StudyFileError(f"{src.file}: the file is empty{empty}")
-    d = c.mapping(src.data, (), top, required=required)
+    d = c.mapping(src.data, (), top | {"finding"}, required=required)  # `finding:` is simsubjects bench's (bench/corpus.py validates it)
     name = c.text(d, "study", ())
     if not SLUG.fullmatch(name):  # fullmatch: `$` alone lets a trailing newline through
         raise c.err(("study",), f"{name!r}: use lower-case letters, digits, - and _, starting with a letter")
@@ -392,7 +404,7 @@ def study_kind(path) -> str:
 def load_study(file, seed: int | None = None, allow_code: bool = False) -> Study:
     """The study of `file`; `seed` (collect --seed) replaces design.seed before any seeded table is drawn.
     `allow_code`: its `type: function` analyses may run (the user's own file, given with --allow-code)."""
-    src, c, d, head = study_header(file, TOP, ("study", "title", "prompt", "items"),
+    src, c, d, head = study_header(file, TOP, REQUIRED["top"],
                                    "; start from `simsubjects study new survey DIR`")
     s = Study(file=src.file, source=src, **head, allow_code=allow_code)
     s.files[src.file.name] = src.file
@@ -437,7 +449,7 @@ def _prompt(c: Checker, d: dict, s: Study) -> None:
     if isinstance(d["prompt"], str):
         p = {"template": d["prompt"]}
     else:
-        p = c.mapping(d["prompt"], ("prompt",), PROMPT, required=("template",))
+        p = c.mapping(d["prompt"], ("prompt",), PROMPT, required=REQUIRED["prompt"])
     s.template = c.text(p, "template", ("prompt",), required=True)
     s.system = c.text(p, "system", ("prompt",), "")
     s.chat_template = c.flag(p, "chat_template", ("prompt",))
@@ -473,7 +485,7 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
         if not NAME.fullmatch(str(fname)) or fname in RESERVED:
             raise c.err(path, f"factor name {fname!r}: letters, digits and _, and not a reserved column "
                               f"({', '.join(sorted(RESERVED))})")
-        fd = {"levels": fv} if isinstance(fv, list) else c.mapping(fv, path, FACTOR, required=("levels",))
+        fd = {"levels": fv} if isinstance(fv, list) else c.mapping(fv, path, FACTOR, required=REQUIRED["factor"])
         levels = fd["levels"]
         if isinstance(levels, list):
             levels = {str(c.typed(x, (*path, "levels", i), (str, int, float), "text")): str(x)
@@ -484,9 +496,9 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
             raise c.err((*path, "levels"), f"expected a list or a mapping level: text, got {_kind(levels)}")
         if len(levels) < 1:
             raise c.err((*path, "levels"), "a factor needs at least one level")
-        s.factors.append(Factor(str(fname), levels, c.choice(fd, "assignment", path, ("within", "between", "item"),
+        s.factors.append(Factor(str(fname), levels, c.choice(fd, "assignment", path, ASSIGNMENTS,
                                                              "within")))
-    s.crossing = c.choice(g, "crossing", ("design",), ("crossed", "sampled"), "crossed")
+    s.crossing = c.choice(g, "crossing", ("design",), CROSSINGS, "crossed")
     s.sample = c.number(g, "sample", ("design",), None, integer=True, low=1, high=MAX_COUNT)
     if s.crossing == "sampled" and s.sample is None:
         raise c.err(("design", "crossing"), "crossing: sampled needs sample: N (conditions per subject)")
@@ -494,7 +506,7 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
     s.seed = c.number(g, "seed", ("design",), 0, integer=True, low=0, high=MAX_SEED)
     if seed is not None:
         s.seed = seed
-    s.trial_order = c.choice(g, "trial_order", ("design",), ("subject", "item"), "subject")
+    s.trial_order = c.choice(g, "trial_order", ("design",), TRIAL_ORDERS, "subject")
     s.trial_id = c.text(g, "trial_id", ("design",), "")
     s.condition = c.text(g, "condition", ("design",), "")
     s.subjects = _subjects(c, g.get("subjects"), s)
@@ -577,7 +589,7 @@ def _items(c: Checker, d: dict, s: Study, named, default) -> None:
     seen: dict[str, int] = {}
     for i, it in enumerate(raw):
         path = (*base, i) if base else ("items",)
-        it = c.mapping(it, path, ITEM, required=("id", "text"))
+        it = c.mapping(it, path, ITEM, required=REQUIRED["item"])
         iid = c.text(it, "id", path, required=True)
         if iid in seen:
             raise c.err((*path, "id"), f"duplicate item id {iid!r} (first at line {seen[iid]})")
@@ -707,7 +719,7 @@ def _row_options(c: Checker, d: dict, rec: dict, i: int, table: str) -> list[dic
 
 def _items_from_table(c: Checker, d: dict, s: Study) -> list[dict]:
     path = ("items",)
-    c.mapping(d, path, ITEM_TABLE, required=("table",))
+    c.mapping(d, path, ITEM_TABLE, required=REQUIRED["item_table"])
     df = _table(c, s, d["table"], (*path, "table"))
     by_level = isinstance(d.get("text"), dict)
     idcol, textcol = c.text(d, "id", path, "id"), ("text" if by_level else c.text(d, "text", path, "text"))
@@ -745,7 +757,7 @@ def _order(c: Checker, d: dict, s: Study) -> None:
     v = d.get("option_order")
     if v is None:
         return
-    o = c.mapping({"mode": v} if isinstance(v, str) else v, ("option_order",), ORDER, required=("mode",))
+    o = c.mapping({"mode": v} if isinstance(v, str) else v, ("option_order",), ORDER, required=REQUIRED["option_order"])
     s.order_mode = c.choice(o, "mode", ("option_order",), MODES, "as_listed")
     s.max_orderings = c.number(o, "max_orderings", ("option_order",), 24, integer=True, low=1, high=MAX_ORDERINGS)
 
@@ -754,9 +766,9 @@ def _human(c: Checker, d: dict, s: Study) -> None:
     if d.get("human") is None:
         return
     path = ("human",)
-    h = c.mapping(d["human"], path, HUMAN, required=("file", "columns"))
+    h = c.mapping(d["human"], path, HUMAN, required=REQUIRED["human"])
     df = _table(c, s, h["file"], (*path, "file"))
-    cols = c.mapping(h["columns"], (*path, "columns"), HUMAN_COLUMNS, required=("respondent", "item", "response"))
+    cols = c.mapping(h["columns"], (*path, "columns"), HUMAN_COLUMNS, required=REQUIRED["human_columns"])
     s.human_name = c.text(h, "name", path, "human")
     mapping = {}
     for key in ("respondent", "item", "response", "weight", "condition", "trial"):
@@ -814,7 +826,30 @@ def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[st
         raise c.err((*path, "columns", "respondent"), f"two respondent x item pairs share the trial id {t!r}: a "
                                                       "respondent or item id holds '|'; rename it")
     _check_human_levels(c, s, rows, lines, m, groups, path)
+    _check_human_sums(c, rows, lines, path)
     return out
+
+
+def _check_human_sums(c: Checker, rows: list[dict], lines: list[int], path) -> None:
+    """Each item's weighted sums (of weights, weight x estimate and weight x estimate², the terms of a
+    weighted mean and variance; and the unweighted estimate²) are finite: two estimates of 1e308 with
+    weights of 1e308 gave a mean of inf and numpy's overflow warnings at analysis (issue 42)."""
+    sums: dict = {}
+    for line, r in zip(lines, rows):
+        w, x = r["weight"], r.get("estimate")
+        t = sums.setdefault(r["item"], [0.0, 0.0, 0.0, 0.0, []])
+        t[4].append(line)
+        t[0] += w
+        if x is not None:  # Python floats: overflow gives inf, with no warning
+            t[1] += w * abs(x)
+            t[2] += w * x * x if w else 0.0
+            t[3] += x * x
+    for item, (*totals, at) in sums.items():
+        if not all(math.isfinite(v) for v in totals):
+            shown = ", ".join(map(str, at[:5])) + (", ..." if len(at) > 5 else "")
+            raise c.err((*path, "columns", "weight"), f"rows {shown} of the human table: the weights and estimates "
+                        f"of item {item} overflow a float when summed (a mean or variance would be inf); rescale "
+                        "the estimates or the weights")
 
 
 def conditions(study: Study) -> tuple[list[dict], list[dict]]:

@@ -201,8 +201,8 @@ def _cr2_meat(Xt: np.ndarray, et: np.ndarray, A: np.ndarray, cluster: np.ndarray
     return meat
 
 
-def _fit(X, meta: list[Column], y: np.ndarray, w: np.ndarray | None, cluster: np.ndarray | None,
-         se_type: str = "cregg") -> Fit:
+def weighted_fit(X, meta: list[Column], y: np.ndarray, w: np.ndarray | None, cluster: np.ndarray | None,
+                 se_type: str = "cregg") -> Fit:
     """Weighted least squares with R's aliasing and clustered errors; X sparse or dense, n x p."""
     X = sparse.csc_matrix(X)
     n, p = X.shape
@@ -281,7 +281,7 @@ def amce(data: pd.DataFrame, outcome: str, features: list[str], *, id: str | Non
         raise UserError("conjoint: constraints must be pairs of distinct features, each feature in one pair at most")
     df = _prepare(data, outcome, features, id, weights)
     X, meta = _design(df, features, constraints)
-    fit = _fit(X, meta, df[outcome].to_numpy(float), df[weights].to_numpy(float) if weights else None,
+    fit = weighted_fit(X, meta, df[outcome].to_numpy(float), df[weights].to_numpy(float) if weights else None,
                df[id].to_numpy() if id else None, se_type)
     index = {(c.vars, c.levels): j for j, c in enumerate(meta)}
     partner = {a: (b, 0) for a, b in constraints} | {b: (a, 1) for a, b in constraints}
@@ -326,7 +326,7 @@ def amce_diffs(data: pd.DataFrame, outcome: str, features: list[str], by: str, *
         inter.append(_times(X[:, 1:], gcols[:, [k]].toarray().ravel()))
         imeta += [Column(m.vars + (by,), m.levels + gm.levels) for m in meta[1:]]
     Xf = sparse.hstack([X, gcols, *inter], format="csc")
-    fit = _fit(Xf, meta + gmeta + imeta, df[outcome].to_numpy(float),
+    fit = weighted_fit(Xf, meta + gmeta + imeta, df[outcome].to_numpy(float),
                df[weights].to_numpy(float) if weights else None, df[id].to_numpy() if id else None, se_type)
     rows = []
     first = len(meta) + len(gmeta)
@@ -355,7 +355,7 @@ def mm(data: pd.DataFrame, outcome: str, features: list[str], *, id: str | None 
         codes = df[f].cat.codes.to_numpy()
         levels = list(df[f].cat.categories)
         X = (codes[:, None] == np.arange(len(levels))[None, :]).astype(float)
-        fit = _fit(X, [Column((f,), (lev,)) for lev in levels], y, w, cl, se_type)
+        fit = weighted_fit(X, [Column((f,), (lev,)) for lev in levels], y, w, cl, se_type)
         rows += [_row(f, lev, fit.coef[k], fit.vcov[k, k], fit.n, alpha, h0) for k, lev in enumerate(levels)]
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -406,7 +406,7 @@ def _shared_respondent_se(data, outcome, features, by, id, weights, se_type, gro
         levels = list(df[f].cat.categories)
         cells = [(k, g) for k in range(len(levels)) for g in names]
         X = np.column_stack([(codes == k) & (grp == g) for k, g in cells]).astype(float)
-        fit = _fit(X, [Column((), ())] * X.shape[1], y, w, cl, se_type)
+        fit = weighted_fit(X, [Column((), ())] * X.shape[1], y, w, cl, se_type)
         V = fit.vcov
         for k, lev in enumerate(levels):
             j = cells.index((k, names[0]))
@@ -455,7 +455,7 @@ def cj_anova(data: pd.DataFrame, outcome: str, features: list[str], by: str, *, 
     df, X, Xf = _interacted(data, outcome, features, by, constraints, id=id)
     y = df[outcome].to_numpy(float)
     cluster = (df[by].astype(str) + "\r" + df[id].astype(str)).to_numpy()  # ids of two groups never merge
-    full = _fit(Xf, [Column((), ())] * Xf.shape[1], y, None, cluster, se_type)
+    full = weighted_fit(Xf, [Column((), ())] * Xf.shape[1], y, None, cluster, se_type)
     tested = np.arange(Xf.shape[1]) >= X.shape[1]
     ok = tested & np.isfinite(full.coef)
     b, V = full.coef[ok], full.vcov[np.ix_(ok, ok)]
@@ -485,8 +485,8 @@ def cj_anova_cregg(data: pd.DataFrame, outcome: str, features: list[str], by: st
     """
     df, X, Xf = _interacted(data, outcome, features, by, constraints)
     y = df[outcome].to_numpy(float)
-    red = _fit(X, [Column((), ())] * X.shape[1], y, None, None)
-    full = _fit(Xf, [Column((), ())] * Xf.shape[1], y, None, None)
+    red = weighted_fit(X, [Column((), ())] * X.shape[1], y, None, None)
+    full = weighted_fit(Xf, [Column((), ())] * Xf.shape[1], y, None, None)
     df1, df2 = full.rank - red.rank, full.n - full.rank
     F = ((red.rss - full.rss) / df1) / (full.rss / df2)
     return pd.DataFrame([{"by": by, "statistic": F, "df": df1, "df.residual": df2,

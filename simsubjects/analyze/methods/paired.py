@@ -6,7 +6,7 @@ function per test, each a one-row broom table (estimate, std.error, statistic, d
 conf.low, conf.high, n); `paired_comparisons` runs them for every pair of systems and adds Holm
 and Benjamini-Hochberg adjusted p-values across the pairs (multiplicity.add_adjusted).
 
-* `paired_t` — paired t-test of the mean difference (scipy.stats.ttest_rel; R t.test(paired = TRUE));
+* `paired_test` — paired t-test of the mean difference (tests.paired_t, the package's one; R t.test(paired = TRUE));
 * `wilcoxon` — Wilcoxon signed-rank test (scipy.stats.wilcoxon, zero differences dropped as R's
   wilcox.test; exact when n < 50 without ties, else the normal approximation with continuity
   correction); estimate = the median difference;
@@ -28,7 +28,7 @@ import pandas as pd
 from scipy import stats
 
 from simsubjects.errors import UserError
-from simsubjects.analyze.methods.tests import essentially_constant, quiet_rounding
+from simsubjects.analyze.methods import tests
 
 COLUMNS = ["test", "estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n"]
 
@@ -45,19 +45,10 @@ def _row(**kw) -> pd.DataFrame:
     return pd.DataFrame([{c: kw.get(c, math.nan) for c in COLUMNS}])
 
 
-def paired_t(x, y, level: float = 0.95) -> pd.DataFrame:
-    """Paired t-test of mean(x - y) = 0."""
+def paired_test(x, y, level: float = 0.95) -> pd.DataFrame:
+    """Paired t-test of mean(x - y) = 0: tests.paired_t (the package's one) on the complete pairs."""
     x, y = _pair(x, y)
-    d = x - y
-    n = d.size
-    if n < 2 or essentially_constant(d.std(ddof=1) / math.sqrt(n), d.mean()):
-        return _row(test="Paired t-test", estimate=d.mean() if n else math.nan, n=n)
-    with quiet_rounding():
-        res = stats.ttest_rel(x, y)
-    se = d.std(ddof=1) / math.sqrt(n)
-    ci = res.confidence_interval(level)
-    return _row(test="Paired t-test", estimate=d.mean(), **{"std.error": se, "statistic": res.statistic,
-                "df": float(n - 1), "p.value": res.pvalue, "conf.low": ci.low, "conf.high": ci.high}, n=n)
+    return _row(**tests.paired_t(x, y, level))
 
 
 def wilcoxon(x, y) -> pd.DataFrame:
@@ -150,7 +141,7 @@ def paired_comparisons(data: pd.DataFrame, unit: str = "item", system: str = "mo
             if m.empty:
                 continue
             xa, xb = m[f"{value}_a"].to_numpy(float), m[f"{value}_b"].to_numpy(float)
-            parts = [paired_t(xa, xb), wilcoxon(xa, xb),
+            parts = [paired_test(xa, xb), wilcoxon(xa, xb),
                      cluster_bootstrap(xa, xb, m[f"{cluster}_a"].to_numpy() if cluster else None, n_boot, seed)]
             if binary:
                 parts.append(mcnemar(m[f"{binary}_a"].to_numpy(float), m[f"{binary}_b"].to_numpy(float)))

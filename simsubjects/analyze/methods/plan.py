@@ -8,17 +8,18 @@ From the units with both it estimates, for the estimand's coefficient of interes
   2024, the mixed subjects design; computed as ppi_py's `_get_ppi_corr`, capped at 1 - 1/n).
 
 With lambda tuned (PPI++, Angelopoulos, Duchi & Zrnic 2024), n humans and N other units answered
-by the model only, the prediction-powered variance is
+by the model only, and kappa the model's gradient spread over the humans', the variance-optimal
+lambda is rho / kappa * N / (N + n); PPI++ clips it to [0, 1], and the variance `plan` uses is that
+clipped lambda's:
 
-    Var(n, N) = sigma^2 / n * (1 - rho^2 * N / (N + n)),
+    lambda  = min(1, max(rho, 0) / kappa * N / (N + n))
+    Var(n, N) = sigma^2 * ((1 - 2 lambda rho kappa + lambda^2 kappa^2) / n + lambda^2 kappa^2 / N).
 
-so the effective human sample size is n / (1 - rho^2 N / (N + n)). That formula takes the optimal
-lambda = rho / kappa * N / (N + n) (kappa: the model's gradient spread over the humans'), but PPI++
-clips lambda to [0, 1]: compressed predictions (a small model's P(Yes) near 0.5) ask for lambda > 1,
-and the variance attainable is that of lambda = 1. `plan` uses the clipped lambda's variance
-(`variance` with kappa), so it never promises what lambda <= 1 cannot give. PPI++ keeps lambda >= 0, so a
-negative rho counts as 0 (the model cannot help). With unlimited model answers
-(N -> infinity) a design needs (1 - rho^2) times the humans of a human-only one. The interval's
+Below the clip it is the textbook sigma^2 / n * (1 - rho^2 N / (N + n)); compressed predictions (a small
+model's P(Yes) near 0.5: kappa << rho) ask for lambda > 1, and the textbook formula then promises what
+lambda <= 1 cannot give, so `plan_table` requires kappa. A negative rho counts as 0 (the model cannot
+help). With unlimited model answers (N -> infinity) and lambda < 1 a design needs (1 - rho^2) times the
+humans of a human-only one. The interval's
 width is 2 z Var^(1/2); the power of the two-sided level-alpha z test against an effect delta is
 Phi(|delta|/se - z) + Phi(-|delta|/se - z).
 """
@@ -75,7 +76,7 @@ def pilot_moments3(y, yhat, X=None, coord: int = 0) -> tuple[float, float, float
         m = y.mean()
         return ppi_moments((y - m)[:, None], (yhat - m)[:, None], np.eye(1), 0)
     theta = _ls(X, y)
-    g, gh, _, inv_h = _ols_stats(theta, X, y, yhat, X, yhat, False)
+    g, gh, _, inv_h = _ols_stats(theta, X, y, yhat, X, yhat, 0.0)
     return ppi_moments(g, gh, inv_h, coord)
 
 
@@ -106,17 +107,23 @@ def _smallest(ok: np.ndarray, grid: np.ndarray) -> float:
     return float(grid[hit[0]]) if hit.size else math.nan
 
 
-def plan_table(sigma2: float, rho: float, *, n_model: int, width: float | None = None, effect: float | None = None,
-               target_power: float = 0.8, humans: int | None = None, level: float = 0.95, term: str = "",
-               max_humans: int = 10_000_000, kappa: float | None = None) -> pd.DataFrame:
+def plan_table(sigma2: float, rho: float, *, kappa: float, n_model: int, width: float | None = None,
+               effect: float | None = None, target_power: float = 0.8, humans: int | None = None,
+               level: float = 0.95, term: str = "", max_humans: int = 10_000_000) -> pd.DataFrame:
     """Humans needed without the model, with the model on `n_model` units (a fixed pool: the humans
-    answer a subset of them), and with unlimited model answers. `kappa` (ppi_moments): with it the
-    prediction-powered rows use lambda <= 1, as PPI++ does, and never promise more than that attains."""
+    answer a subset of them), and with unlimited model answers. `kappa` (ppi_moments) is required: the
+    prediction-powered rows use lambda <= 1, as PPI++ does, and never promise more than that attains
+    (without kappa the textbook formula promised e.g. 588 or 810 effective humans that lambda <= 1
+    cannot give, issue 40)."""
     if not sigma2 > 0:
         raise UserError("pilot: the human outcomes do not vary (sigma = 0); a pilot with no spread cannot size a study")
+    if kappa is None or not kappa >= 0:
+        raise UserError(f"plan: kappa = {kappa}: the model's gradient spread over the humans' (ppi_moments) is "
+                        "needed for the variance PPI++ attains with lambda <= 1")
     if effect is not None and effect == 0:
         raise UserError("--effect 0: a test has no power against a zero effect; give the smallest effect that matters")
     z = stats.norm.ppf(1 - (1 - level) / 2)
+    _check_width(width, z, sigma2)
     reported, rho = rho, max(rho, 0.0)  # PPI++ clips lambda at 0: a negative correlation cannot help
     rows = []
     for label, kind in (("human-only", "human"), (f"prediction-powered, model on {n_model} units", "pool"),
@@ -144,7 +151,22 @@ def plan_table(sigma2: float, rho: float, *, n_model: int, width: float | None =
                         "power": float(power(s, effect, level)) if effect else math.nan,
                         "n_effective": sigma2 / s ** 2})
         rows.append(row)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    if width and out["humans_for_width"].isna().all():
+        raise UserError(f"--width {width:g}: no design reaches it with at most {max_humans:,} humans (sigma "
+                        f"{math.sqrt(sigma2):.4g}, PPI correlation {reported:.3f}); give a wider target")
+    return out
+
+
+def _check_width(width, z: float, sigma2: float) -> None:
+    """An absurd --width is refused: one at least as wide as the human-only interval of 2 humans (any
+    study meets it, so there is nothing to plan)."""
+    if width is None:
+        return
+    widest = 2 * z * math.sqrt(sigma2 / 2)
+    if width >= widest:
+        raise UserError(f"--width {width:g}: at least the width of 2 humans' interval ({widest:.4g}, sigma "
+                        f"{math.sqrt(sigma2):.4g}); any study meets it, give a narrower target")
 
 
 def read_pilot(path, unit: str, outcome: str, prediction: str) -> pd.DataFrame:
@@ -188,6 +210,9 @@ def plan(pilot: pd.DataFrame, *, outcome: str = "y", prediction: str = "yhat", e
         keep = np.random.default_rng(seed).choice(have, size=subsample, replace=False)
         pilot = pilot.assign(**{outcome: pilot[outcome].where(pilot.index.isin(keep))})
     lab = pilot[pilot[outcome].notna()]
+    if n_model is not None and n_model < len(lab):
+        raise UserError(f"--n-model {n_model}: fewer units than the pilot's {len(lab)} with a human outcome; the "
+                        "model answers every unit people answer, so it needs at least as many")
     if estimand == "mean":
         X, terms = None, ["mean"]
     else:

@@ -80,19 +80,37 @@ def _check(y, yhat, yhat_u, X=None, X_u=None):
     return y, yhat, yhat_u, X, X_u
 
 
-def _table(est, se, level, terms, n, N, lam, method) -> pd.DataFrame:
+SMALL_N = 30  # below this many human units (clusters when clustered): a Student t interval, with a note
+
+
+def _small_n(level: float, units: int, d: int, clustered: bool):
+    """(quantile, p-value function, note) of the small-n rule. PPI's intervals are normal (CLT) intervals; with
+    few humans they undercover, so below SMALL_N human units the interval and p-value use Student's t with
+    units - d degrees of freedom (G - 1 for G clusters: Cameron & Miller 2015, section VI.C)."""
+    if not 0 < units < SMALL_N:
+        return _z(level), lambda z: 2 * stats.norm.sf(np.abs(z)), ""
+    df = max(units - 1 if clustered else units - d, 1)
+    what = "clusters" if clustered else "human units"
+    note = f"{units} {what} (< {SMALL_N}): Student t interval and p-value with {df} df instead of normal ones"
+    return float(stats.t.ppf(1 - (1 - level) / 2, df)), lambda z: 2 * stats.t.sf(np.abs(z), df), note
+
+
+def _table(est, se, level, terms, n, N, lam, method, units: int = 0, d: int = 1,
+           clustered: bool = False) -> pd.DataFrame:
+    """The broom table; `units` the independent human units (n, or the clusters) for the small-n rule
+    (0: no rule, as for the model-only rows)."""
     est, se = np.atleast_1d(est).astype(float), np.atleast_1d(se).astype(float)
-    q = _z(level)
+    q, pval, note = _small_n(level, units, d, clustered)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = est / se
     # a standard error of 0 (identical outcomes) gives z = inf and p = 0: a degenerate test, not evidence
     degenerate = ~(se > 0)
     z = np.where(degenerate, np.nan, z)
     return pd.DataFrame({"term": list(terms), "estimate": est, "std.error": se, "statistic": z,
-                         "p.value": 2 * stats.norm.sf(np.abs(z)), "conf.low": est - q * se,
+                         "p.value": pval(z), "conf.low": est - q * se,
                          "conf.high": est + q * se, "n": n, "n_model": N,
                          "lambda": np.broadcast_to(np.asarray(lam, float), est.shape), "method": method,
-                         "warning": np.where(degenerate, DEGENERATE, "")})
+                         "warning": np.where(degenerate, DEGENERATE, note)})
 
 
 def _calc_lam(grads, grads_hat, grads_hat_u, inv_hessian, coord=None) -> float:
@@ -150,11 +168,22 @@ def mean_fit(y, yhat, yhat_u, lam=None):
     return est, np.sqrt(var), lam
 
 
-def ppi_mean(y, yhat, yhat_unlabeled, *, lam: float | None = None, level: float = 0.95) -> pd.DataFrame:
-    """Prediction-powered mean of the human outcome (PPI++ with lam=None); one broom row."""
+def ppi_mean(y, yhat, yhat_unlabeled, *, lam: float | None = None, level: float = 0.95, w=None,
+             w_unlabeled=None, clusters=None, clusters_unlabeled=None) -> pd.DataFrame:
+    """Prediction-powered mean of the human outcome (PPI++ with lam=None); one broom row.
+
+    With survey weights or clusters it is the intercept of `ppi_ols` on a column of ones (the weighted mean,
+    its gradients linearized at the estimate as ppi-python's weighted OLS; ppi-python's own weighted mean
+    leaves the weights' spread around the estimate in its variance)."""
+    if any(v is not None for v in (w, w_unlabeled, clusters, clusters_unlabeled)):
+        y, yhat, yu = _check(y, yhat, yhat_unlabeled)
+        out = ppi_ols(np.ones((y.size, 1)), y, yhat, np.ones((yu.size, 1)), yu, lam=lam, level=level,
+                      terms=["mean"], w=w, w_unlabeled=w_unlabeled, clusters=clusters,
+                      clusters_unlabeled=clusters_unlabeled)
+        return out.assign(method=_method(out["lambda"].iat[0] if lam is None else lam, "mean"))
     y, yhat, yu = _check(y, yhat, yhat_unlabeled)
     est, se, lam = mean_fit(y, yhat, yu, lam)
-    return _table(est, se, level, ["mean"], y.size, yu.size, lam, _method(lam, "mean"))
+    return _table(est, se, level, ["mean"], y.size, yu.size, lam, _method(lam, "mean"), units=y.size)
 
 
 def _method(lam, what) -> str:
@@ -163,32 +192,47 @@ def _method(lam, what) -> str:
 
 # ---------------------------------------------------------------- OLS
 
-def _ls(X, y):
+def _ls(X, y, w=None):
+    """(Weighted) least squares; `w` survey weights (None: all 1)."""
+    Xw = X if w is None else X * w[:, None]
     try:  # normal equations: fast, and equal to a QR/SVD solution to rounding on a full-rank design
-        return np.linalg.solve(X.T @ X, X.T @ y)
+        return np.linalg.solve(Xw.T @ X, Xw.T @ y)
     except np.linalg.LinAlgError:
-        return np.linalg.lstsq(X, y, rcond=None)[0]
+        root = np.sqrt(np.ones(len(y)) if w is None else w)
+        return np.linalg.lstsq(X * root[:, None], y * root, rcond=None)[0]
 
 
-def _ols_stats(theta, X, y, yhat, Xu, yhu, use_unlabeled: bool):
-    """Per-unit gradients of the squared loss and the inverse Hessian (ppi_py._ols_get_stats)."""
+def _blend(H_labeled, H_pooled, pooled: float):
+    """The inverse of (1 - w) H_labeled + w H_pooled, w = `pooled` in [0, 1].
+
+    ppi-python switches from the labeled units' Hessian to the pooled one as soon as lambda != 0, so a weak
+    model's lambda of 1e-6 changed the interval as much as lambda = 1 did, and credited the model with humans
+    it never replaced (issue 40). Both matrices estimate the same population Hessian (the units people answer
+    are a random subsample), so weighting them by lambda is as valid and continuous in lambda: at lambda = 0
+    it is the classical interval, at lambda = 1 ppi-python's."""
+    w = float(pooled)
+    return np.linalg.inv(H_labeled if w == 0 else (1 - w) * H_labeled + w * H_pooled)
+
+
+def _ols_stats(theta, X, y, yhat, Xu, yhu, pooled: float, w=None, wu=None):
+    """Per-unit gradients of the squared loss and the inverse Hessian (ppi_py._ols_get_stats, survey weights
+    `w`/`wu` normalized to mean 1 as there), the Hessian the `pooled`-weighted blend of the labeled and the
+    pooled units' (`_blend`)."""
     n, N = y.size, yhu.size
-    if use_unlabeled:
-        H = (Xu.T @ Xu + X.T @ X) / (N + n)
-        ghu = Xu * (Xu @ theta - yhu)[:, None]
-    else:
-        H = X.T @ X / n
-        ghu = np.zeros_like(Xu)
-    g = X * (X @ theta - y)[:, None]
-    gh = X * (X @ theta - yhat)[:, None]
-    return g, gh, ghu, np.linalg.inv(H)
+    w = np.ones(n) if w is None else w
+    wu = np.ones(N) if wu is None else wu
+    ghu = Xu * (wu * (Xu @ theta - yhu))[:, None]
+    g = X * (w * (X @ theta - y))[:, None]
+    gh = X * (w * (X @ theta - yhat))[:, None]
+    Hl, Hu = (X.T * w) @ X, (Xu.T * wu) @ Xu
+    return g, gh, ghu, _blend(Hl / n, (Hu + Hl) / (N + n), pooled)
 
 
-def _ols_point(X, y, yhat, Xu, yhu, lam, coord):
+def _ols_point(X, y, yhat, Xu, yhu, lam, coord, w=None, wu=None):
     if lam is None:  # ppi_py.ppi_ols_pointestimate: tune lambda at the plain-PPI estimate
-        theta = _ls(Xu, yhu) + _ls(X, y - yhat)
-        lam = _calc_lam(*_ols_stats(theta, X, y, yhat, Xu, yhu, True), coord)
-    return _ls(Xu, lam * yhu) + _ls(X, y - lam * yhat)
+        theta = _ls(Xu, yhu, wu) + _ls(X, y - yhat, w)
+        lam = _calc_lam(*_ols_stats(theta, X, y, yhat, Xu, yhu, 1.0, w, wu), coord)
+    return _ls(Xu, lam * yhu, wu) + _ls(X, y - lam * yhat, w)
 
 
 def _sandwich(g, gh, ghu, inv_h, lam, n, N):
@@ -199,15 +243,64 @@ def _sandwich(g, gh, ghu, inv_h, lam, n, N):
         return np.sqrt(np.diag(inv_h @ (n / N * var_u + var) @ inv_h) / n)
 
 
-def ols_fit(X, y, yhat, Xu, yhu, lam=None, coord=None):
-    """(estimate, std.error, lambda) of PPI++ OLS, following ppi_py.ppi_ols_ci's steps exactly."""
+def _cluster_sandwich(g, gh, ghu, inv_h, lam, cl, clu):
+    """Cluster-robust standard errors: a respondent's several profiles or a persona's several items are one
+    independent draw, not several. Not in ppi-python, so written out: the estimator's influence
+    psi_c = lam/N sum_(u in c) (gu - mean gu) + 1/n sum_(l in c) (r - mean r), r = g - lam gh, summed per
+    cluster (a cluster may hold labeled and model-only units: their covariance is then counted), and
+    Var = G/(G - 1) H^-1 (sum_c psi_c psi_c') H^-1 (the CR1 factor; Cameron & Miller 2015, J. Human Resources
+    50(2), section VI), G the clusters holding people's answers: the few human clusters drive the small-sample
+    bias, and a G that counted the model's clusters too would jump as lambda leaves 0. At lambda = 0 this is
+    statsmodels' cluster-robust OLS without its (n - 1)/(n - k) factor."""
+    n, N = g.shape[0], ghu.shape[0]
+    r = g - lam * gh
+    parts = np.concatenate([(r - r.mean(0)) / n, lam * (ghu - ghu.mean(0)) / N])
+    codes, ids = pd.factorize(pd.Series(np.concatenate([cl, clu]).astype(str)))
+    psi = np.zeros((len(ids), parts.shape[1]))
+    np.add.at(psi, codes, parts)
+    G = len(set(codes[:n]))
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(np.diag(inv_h @ (G / (G - 1) * psi.T @ psi) @ inv_h))
+
+
+def ols_fit(X, y, yhat, Xu, yhu, lam=None, coord=None, w=None, wu=None, clusters=None):
+    """(estimate, std.error, lambda) of PPI++ OLS, following ppi_py.ppi_ols_ci's steps exactly (survey
+    weights `w`, `wu` as there); `clusters` = (labeled ids, model-only ids) for cluster-robust errors."""
     n, N = y.size, yhu.size
-    theta = _ols_point(X, y, yhat, Xu, yhu, lam, coord)
+    theta = _ols_point(X, y, yhat, Xu, yhu, lam, coord, w, wu)
     if lam is None:  # ppi_ols_ci re-tunes lambda at the tuned estimate, then recomputes with it
-        lam = _calc_lam(*_ols_stats(theta, X, y, yhat, Xu, yhu, True), coord)
-        theta = _ols_point(X, y, yhat, Xu, yhu, lam, coord)
-    stats_ = _ols_stats(theta, X, y, yhat, Xu, yhu, lam != 0)
+        lam = _calc_lam(*_ols_stats(theta, X, y, yhat, Xu, yhu, 1.0, w, wu), coord)
+        theta = _ols_point(X, y, yhat, Xu, yhu, lam, coord, w, wu)
+    stats_ = _ols_stats(theta, X, y, yhat, Xu, yhu, lam, w, wu)
+    if clusters is not None:
+        return theta, _cluster_sandwich(*stats_, lam, *clusters), float(lam)
     return theta, _sandwich(*stats_, lam, n, N), float(lam)
+
+
+def _weights(w, size: int, name: str):
+    """Survey weights normalized to mean 1 (ppi-python's construct_weight_vector); None stays None."""
+    if w is None:
+        return None
+    w = _arr(w, name)
+    if w.size != size or not (w >= 0).all() or not w.sum() > 0:
+        raise UserError(f"{name}: expected {size} non-negative weights, not all 0 (got {w.size})")
+    return w / w.sum() * size
+
+
+def _clusters(cl, clu, n: int, N: int):
+    """(labeled ids, model-only ids), checked; None when no clusters are given."""
+    if cl is None and clu is None:
+        return None
+    if cl is None or clu is None:
+        raise UserError("clusters: give cluster ids for both the labeled and the model-only units")
+    cl, clu = np.asarray(cl).ravel(), np.asarray(clu).ravel()
+    if cl.size != n or clu.size != N:
+        raise UserError(f"clusters: {cl.size} and {clu.size} ids for {n} labeled and {N} model-only units")
+    if pd.isna(pd.Series(np.concatenate([cl, clu]), dtype=object)).any():
+        raise UserError("clusters: an id is missing; every unit belongs to a cluster")
+    if len(set(map(str, cl))) < 2:
+        raise UserError("clusters: people's answers all come from one cluster; cluster-robust errors need at least 2")
+    return cl, clu
 
 
 def _terms(terms, d):
@@ -218,21 +311,29 @@ def _terms(terms, d):
 
 
 def ppi_ols(X, y, yhat, X_unlabeled, yhat_unlabeled, *, lam: float | None = None, coord: int | None = None,
-            level: float = 0.95, terms: Sequence[str] | None = None) -> pd.DataFrame:
+            level: float = 0.95, terms: Sequence[str] | None = None, w=None, w_unlabeled=None,
+            clusters=None, clusters_unlabeled=None) -> pd.DataFrame:
     """Prediction-powered OLS coefficients of y on X (include a column of ones for an intercept).
 
-    `coord`: tune lambda for that coefficient's variance (default: the total variance).
+    `coord`: tune lambda for that coefficient's variance (default: the total variance). `w`,
+    `w_unlabeled`: survey weights (as ppi-python's). `clusters`, `clusters_unlabeled`: cluster ids (a
+    respondent, a persona) for cluster-robust errors; the small-n rule then counts clusters.
     """
     y, yhat, yu, X, Xu = _check(y, yhat, yhat_unlabeled, X, X_unlabeled)
-    theta, se, lam = ols_fit(X, y, yhat, Xu, yu, lam, coord)
-    return _table(theta, se, level, _terms(terms, X.shape[1]), y.size, yu.size, lam, _method(lam, "OLS"))
+    w, wu = _weights(w, y.size, "w"), _weights(w_unlabeled, yu.size, "w_unlabeled")
+    cl = _clusters(clusters, clusters_unlabeled, y.size, yu.size)
+    theta, se, lam = ols_fit(X, y, yhat, Xu, yu, lam, coord, w, wu, cl)
+    units = y.size if cl is None else len(set(map(str, cl[0])))
+    return _table(theta, se, level, _terms(terms, X.shape[1]), y.size, yu.size, lam, _method(lam, "OLS"),
+                  units=units, d=X.shape[1], clustered=cl is not None)
 
 
 def ppi_difference(y, yhat, group, yhat_unlabeled, group_unlabeled, *, lam: float | None = None,
-                   level: float = 0.95, term: str = "difference") -> pd.DataFrame:
+                   level: float = 0.95, term: str = "difference", **survey) -> pd.DataFrame:
     """Difference in the human mean between units with group True and False (e.g. an AMCE).
 
-    The slope of the OLS regression y ~ 1 + 1{group}; lambda is tuned for the slope.
+    The slope of the OLS regression y ~ 1 + 1{group}; lambda is tuned for the slope. `survey`: the
+    weights and cluster ids of `ppi_ols`.
     """
     g, gu = np.ravel(group) != 0, np.ravel(group_unlabeled) != 0
     for name, a in (("group", g), ("group_unlabeled", gu)):
@@ -240,7 +341,8 @@ def ppi_difference(y, yhat, group, yhat_unlabeled, group_unlabeled, *, lam: floa
             raise UserError(f"{name}: both conditions need units (got {int(a.sum())} of {a.size} in the first)")
     X = np.column_stack([np.ones(g.size), g])
     Xu = np.column_stack([np.ones(gu.size), gu])
-    out = ppi_ols(X, y, yhat, Xu, yhat_unlabeled, lam=lam, coord=1, level=level, terms=["(Intercept)", term])
+    out = ppi_ols(X, y, yhat, Xu, yhat_unlabeled, lam=lam, coord=1, level=level, terms=["(Intercept)", term],
+                  **survey)
     return out.iloc[[1]].reset_index(drop=True).assign(method=_method(lam, "difference"))
 
 
@@ -282,22 +384,19 @@ def logistic_point(X, y, yhat, Xu, yhu, lam: float, tol: float = 1e-13, max_iter
     raise UserError("logistic: Newton's method did not converge (perfect separation?)")
 
 
-def _logistic_stats(theta, X, y, yhat, Xu, yhu, use_unlabeled: bool):
-    """Gradients of the logistic loss and the inverse Hessian (ppi_py._logistic_get_stats)."""
+def _logistic_stats(theta, X, y, yhat, Xu, yhu, pooled: float):
+    """Gradients of the logistic loss and the inverse Hessian (ppi_py._logistic_get_stats), the Hessian
+    blended by `pooled` as in `_blend`."""
     n, N = y.size, yhu.size
     mu, muu = expit(X @ theta), expit(Xu @ theta)
-    if use_unlabeled:
-        H = ((Xu.T * (muu * (1 - muu))) @ Xu + (X.T * (mu * (1 - mu))) @ X) / (N + n)
-        ghu = Xu * (muu - yhu)[:, None]
-    else:
-        H = (X.T * (mu * (1 - mu))) @ X / n
-        ghu = np.zeros_like(Xu)
-    return X * (mu - y)[:, None], X * (mu - yhat)[:, None], ghu, np.linalg.inv(H)
+    Hl, Hu = (X.T * (mu * (1 - mu))) @ X, (Xu.T * (muu * (1 - muu))) @ Xu
+    inv_h = _blend(Hl / n, (Hu + Hl) / (N + n), pooled)
+    return X * (mu - y)[:, None], X * (mu - yhat)[:, None], Xu * (muu - yhu)[:, None], inv_h
 
 
 def logistic_interval_at(theta, X, y, yhat, Xu, yhu, lam: float) -> np.ndarray:
     """Standard errors of the PPI++ logistic coefficients at `theta` with a given lambda."""
-    return _sandwich(*_logistic_stats(theta, X, y, yhat, Xu, yhu, lam != 0), lam, y.size, yhu.size)
+    return _sandwich(*_logistic_stats(theta, X, y, yhat, Xu, yhu, lam), lam, y.size, yhu.size)
 
 
 def logistic_fit(X, y, yhat, Xu, yhu, lam=None):
@@ -307,9 +406,9 @@ def logistic_fit(X, y, yhat, Xu, yhu, lam=None):
         # model's predictions on the unlabeled units separate them) while lambda = 0 (the humans' own
         # logistic fit) has one: start from the best lambda that has a minimum, and fall back to 0
         theta, start = _first_fit(X, y, yhat, Xu, yhu, (1.0, 0.5, 0.0))
-        lam = _calc_lam(*_logistic_stats(theta, X, y, yhat, Xu, yhu, True))
+        lam = _calc_lam(*_logistic_stats(theta, X, y, yhat, Xu, yhu, 1.0))
         theta, lam = _first_fit(X, y, yhat, Xu, yhu, dict.fromkeys((lam, min(lam, start), 0.0)))
-        lam = _calc_lam(*_logistic_stats(theta, X, y, yhat, Xu, yhu, True))
+        lam = _calc_lam(*_logistic_stats(theta, X, y, yhat, Xu, yhu, 1.0))
         theta, lam = _first_fit(X, y, yhat, Xu, yhu, dict.fromkeys((lam, 0.0)))
         return theta, logistic_interval_at(theta, X, y, yhat, Xu, yhu, lam), float(lam)
     theta = logistic_point(X, y, yhat, Xu, yhu, lam)
@@ -337,7 +436,8 @@ def ppi_logistic(X, y, yhat, X_unlabeled, yhat_unlabeled, *, lam: float | None =
     if ((yhat < 0) | (yhat > 1)).any() or ((yu < 0) | (yu > 1)).any():
         raise UserError("yhat: logistic regression needs predictions in [0, 1] (a probability)")
     theta, se, lam = logistic_fit(X, y, yhat, Xu, yu, lam)
-    return _table(theta, se, level, _terms(terms, X.shape[1]), y.size, yu.size, lam, _method(lam, "logistic"))
+    return _table(theta, se, level, _terms(terms, X.shape[1]), y.size, yu.size, lam, _method(lam, "logistic"),
+                  units=y.size, d=X.shape[1])
 
 
 # ---------------------------------------------------------------- side by side
@@ -345,20 +445,24 @@ def ppi_logistic(X, y, yhat, X_unlabeled, yhat_unlabeled, *, lam: float | None =
 ESTIMANDS = ("mean", "difference", "ols", "logistic")
 
 
-def _fit(estimand, y, yhat, yu, X, Xu, lam, level, terms):
+def _fit(estimand, y, yhat, yu, X, Xu, lam, level, terms, **survey):
+    """`survey`: the weights and cluster ids of ppi_ols (not for logistic)."""
+    survey = {k: v for k, v in survey.items() if v is not None}
     if estimand == "mean":
-        return ppi_mean(y, yhat, yu, lam=lam, level=level)
+        return ppi_mean(y, yhat, yu, lam=lam, level=level, **survey)
     if estimand == "difference":
-        return ppi_difference(y, yhat, X, yu, Xu, lam=lam, level=level, term=(terms or ["difference"])[-1])
+        return ppi_difference(y, yhat, X, yu, Xu, lam=lam, level=level, term=(terms or ["difference"])[-1], **survey)
     if estimand == "ols":
-        return ppi_ols(X, y, yhat, Xu, yu, lam=lam, level=level, terms=terms)
+        return ppi_ols(X, y, yhat, Xu, yu, lam=lam, level=level, terms=terms, **survey)
+    if estimand == "logistic" and survey:
+        raise UserError("survey weights and clusters: available for mean, difference and ols, not logistic")
     if estimand == "logistic":
         return ppi_logistic(X, y, yhat, Xu, yu, lam=lam, level=level, terms=terms)
     raise UserError(f"estimand: expected one of {', '.join(ESTIMANDS)}, got {estimand!r}")
 
 
 def compare(y, yhat, yhat_unlabeled, X=None, X_unlabeled=None, *, estimand: str = "mean",
-            terms: Sequence[str] | None = None, level: float = 0.95) -> pd.DataFrame:
+            terms: Sequence[str] | None = None, level: float = 0.95, **survey) -> pd.DataFrame:
     """Human-only, model-only and prediction-powered estimates side by side, per term.
 
     * human-only: the classical estimate from the n humans (PPI with lambda = 0; for OLS the HC0
@@ -369,10 +473,12 @@ def compare(y, yhat, yhat_unlabeled, X=None, X_unlabeled=None, *, estimand: str 
 
     ``n_effective`` = n x (human-only variance / prediction-powered variance): the humans a
     human-only study needs for the prediction-powered precision (Broska et al. 2024);
-    ``n_gained`` = n_effective - n.
+    ``n_gained`` = n_effective - n. `survey`: `w`, `w_unlabeled`, `clusters`, `clusters_unlabeled` of
+    `ppi_ols`, for the human-only and prediction-powered rows (the model-only row stays unweighted and
+    unclustered: it is a description of the model's answers, valid only if the model is unbiased).
     """
-    human = _fit(estimand, y, yhat, yhat_unlabeled, X, X_unlabeled, 0.0, level, terms)
-    ppi = _fit(estimand, y, yhat, yhat_unlabeled, X, X_unlabeled, None, level, terms)
+    human = _fit(estimand, y, yhat, yhat_unlabeled, X, X_unlabeled, 0.0, level, terms, **survey)
+    ppi = _fit(estimand, y, yhat, yhat_unlabeled, X, X_unlabeled, None, level, terms, **survey)
     yall = np.concatenate([np.asarray(yhat, float), np.asarray(yhat_unlabeled, float)])
     Xall = None if X is None else np.concatenate([np.asarray(X), np.asarray(X_unlabeled)])
     if estimand == "logistic":  # model probabilities as fractional outcomes: the quasi-likelihood fit
@@ -445,8 +551,13 @@ def design(frame: pd.DataFrame, x: Sequence[str], estimand: str) -> tuple[np.nda
 
 def mixed_subjects(model_units: pd.DataFrame, human_units: pd.DataFrame, *, unit: str = "item",
                    prediction: str = "yhat", outcome: str = "y", estimand: str = "mean",
-                   x: Sequence[str] = (), level: float = 0.95) -> pd.DataFrame:
+                   x: Sequence[str] = (), level: float = 0.95, weight: str | None = None,
+                   cluster: str | None = None) -> pd.DataFrame:
     """The side-by-side table from two frames keyed by `unit` (reusable from study files).
+
+    `weight`: a survey-weight column of `human_units` (and of `model_units`, if it has one). `cluster`: a
+    cluster-id column (a respondent, a persona) of `human_units` and, if it has one, of `model_units`
+    (a model-only unit without one is its own cluster).
 
     `model_units`: one row per unit the model answered, with the prediction column and any
     covariates; `human_units`: one row per unit people answered, with the outcome. Units of
@@ -477,6 +588,26 @@ def mixed_subjects(model_units: pd.DataFrame, human_units: pd.DataFrame, *, unit
     unlabeled = mu.drop(index=labeled.index)
     X, terms = (None, None) if estimand == "mean" else design(pd.concat([labeled, unlabeled]), x, estimand)
     k = len(labeled)
+    survey = _survey_columns(human_units.set_index(unit).loc[labeled.index], mu.loc[unlabeled.index], weight, cluster)
     return compare(labeled[outcome].to_numpy(float), labeled[prediction].to_numpy(float),
                    unlabeled[prediction].to_numpy(float), None if X is None else X[:k],
-                   None if X is None else X[k:], estimand=estimand, terms=terms, level=level)
+                   None if X is None else X[k:], estimand=estimand, terms=terms, level=level, **survey)
+
+
+def _survey_columns(human: pd.DataFrame, model_only: pd.DataFrame, weight, cluster) -> dict:
+    """ppi_ols's weights and cluster ids from the frames' columns (labeled rows, then model-only rows)."""
+    out = {}
+    for col, what in ((weight, "weight"), (cluster, "cluster")):
+        if col and col not in human:
+            raise UserError(f"--ppi-{what} {col}: not a column of the human data; available: "
+                            f"{', '.join(map(str, human.columns))}")
+    if weight:
+        out["w"] = pd.to_numeric(human[weight], errors="coerce").to_numpy(float)
+        if weight in model_only:
+            out["w_unlabeled"] = pd.to_numeric(model_only[weight], errors="coerce").to_numpy(float)
+    if cluster:
+        out["clusters"] = human[cluster].astype(str).to_numpy()
+        own = pd.Series(["unit " + str(u) for u in model_only.index], index=model_only.index)
+        ids = model_only[cluster].astype(str).where(model_only[cluster].notna(), own) if cluster in model_only else own
+        out["clusters_unlabeled"] = ids.to_numpy()
+    return out

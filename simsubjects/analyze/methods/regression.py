@@ -1,4 +1,4 @@
-"""OLS with cluster-robust standard errors: CR0, CR1 ("stata"), cregg's and CR2 (see analyze/amce.py's
+"""OLS with cluster-robust standard errors: CR0, CR1 ("stata"), cregg's and CR2 (see studies/moca/analysis.py's
 module docstring for the formulas). CR0/CR1 come from statsmodels' cluster sandwich; CR2 is
 hand-written because no maintained Python library computes estimatr's CR2 with its Satterthwaite df.
 """

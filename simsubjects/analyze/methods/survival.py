@@ -108,5 +108,16 @@ def logrank_permutation(a_levels, a_censored, b_levels, b_censored, max_level: i
             Z[r, rng.choice(n, k, replace=False)] = 1.0
         method = f"Monte Carlo: 10000 seeded relabelings of {total}"
     perm = _logrank_chi2(time, event, Z)
-    p = float(np.mean(perm >= obs * (1 - 1e-12)))
-    return {**row, "statistic": float(obs), "p.value": p, "method": method}
+    at_least = int(np.sum(perm >= obs * (1 - 1e-12)))
+    # exact: the share of all relabelings (the observed one among them); Monte Carlo: (b + 1) / (R + 1),
+    # counting the observed labeling as one of the draws, so p is never 0 and the test keeps its size
+    # (Phipson & Smyth 2010, "Permutation p-values should never be zero")
+    p = at_least / len(Z) if total <= MAX_EXACT else monte_carlo_p(at_least, len(Z))
+    return {**row, "statistic": float(obs), "p.value": float(p), "method": method}
+
+
+def monte_carlo_p(b: int, replicates: int) -> float:
+    """The Monte-Carlo permutation p-value (b + 1) / (R + 1): b of R random relabelings at least as extreme
+    as the observed one (Phipson & Smyth 2010). statsmodels and scipy.stats.permutation_test compute it
+    inside their own resampling loops only; the log-rank statistic here is vectorized over relabelings."""
+    return (b + 1) / (replicates + 1)

@@ -6,6 +6,33 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
+from ...errors import UserError
+
+# log p <= 0 for any probability, and the k options' mass Z <= 1. Float rounding may pass either by a
+# hair (a float32 server's log-softmax, log p(s.c) - log p(s) in float64); beyond this many nats the
+# numbers are impossible, and are refused rather than clamped (issue 42).
+LOGPROB_TOLERANCE = 1e-3
+
+
+class ImpossibleLogprobs(UserError):
+    """Log-probabilities no model can give (above 0, an option mass above 1, not finite)."""
+
+
+def check_logprobs(logprobs: Sequence[float]) -> None:
+    """Raise ImpossibleLogprobs unless `logprobs` are numbers (or -inf), at most 0 and their mass at most 1
+    (each within LOGPROB_TOLERANCE nats)."""
+    bad = [x for x in logprobs if not isinstance(x, (int, float)) or math.isnan(x) or x == math.inf]
+    if bad:  # -inf is a probability of 0; NaN and +inf are none
+        raise ImpossibleLogprobs(f"log-probability {bad[0]!r} is not a number at most 0")
+    top = max(logprobs)
+    if top > LOGPROB_TOLERANCE:
+        raise ImpossibleLogprobs(f"log-probability {top:.6g} is above 0 (a probability above 1; tolerance "
+                                 f"{LOGPROB_TOLERANCE:g} nats)")
+    mass = sum(math.exp(x) for x in logprobs)
+    if mass > math.exp(LOGPROB_TOLERANCE):
+        raise ImpossibleLogprobs(f"the options' probabilities add up to {mass:.6g}, above 1 (tolerance "
+                                 f"{LOGPROB_TOLERANCE:g} nats)")
+
 
 @dataclass(frozen=True)
 class ChoiceRequest:
@@ -50,6 +77,7 @@ class ChoiceResult:
 
     @classmethod
     def from_logprobs(cls, logprobs: Sequence[float], n_queries: int = 1) -> "ChoiceResult":
+        check_logprobs(logprobs)  # within the tolerance only is Z clamped to 1 below
         m = max(logprobs)
         w = [math.exp(lp - m) for lp in logprobs]
         s = sum(w)

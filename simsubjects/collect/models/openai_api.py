@@ -29,6 +29,7 @@ from simsubjects.collect.models.base import (
     ChoiceResult,
     CompletionRequest,
     CompletionResult,
+    ImpossibleLogprobs,
     ModelInfo,
 )
 from simsubjects.errors import UserError
@@ -209,6 +210,10 @@ class OpenAIModel:
         return {"requests": self.stats["model_requests"], "calls": self.stats["requests"],
                 "prompt_tokens": self.stats["prompt_tokens"], "completion_tokens": self.stats["completion_tokens"]}
 
+    def meter(self, gate) -> None:
+        """--max-cost: every HTTP call is admitted by `gate` before it is sent (collect/budget.py CallGate)."""
+        self._transport.gate = gate
+
     def close(self) -> None:
         self._transport.close()
 
@@ -274,6 +279,9 @@ class OpenAIModel:
             return await self._choose_sampled(req, counter)
         except Failure as exc:
             return _failed_choice(k, method, str(exc), counter[0])
+        except ImpossibleLogprobs as exc:  # a server that answers impossible numbers is not used (issue 42)
+            raise UserError(f"{redact_url(self.base_urls[0])}: {exc}: not log-probabilities a model can give; "
+                            "the server's answers cannot be used") from None
         except (AttributeError, TypeError, IndexError, KeyError, ValueError) as exc:
             return _failed_choice(k, method, f"unexpected response: {redact(repr(exc))[:300]}", counter[0])
 

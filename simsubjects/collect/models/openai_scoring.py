@@ -16,10 +16,10 @@ probabilities and validity, as for every backend.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import math
 from dataclasses import dataclass, field
 
+from ..seeds import seed_from_text
 from .openai_transport import Transport
 
 
@@ -115,8 +115,9 @@ async def next_token_top(tr: Transport, mode: Mode, prompt: str, temperature: fl
 # -- parsing helpers (pure functions, unit-testable) ------------------------------------------------
 
 def _stable_seed(*parts: str) -> int:
-    h = hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
-    return int.from_bytes(h[:4], "big") & 0x3FFFFFFF
+    """The request's seed for an OpenAI-compatible server: collect/seeds.py's derivation, 4 bytes read
+    big-endian and cut to 30 bits (as drawn before seeds.py, so a cached or resumed run asks the same)."""
+    return seed_from_text(*parts, nbytes=4, byteorder="big") & 0x3FFFFFFF
 
 
 def _logsumexp_into(d: dict, key: str, lp: float) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import math
 import random
 import threading
 import time
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...errors import UserError
 from ...redact import redact, redact_url, server_string
 
 log = logging.getLogger(__name__)
@@ -93,6 +95,9 @@ class Transport:
         self.endpoints: list[Endpoint] = []
         self._slots: asyncio.Semaphore | None = None
         self.closed = False
+        # --max-cost's per-call gate (collect/budget.py CallGate): admit(kind, params) before a call is
+        # sent (raises when its largest price would pass the cap), settle(ticket, usage) after it
+        self.gate = None
 
     def __repr__(self) -> str:
         return f"Transport(model={self.model!r}, base_urls={len(self.base_urls)})"
@@ -175,10 +180,23 @@ class Transport:
 
     async def call(self, kind: str, *, retries: int | None = None, **params):
         """POST one completions/chat request; retry transient failures; raise Failure at the end.
-        `retries` overrides max_retries (the probe retries little: a dead URL must fail fast)."""
+        `retries` overrides max_retries (the probe retries little: a dead URL must fail fast).
+        With a gate (--max-cost), the call is admitted before it is sent and settled after."""
+        retries = self.max_retries if retries is None else retries
+        if self.gate is None:
+            return await self._attempts(kind, retries, params)
+        ticket = self.gate.admit(kind, params)  # raises before sending when the cap would be passed
+        answered, usage = False, None
+        try:
+            r = await self._attempts(kind, retries, params)
+            answered, usage = True, billed_usage(getattr(r, "usage", None), "")
+            return r
+        finally:
+            self.gate.settle(ticket, usage, answered)
+
+    async def _attempts(self, kind: str, retries: int, params: dict):
         import openai
 
-        retries = self.max_retries if retries is None else retries
         reason, answered = "", False
         for attempt in range(retries + 1):
             if attempt:
@@ -189,9 +207,10 @@ class Transport:
                 self.stats["requests"] += 1
                 create = ep.client.completions.create if kind == "completions" else ep.client.chat.completions.create
                 r = await asyncio.wait_for(create(model=self.model, **params), self.timeout)
-                u = getattr(r, "usage", None)  # what the server bills; absent on some servers
-                self.stats["prompt_tokens"] += int(getattr(u, "prompt_tokens", 0) or 0)
-                self.stats["completion_tokens"] += int(getattr(u, "completion_tokens", 0) or 0)
+                # what the server bills (absent on some servers); a negative or non-numeric count is refused
+                p, c = billed_usage(getattr(r, "usage", None), ep.public) or (0, 0)
+                self.stats["prompt_tokens"] += p
+                self.stats["completion_tokens"] += c
                 return r
             except openai.APIStatusError as exc:
                 answered = True
@@ -252,6 +271,26 @@ class Transport:
 
 
 # -- parsing the transport's answers -----------------------------------------------------------------
+
+def billed_usage(u, where: str) -> tuple[int, int] | None:
+    """(prompt_tokens, completion_tokens) of a response's `usage`; None where it reports none.
+
+    A count below zero or not a whole number ("lots", 1.5, NaN) is a server that cannot be trusted
+    with a budget: a UserError (one line, exit 2), never a count that turns --max-cost off."""
+    if u is None:
+        return None
+    out = []
+    for name in ("prompt_tokens", "completion_tokens"):
+        v = getattr(u, name, None) if not isinstance(u, dict) else u.get(name)
+        if v is None:
+            return None
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v == int(v)
+        if not ok or v < 0:
+            raise UserError(f"{where}: the server reported usage.{name} = {redact(repr(v))[:40]}, not a count of "
+                            "tokens (a whole number, 0 or more); a server whose usage cannot be trusted is not used")
+        out.append(int(v))
+    return out[0], out[1]
+
 
 def error_message(exc) -> str:
     body = getattr(exc, "body", None)

@@ -2,9 +2,13 @@
 
 A study module declares module-level `StudyDef(...)` objects (and the `Paper`s they belong to);
 `collect <name>`, `analyze`, `export`, `report`, `replicate` and `--check-r` read only these
-declarations. Studies are discovered, not listed:
+declarations. A declaration holds its functions (analysis, plot, report, check-r, ...) themselves,
+imported where it is written; no "module:function" text (tests/test_layers.py fails on one).
+Studies are discovered, not listed:
 
-* every module of this package (`simsubjects.collect.studies`);
+* every folder of `simsubjects.studies` (a built-in study is one folder, docs/architecture.md),
+  imported here by name: the one import of the package's study code, which sits a layer above this
+  module (it imports `analyze/`);
 * modules named by the entry-point group ``simsubjects.studies`` of installed distributions;
 * Python files, or folders of them, named in the environment variable ``SIMSUBJECTS_STUDIES``
   (separated by ``os.pathsep``), so a study declared outside the package needs no edit anywhere.
@@ -25,6 +29,7 @@ from pathlib import Path
 from string import Template
 from typing import Callable
 
+from ...datasets.registry import DATASETS, Dataset
 from ...errors import UserError
 
 ENV_PATH = "SIMSUBJECTS_STUDIES"
@@ -79,7 +84,7 @@ class StudyDef:
     help: str
     build: Callable  # (**params) -> (trials, items); its signature names the parameters it accepts
     options: list[Option] = field(default_factory=list)
-    datasets: list[str] = field(default_factory=list)
+    datasets: list = field(default_factory=list)  # data entries: a Dataset, or a bundled dataset's name
     templates: Callable[[], list[str]] = lambda: []
     # None: a k-choice study collected by collect.runner.collect_choices. Otherwise a function
     # (model, cache, trials, params, show_progress) -> (responses, stats, records or None).
@@ -89,7 +94,7 @@ class StudyDef:
     validate: Callable | None = None
     # Optional (responses, params) -> responses after collection: add human reference rows, etc.
     finalize: Callable | None = None
-    # The references below are "module:function" strings (resolved when used) or callables.
+    # The functions below are the functions themselves (a string is refused: __post_init__).
     analyze: str | Callable = ""  # (responses, items) -> dict[str, DataFrame]
     plot: str | Callable = ""  # (tables, responses, outdir) -> list[Path]
     summary: str | Callable = ""  # optional: tables -> terminal-sized tables
@@ -102,8 +107,8 @@ class StudyDef:
     check_r: str | Callable = ""  # optional: (RSession, responses, items, tables, tol, tol_p) -> comparison rows
     r_function: str = ""  # the R function analysis.R calls on the study's folder (list of result tables)
     r_source: str = ""  # an R file defining r_function, for studies outside the package's R/
-    # R code analysis.R includes instead of an r_function call: a string, or "module:function" / a
-    # function returning it (a block written from the study's design)
+    # R code analysis.R includes instead of an r_function call: R text, or a function returning it
+    # (a block written from the study's design)
     r_code: str | Callable = ""
     # optional: study -> {column: published valid-answer rate (%)} for the report's validity table
     validity_reference: str | Callable = ""
@@ -115,6 +120,12 @@ class StudyDef:
     export_tables: str | Callable = ""
 
     def __post_init__(self):
+        _check_datasets(self)
+        for name in FUNCTIONS:
+            ref = getattr(self, name)
+            if isinstance(ref, str) and ref:
+                raise UserError(f"study {self.name}: {name}={ref!r} is text; give the function itself "
+                                "(import it in the declaration's module)")
         self._accepted = _accepted_params(self.build, self.name)
         self._written = _defaults_from_build(self)
 
@@ -127,6 +138,9 @@ class StudyDef:
         build given the ones it takes (a collect-time option such as Milgram's --max-tokens is not)."""
         return self.build(**build_params(self, params))
 
+
+# the fields of a StudyDef that hold a function (never its "module:function" name)
+FUNCTIONS = ("analyze", "plot", "summary", "report", "check_r", "validity_reference", "levels", "export_tables")
 
 # parameters every collection passes whatever the study (run identity, model wrapping)
 COMMON_PARAMS = {"seed", "chat_template"}
@@ -160,6 +174,25 @@ def _defaults_from_build(study: StudyDef) -> set[str]:
         elif p is not None and p.default is not p.empty:
             o.kwargs["default"] = p.default
     return written
+
+
+def _check_datasets(study: StudyDef) -> None:
+    """Every data entry is known when the study is declared, not after its trials were answered: a
+    `Dataset` (declared in the study's folder) or the name of one in datasets/registry.py."""
+    for d in study.datasets:
+        if not isinstance(d, (str, Dataset)):
+            raise UserError(f"study {study.name}: datasets holds {d!r}; give a Dataset or a bundled dataset's name")
+        if isinstance(d, str) and d not in DATASETS:
+            raise UserError(f"study {study.name}: unknown dataset {d!r}; declare it beside the study as "
+                            "Dataset(...) in datasets= (docs/architecture.md), or name one of `simsubjects datasets list`")
+
+
+def declared_datasets() -> dict[str, Dataset]:
+    """The bundled datasets and those a study declares beside itself, by name (`simsubjects datasets`)."""
+    found = dict(DATASETS)
+    for s in studies().values():
+        found.update({d.name: d for d in s.datasets if isinstance(d, Dataset)})
+    return found
 
 
 def check_params(study: StudyDef, params: dict) -> None:
@@ -197,19 +230,17 @@ def fill_template(template: str, where: str, /, **values) -> str:
         raise UserError(f"{where}: {e}") from None
 
 
-def resolve(ref: str | Callable) -> Callable:
-    if callable(ref):  # a declaration built at run time (a study file) holds its functions
-        return ref
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 # ---------------------------------------------------------------- discovery
 
+BUILT_INS = "simsubjects.studies"  # a folder per built-in study
+
+
 def _package_modules() -> list[str]:
-    pkg = importlib.import_module(__package__)
-    return [f"{__package__}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)
-            if not m.name.startswith("_") and m.name != "registry"]
+    """The built-in studies: every folder (package) of simsubjects.studies; its modules beside the
+    folders (papers, names, shared report pieces) declare no study."""
+    pkg = importlib.import_module(BUILT_INS)
+    return [f"{BUILT_INS}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)
+            if m.ispkg and not m.name.startswith("_")]
 
 
 def _entry_point_modules() -> list[str]:
@@ -234,7 +265,7 @@ def _user_files() -> list[Path]:
 
 
 def _load_file(path: Path):
-    """Import a study file under a stable module name, so "module:function" references resolve."""
+    """Import a study file under a stable module name (one import however often it is discovered)."""
     name = f"simsubjects_user_studies.{path.stem}_{abs(hash(str(path.resolve()))) % 10**8}"
     if name in sys.modules:
         return sys.modules[name]

@@ -1,0 +1,110 @@
+# R twins of `simsubjects bench report`'s effect sizes and across-finding statistics
+# (simsubjects/bench/score.py, simsubjects/analyze/methods/effects.py and power.py), computed with
+# effectsize (conversions), pwr (power of t tests) and metafor (Fisher's z) from the scorecard.
+
+.bench_d <- function(value, scale) {
+  vapply(seq_along(value), function(i) {
+    v <- value[i]
+    s <- scale[i]
+    if (is.na(v) || is.na(s)) return(NA_real_)
+    switch(s,
+           d = v, h = v,
+           r = effectsize::r_to_d(v),
+           z = effectsize::r_to_d(metafor::transf.ztor(v)),
+           log_or = effectsize::logoddsratio_to_d(v),
+           or = effectsize::oddsratio_to_d(v),
+           NA_real_)
+  }, numeric(1))
+}
+
+.bench_power_binary <- function(p1, p2, n1, n2) {
+  # the exact double sum over the two binomials of the tables Pearson's chi-square (no continuity
+  # correction) rejects at .05 with p1-hat > p2-hat
+  x1 <- 0:n1
+  x2 <- 0:n2
+  pool <- outer(x1, x2, "+") / (n1 + n2)
+  diff <- outer(x1 / n1, x2 / n2, "-")
+  z2 <- diff^2 / (pool * (1 - pool) * (1 / n1 + 1 / n2))
+  reject <- !is.na(z2) & z2 > stats::qchisq(0.95, 1) & diff > 0
+  sum(outer(stats::dbinom(x1, n1, p1), stats::dbinom(x2, n2, p2)) * reject)
+}
+
+.bench_power_binom <- function(p, n, p0) {
+  # binom.test's two-sided rule at each count, summed under Bin(n, p), counts above n p0 only
+  x <- 0:n
+  rej <- vapply(x, function(k) stats::binom.test(k, n, p0)$p.value <= 0.05 && k / n > p0, logical(1))
+  sum(stats::dbinom(x, n, p)[rej])
+}
+
+#' Effect Sizes and Significance of a Bench Scorecard, Recomputed in R
+#'
+#' The R twin of the per-finding columns of \samp{simsubjects bench report}: the model's and the
+#' original's effects as Cohen's d (\code{effectsize}'s conversions), the ratio of the model's to the
+#' replication's effect on Fisher's z scale (\code{metafor::transf.rtoz}), and the probability that a
+#' study of the original's size from the model's population is significant in the original direction:
+#' \code{pwr::pwr.t2n.test} (t tests), an exact double binomial sum (chi-square tests of a binary
+#' outcome), \code{binom.test} summed over the binomial (one-sample binomial tests).
+#'
+#' @param card the scorecard, \samp{scorecard.csv}: one row per finding (the unit).
+#' @return a data frame, one row per finding: \code{finding}, \code{model_d}, \code{original_d},
+#'   \code{ratio_z}, \code{sig_at_original_n}.
+#' @export
+bench_effects <- function(card) {
+  model_d <- .bench_d(card$model_effect, card$model_scale)
+  original_d <- .bench_d(card$original_effect, card$original_scale)
+  rep_d <- .bench_d(card$replication_effect, card$replication_scale)
+  z <- function(d) metafor::transf.rtoz(effectsize::d_to_r(d))
+  ratio_z <- ifelse(is.na(rep_d) | rep_d == 0, NA_real_, z(model_d) / z(rep_d))
+  sig <- vapply(seq_len(nrow(card)), function(i) {
+    r <- card[i, ]
+    if (r$test %in% c("welch_t", "student_t") && !is.na(r$original_n1)) {
+      return(pwr::pwr.t2n.test(n1 = r$original_n1, n2 = r$original_n2, d = model_d[i], sig.level = 0.025,
+                               alternative = "greater")$power)
+    }
+    if (r$test %in% c("chi2", "z_proportions") && !is.na(r$model_p2)) {
+      return(.bench_power_binary(r$model_p1, r$model_p2, r$original_n1, r$original_n2))
+    }
+    if (r$test == "binomial" && !is.na(r$model_p1)) {
+      return(.bench_power_binom(r$model_p1, r$original_n1 + r$original_n2, r$null))
+    }
+    NA_real_
+  }, numeric(1))
+  data.frame(finding = card$finding, model_d = model_d, original_d = original_d, ratio_z = ratio_z,
+             sig_at_original_n = sig, stringsAsFactors = FALSE)
+}
+
+#' Across-Finding Statistics of a Bench Scorecard, Recomputed in R
+#'
+#' The R twin of the model's rows of \samp{across.csv} over all findings (unit: the finding): the
+#' share of directions right, Pearson's r (\code{cor}), Lin's concordance (its formula with population
+#' moments, as HumanStudy-Bench's ECS), the disattenuated correlation of Hewitt et al. (2024): r over
+#' the square root of the replication effects' reliability, (var - mean se^2) / var; the rate of
+#' significance at the original's N among findings the replication did not support; the mean PAS.
+#'
+#' @param card the scorecard, \samp{scorecard.csv}.
+#' @return a data frame with \code{statistic} and \code{estimate}.
+#' @export
+bench_across <- function(card) {
+  ccc <- function(x, y) {
+    mx <- mean(x); my <- mean(y)
+    2 * mean((x - mx) * (y - my)) / (mean((x - mx)^2) + mean((y - my)^2) + (mx - my)^2)
+  }
+  rep <- card[!is.na(card$replication_d) & !is.na(card$model_d), ]
+  x <- rep$model_d
+  y <- rep$replication_d
+  nz <- x != 0 & y != 0
+  r <- if (nrow(rep) >= 3) stats::cor(x, y) else NA_real_
+  rel <- if (nrow(rep) >= 3) (stats::var(y) - mean(rep$replication_se_d^2)) / stats::var(y) else NA_real_
+  unsupported <- card$replication_supported %in% c("False", "FALSE", FALSE)
+  both <- !is.na(card$original_d) & !is.na(card$model_d)
+  data.frame(
+    statistic = c("direction_share", "pearson_r", "lins_ccc", "disattenuated_r", "false_positive_rate",
+                  "pas", "ecs"),
+    estimate = c(if (any(nz)) mean(sign(x[nz]) == sign(y[nz])) else NA_real_, r,
+                 if (nrow(rep) >= 2) ccc(y, x) else NA_real_,
+                 if (!is.na(rel) && rel > 0) r / sqrt(rel) else NA_real_,
+                 if (any(unsupported)) mean(card$sig_at_original_n[unsupported]) else NA_real_,
+                 mean(card$pas, na.rm = TRUE),
+                 if (sum(both) >= 2) ccc(card$original_d[both], card$model_d[both]) else NA_real_),
+    stringsAsFactors = FALSE)
+}

@@ -1,0 +1,145 @@
+"""`simsubjects bench run`: every finding of one or more corpora through the ordinary study-file collection
+(collect/pipeline.run_study, the path of `collect STUDY.yaml`) into OUT/<finding id>/ (one ordinary run folder
+per finding).
+
+Everything that needs no model is checked first (every finding's study file, every run folder), then the
+model loads once and serves every finding. Each finding's folder is an ordinary run folder: a killed run
+resumes where it stopped (the run store), and a finished finding is skipped without loading the model.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from ..collect.defaults import BATCH_SIZE, SAMPLES
+
+
+
+@dataclass
+class Planned:
+    finding: object
+    study: object        # the parsed study file
+    sdef: object         # its StudyDef
+    params: dict
+    out: Path
+
+
+def select(findings: list, ids: list[str] | None) -> list:
+    """The runnable findings, or those named by --findings (each must exist and be runnable)."""
+    if not ids:
+        return [f for f in findings if f.runnable]
+    by_id = {f.id: f for f in findings}
+    for i in ids:
+        if i not in by_id:
+            raise UserError(f"--findings {i}: no such finding in the corpus (see `simsubjects bench list`)")
+        if not by_id[i].runnable:
+            raise UserError(f"--findings {i}: cannot run on text ({by_id[i].reason})")
+    return [by_id[i] for i in dict.fromkeys(ids)]
+
+
+def finding_folder(out: Path, finding_id: str) -> Path:
+    from ..collect.untrusted import inside
+
+    return inside(out, finding_id, "finding id")
+
+
+def plan(findings: list, out: Path | None, chat_template: bool = False, seed: int | None = None) -> list[Planned]:
+    """Each finding's study file loaded and its run folder checked, before any model loads. `seed` (bench
+    run --seed) replaces every file's design.seed, as `collect --seed` does for one file."""
+    from ..studyfile.adapter import KEY, check_out, file_parameters, order_parameters, study_def
+    from .score import check_hypothesis
+    from ..studyfile.spec import load_study
+
+    planned = []
+    for f in findings:
+        study = load_study(f.study_path, seed=seed)
+        check_hypothesis(f, study)
+        folder = finding_folder(Path(out), f.id) if out is not None else None
+        if folder is not None:
+            check_out(study, folder)
+        params = {KEY: file_parameters(study), "seed": study.seed,
+                  "chat_template": chat_template or study.chat_template, "judge_model": None,
+                  **order_parameters(study, folder)}
+        planned.append(Planned(f, study, study_def(study, out=folder), params, folder))
+    return planned
+
+
+def check_folders(planned: list[Planned], spec, overwrite: bool = False) -> None:
+    """Before the model loads: each finding's folder holds nothing, or a run of the same study file and
+    model (a finished run of another model or of an edited file would otherwise be scored as this one's)."""
+    from ..collect.store import RunStore
+    from ..redact import redact
+
+    for p in planned:
+        ident = {"study": p.sdef.name, "parameters": {**p.params, "method": p.sdef.methods[0], "n": None}}
+        RunStore.check_out(p.out, ident, overwrite=overwrite)
+        try:
+            old = json.loads((p.out / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        ran = str((old.get("model") or {}).get("spec", ""))
+        if ran and ran != spec.text and not overwrite:
+            raise UserError(f"--out {p.out}: holds {p.finding.id} run on {redact(ran)}, not {redact(spec.text)}; "
+                            "give another --out (or --overwrite to replace it)")
+
+
+def done(folder: Path) -> bool:
+    """A finished run folder: its manifest says complete (collect/store.py writes it last)."""
+    try:
+        m = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return m.get("status") == "complete" and not m.get("failures")
+
+
+def dry_run(planned: list[Planned], spec, tokenizer=None, batch_size: int = BATCH_SIZE) -> tuple[list[dict], object]:
+    """--dry-run: each finding counted by the tokenizer (no weights, nothing written); one row per finding."""
+    from ..collect.dryrun import dry_collect, dry_model
+
+    model = dry_model(spec, chat_template=False, tokenizer=tokenizer)
+    rows = []
+    for p in planned:
+        row = dry_collect(p.sdef, model, p.params, method=p.sdef.methods[0], n=SAMPLES, batch_size=batch_size)
+        rows.append({**row, "study": p.finding.id})
+    return rows, model
+
+
+def collect(planned: list[Planned], spec, model_options: dict, *, batch_size: int = BATCH_SIZE, budget=None,
+            overwrite: bool = False, engine: dict | None = None, show_progress: bool = True,
+            model=None) -> list[dict]:
+    """Run every planned finding not yet finished, one progress bar (trials) over the corpus. The model loads
+    once, and only when some finding needs it."""
+    from tqdm.auto import tqdm
+
+    from ..collect.models import load_model
+    from ..collect.pipeline import run_study
+
+    todo = [p for p in planned if overwrite or not done(p.out)]
+    total = sum(len(p.sdef.make(**p.params)[0]) for p in todo)
+    results = []
+    with tqdm(total=total, desc=f"bench ({len(todo)} of {len(planned)} findings to run)", unit="trial",
+              disable=not show_progress, file=sys.stderr) as bar:
+        for p in todo:
+            if model is None and not (engine and engine.get("name") == "ray"):
+                model = load_model(spec, **model_options)
+            n = len(p.sdef.make(**p.params)[0])
+            _, manifest = run_study(p.sdef, spec, p.out, params=p.params, method=p.sdef.methods[0],
+                                    model_options=model_options, show_progress=False, model=model,
+                                    overwrite=overwrite, batch_size=batch_size, budget=budget, engine=engine)
+            bar.update(n)
+            results.append({"finding": p.finding.id, "trials": n, "failures": len(manifest.get("failures") or [])})
+    return results
+
+
+def finished_folders(findings: list, out: Path) -> dict:
+    """finding id -> its finished run folder under OUT (the findings `bench report` scores)."""
+    got = {}
+    for f in findings:
+        folder = finding_folder(Path(out), f.id)
+        if done(folder):
+            got[f.id] = folder
+    return got

@@ -1,0 +1,167 @@
+"""`simsubjects bench list|run|report` (docs/bench.md): a corpus of published findings, run on a model through
+the ordinary study-file collection and scored against the people."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from simsubjects.cli.engines import budget_of, check_engine_options, engine_of, engine_options
+from simsubjects.cli.options import _check_model, _model_kwargs, echo_table, model_options
+from simsubjects.errors import UserError
+from simsubjects.collect.defaults import SAMPLES
+
+RECORD = "bench.json"  # OUT/bench.json: which corpora and findings `bench run` ran (read by `bench report`)
+
+
+@click.group("bench")
+def bench_group():
+    """A corpus of published findings: list it, run it on a model, score the model (docs/bench.md)."""
+
+
+@bench_group.command("list")
+@click.argument("corpus", required=False, default="all")
+def list_cmd(corpus):
+    """Every finding of CORPUS (default: all bundled corpora; or a folder of finding files)."""
+    from simsubjects.bench.corpus import load_corpus
+
+    fs = load_corpus(corpus)
+    import pandas as pd
+
+    df = pd.DataFrame([{"finding": f.id, "corpus": f.corpus, "citation": f.citation, "year": f.year,
+                        "runnable": "yes" if f.runnable else "no", "why not": f.reason or ""} for f in fs])
+    echo_table(f"{len(fs)} findings ({sum(f.runnable for f in fs)} runnable)", df)
+
+
+def _load(corpora: tuple[str, ...]) -> list:
+    from simsubjects.bench.corpus import load_corpus
+
+    found, seen = [], set()
+    for c in corpora:
+        for f in load_corpus(c):
+            if f.id not in seen:
+                seen.add(f.id)
+                found.append(f)
+    return found
+
+
+def _run(corpora, findings, **kw):
+    from simsubjects.bench import run as bench_run
+
+    if not corpora:
+        raise UserError("bench run: name a corpus (all, a bundled name, or a folder of finding files)")
+    ids = [i.strip() for i in findings.split(",") if i.strip()] if findings else None
+    chosen = bench_run.select(_load(corpora), ids)
+    if not chosen:
+        raise UserError(f"{', '.join(corpora)}: no runnable finding")
+    if kw.get("validate"):
+        raise UserError("--validate: not a bench option; check one finding's prompts with "
+                        "`simsubjects collect FINDING/study.yaml --validate`")
+    _check_model(kw)  # the spec, --base-url and --timeout, before anything is written
+    check_engine_options(kw)  # --batch-export, --max-cost, --engine: before anything loads
+    out = Path(kw["out"])
+    seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
+    planned = bench_run.plan(chosen, None if kw["dry_run"] else out, kw["chat_template"],
+                             seed=kw["seed"] if seeded else None)
+    if kw["dry_run"]:
+        return _dry(bench_run, planned, kw)
+    if kw.get("batch_export"):
+        return _export(planned, kw)
+    bench_run.check_folders(planned, kw["model"], kw["overwrite"])
+    _record(out, corpora, chosen)
+    done = bench_run.collect(planned, kw["model"], _model_kwargs(kw), batch_size=kw["batch_size"],
+                             overwrite=kw["overwrite"], budget=budget_of(kw), engine=engine_of(kw),
+                             show_progress=not kw["quiet"])
+    failed = sum(r["failures"] for r in done)
+    click.echo(f"wrote {out}: {len(planned)} findings ({len(done)} collected now, "
+               f"{len(planned) - len(done)} already finished){f', {failed} trials failed' if failed else ''}; "
+               f"next: simsubjects bench report {out}")
+
+
+def _record(out: Path, corpora, chosen) -> None:
+    from simsubjects.collect.store import atomic_write_json
+
+    out.mkdir(parents=True, exist_ok=True)
+    where = [c if c == "all" or not Path(c).is_dir() else str(Path(c).resolve()) for c in corpora]
+    old = {}
+    try:
+        old = json.loads((out / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    ids = list(dict.fromkeys([*(old.get("findings") or []), *[f.id for f in chosen]]))
+    atomic_write_json({"corpora": list(dict.fromkeys([*(old.get("corpora") or []), *where])), "findings": ids},
+                      out / RECORD)
+
+
+def _dry(bench_run, planned, kw) -> None:
+    from simsubjects.cli.engines import report_fit
+    from simsubjects.cli.options import _dry_run_report, _tokenizer
+    from simsubjects.collect.dryrun import check_prices
+
+    check_prices(kw["price_in"], kw["price_out"])
+    rows, model = bench_run.dry_run(planned, kw["model"], _tokenizer(kw), kw["batch_size"])
+    _dry_run_report(rows, model, kw["model"], kw)
+    report_fit(rows, kw)
+
+
+def _export(planned, kw) -> None:
+    """--batch-export FILE: each finding's requests into FILE's name + '-<finding id>' (one set per run folder)."""
+    from simsubjects.collect.batch import export_batch, plan_requests
+
+    base = Path(kw["batch_export"])
+    for p in planned:
+        plan = plan_requests(p.sdef, kw["model"], p.out, params=p.params, method=p.sdef.methods[0], n=SAMPLES,
+                             batch_size=kw["batch_size"], base_url=kw.get("base_url"))
+        target = base.with_name(f"{base.stem}-{p.finding.id}{base.suffix or '.jsonl'}")
+        paths, n = export_batch(plan, target, kw["batch_format"], max_requests=kw["batch_max_requests"])
+        where = f" -> {', '.join(map(str, paths))}" if paths else " (all cached)"
+        click.echo(f"{p.finding.id}: {n} requests{where}")
+
+
+def _run_command():
+    def run(corpora, findings, **kw):
+        _run(corpora, findings, **kw)
+
+    f = engine_options(model_options(run))
+    f = click.option("--findings", default=None, metavar="ID,...", help="Run only these findings.")(f)
+    f = click.argument("corpora", nargs=-1)(f)
+    return click.command("run", help="Run every finding of CORPUS... (all, a bundled corpus, or a folder of "
+                                     "finding files) on --model into --out (resumable).")(f)
+
+
+bench_group.add_command(_run_command())
+
+
+@bench_group.command("report")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--cutoff", type=click.IntRange(1000, 3000), default=None, metavar="YYYY",
+              help="The model's training cutoff year: findings published up to it and after it are scored apart.")
+@click.option("--check-r", is_flag=True, help="Recompute the effect sizes and across-finding statistics in R.")
+def report_cmd(folder, cutoff, check_r):
+    """Score the runs in FOLDER: FOLDER/scorecard.csv, across.csv and bench_report.html."""
+    from simsubjects.bench import run as bench_run
+    from simsubjects.bench import score
+
+    out = Path(folder)
+    try:
+        rec = json.loads((out / RECORD).read_text(encoding="utf-8"))
+        corpora, ids = list(rec["corpora"]), set(rec["findings"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UserError(f"{out / RECORD}: missing or unreadable; {out} is not a `simsubjects bench run` "
+                        "folder") from None
+    findings = [f for f in _load(tuple(corpora)) if f.id in ids]
+    card = score.scorecard(findings, bench_run.finished_folders(findings, out))
+    table = score.across(card, cutoff)
+    check = None
+    if check_r:
+        from simsubjects.bench.check_r import check_bench
+
+        check = check_bench(card, table)
+    from simsubjects.publish.bench_report import write_report
+
+    paths = write_report(out, card, table, check)
+    click.echo(f"scored {len(card)} of {len(findings)} findings; wrote {', '.join(map(str, paths))}")
+    if check is not None and not check["ok"].all():
+        raise SystemExit(1)

@@ -1,1 +1,0 @@
-"""Report sections of the bundled papers' studies (declared by each study's `report`)."""

@@ -49,6 +49,7 @@ HEAVY_FIRST = [
     "test_bench.py",  # the toy bench on the model, a killed `bench run` resumed in a subprocess, the R twin
     "test_secrets.py",
     "test_session_players.py",
+    "test_hostile3.py",  # issue 42: three short sessions on the model, Qualtrics imports, the loopback server
     "test_sessions41.py",  # issue 41: three small sessions on the model (sampled, enumerated with chance moves)
     "test_conjoint.py",
     "test_network.py",

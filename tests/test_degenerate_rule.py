@@ -90,7 +90,7 @@ def test_study_file_tests_follow_the_rule():
 
 
 def test_garden_path_follows_the_rule():
-    from simsubjects.analyze.garden_path import paired_tests
+    from simsubjects.studies.garden_path.analysis import paired_tests
 
     sent = pd.DataFrame({"model": "m", "set": "s", "type": "t", "garden_path": [0.3, 0.4, 0.5],
                          "control": [0.2, 0.3, 0.4]})
@@ -105,20 +105,23 @@ def test_sessions_follow_the_rule():
     """subject_tests (round 2 - round 1 over subjects) with differences of float rounding, and
     beside_people where neither side varies: the exact value, no p-value."""
     from simsubjects.studyfile.session import load_session
-    from simsubjects.studyfile.session_analysis import beside_people, subject_tests
+    from simsubjects.studyfile.session_analysis import _weighted, beside_people, subject_tests
 
     rows = []
     for s, (p1, p2) in {"s1": (0.3, 0.4), "s2": (0.5, 0.6), "s3": (0.2, 0.3)}.items():
         for rnd, p in ((1, p1), (2, p2)):
-            rows.append({"subject": s, "item": "choice", "response": "J", "weight": p, "reach": 1.0,
-                         "round": rnd, "path": 1, "condition": "decision"})
-    got = subject_tests(pd.DataFrame(rows)).iloc[0]
+            rows += [{"subject": s, "trial": f"{s}-{rnd}", "item": "choice", "response": r, "weight": w,
+                      "reach": 1.0, "round": rnd, "path": 1, "condition": "decision"}
+                     for r, w in (("J", p), ("C", 1 - p))]
+    tests = subject_tests(_weighted(pd.DataFrame(rows), enumerate_=False))
+    got = tests[tests["response"] == "J"].iloc[0]
     assert math.isnan(got["p.value"]) and math.isnan(got["statistic"])
     assert got["estimate"] == pytest.approx(0.1) and got["std.error"] == pytest.approx(0.0, abs=1e-15)
 
     study = load_session(Path(__file__).resolve().parents[1] / "examples" / "pd_tft" / "study.yaml")
-    dec = pd.DataFrame([{"subject": s, "item": "choice", "response": "J", "weight": 0.5, "reach": 1.0,
-                         "round": 1, "path": 1, "condition": "decision"} for s in ("s1", "s2", "s3")])
+    dec = pd.DataFrame([{"subject": s, "trial": f"{s}-1", "item": "choice", "response": r, "weight": 0.5,
+                         "reach": 1.0, "round": 1, "path": 1, "condition": "decision"}
+                        for s in ("s1", "s2", "s3") for r in ("J", "C")])
     study.people = pd.DataFrame({"respondent": ["a", "b", "c"], "measure": "share choice=J", "value": 0.2,
                                  "round": 1})
     study.people_by = ["round"]

@@ -18,6 +18,11 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
         raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
     if kw.get("paths") is not None and study.session.enumerate:
         raise UserError(f"--paths: {path} enumerates its paths (session.paths: enumerate)")
+    from ..studyfile.session import size_error
+
+    why = size_error(study.session, len(study.subjects), kw.get("paths"))
+    if why:
+        raise UserError(f"--paths {kw.get('paths')}: {path}: {why}")
     for flag in ("validate", "judge_model"):
         if kw.get(flag):
             raise UserError(f"--{flag.replace('_', '-')}: not available for a session yet")

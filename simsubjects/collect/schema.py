@@ -38,6 +38,20 @@ COLLECTION_COLUMNS: dict[str, str] = {
     "repetition": "Repetition of the trial", "judge": "Model that classified the free-text answer",
 }
 
+# Columns a session (simsubjects/studyfile/session_run.py) writes beside the core ones: its StudyDef's
+# declared columns (their codebook labels), and so names no item, variable, player, payoff rule or
+# subjects-table column of a study file may take (studyfile/spec.RESERVED; issue 42).
+SESSION_COLUMNS: dict[str, str] = {
+    "round": "Round of the block (1, 2, ...)", "step": "Decisions made on the path before this row",
+    "path": "Path number of the subject (sampled paths), or the leaf's number (enumerated tree)",
+    "parent": "The tree node this row's path branched from (enumerated tree)",
+    "block": "Block id of the session", "reach": "Probability of reaching this node (product of the choices before)",
+    "continued": "1 if the block went on to another round after this one, else 0",
+    "player": "Who decided: subject, or the model player's name", "drawn": "1 for the option the path went on with",
+    "block_order": "Blocks in the order this path took them", "item_order": "Items in the order shown this round",
+    "payoff": "The subject's payoff of the round",
+}
+
 
 def labels(study: str | None = None) -> dict[str, str]:
     """Variable labels of a study's responses/items columns: core, collection and its declared design columns."""

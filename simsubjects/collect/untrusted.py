@@ -27,6 +27,19 @@ FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
+# the control tokens of common chat templates (ChatML <|im_start|>, Llama 3 <|eot_id|>, Llama 2 [INST] and
+# <<SYS>>, Gemma <start_of_turn>, <s>/</s>): a tokenizer reads them in a prompt as its own special tokens
+_CHAT_CONTROL = re.compile(r"<\|[^<>|\s]{1,40}\|>|</?s>|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>|<(?:bos|eos|pad)>",
+                           re.IGNORECASE)
+
+
+def chat_control(text) -> str:
+    """The first chat control token in `text` ("" if none): data (a recorded table) must not carry one
+    into a prompt, where a chat template would read it as a turn boundary."""
+    m = _CHAT_CONTROL.search(str(text))
+    return m.group(0) if m else ""
+
+
 def is_ident(name) -> bool:
     return isinstance(name, str) and IDENT.fullmatch(name) is not None
 

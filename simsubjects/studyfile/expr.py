@@ -22,6 +22,23 @@ class ExprError(ValueError):
     """A problem in an expression: the caller adds file, line and key."""
 
 
+# Every number an expression reads or gives is finite, and a whole number fits int64 (the responses
+# table's integer columns): a session's variables are written as parquet, Stata and SPSS columns.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+MAX_DEPTH = 100  # nesting of an expression's tree: deeper is refused (the checks below recurse)
+
+
+def bounded(v, what: str = "the result"):
+    """`v` if it is finite and a whole number within int64, else ExprError saying which bound it passes."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return v
+    if isinstance(v, int) and not INT_MIN <= v <= INT_MAX:
+        raise ExprError(f"{what} {float(v):.4g} is past the whole-number range (-2^63 to 2^63-1)")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ExprError(f"{what} is not a finite number ({v})")
+    return v
+
+
 @dataclass(frozen=True)
 class T:
     """A value's type: kind is num, text or bool; `labels` are the values a choice answer can take."""
@@ -73,9 +90,25 @@ def parse(text) -> Expr:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:
         raise ExprError(f"cannot parse {text!r}: {e.msg}") from None
+    except (RecursionError, MemoryError):  # the parser's own stack, on deeply nested text
+        raise ExprError(f"nested more than {MAX_DEPTH} levels deep") from None
+    _shallow(tree)
     for node in ast.walk(tree):
         _allowed(node)
+        if isinstance(node, ast.Constant):
+            bounded(node.value, "a number")
     return Expr(text.strip(), tree)
+
+
+def _shallow(tree) -> None:
+    """At most MAX_DEPTH levels (1+1+...+1 nests one level a term): walked without recursion, before the
+    recursive type check and evaluation."""
+    todo = [(tree, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            raise ExprError(f"nested more than {MAX_DEPTH} levels deep; split it over payoff rules or variables")
+        todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 def _allowed(node) -> None:
@@ -206,15 +239,15 @@ def _eval(n, env):
         return env[n.id]
     if isinstance(n, ast.UnaryOp):
         v = _eval(n.operand, env)
-        return (not v) if isinstance(n.op, ast.Not) else (-v if isinstance(n.op, ast.USub) else +v)
+        return (not v) if isinstance(n.op, ast.Not) else bounded(-v if isinstance(n.op, ast.USub) else +v)
     if isinstance(n, ast.BinOp):
         a, b = _eval(n.left, env), _eval(n.right, env)
         if isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
             raise ExprError("division by zero")
-        out = _ARITH[type(n.op)](a, b)
-        if isinstance(out, float) and not math.isfinite(out):
-            raise ExprError("the result is not a finite number")
-        return out
+        try:
+            return bounded(_ARITH[type(n.op)](a, b))
+        except OverflowError:  # int / int past the float range
+            raise ExprError("the result is past the number range") from None
     if isinstance(n, ast.BoolOp):
         if isinstance(n.op, ast.And):
             return all(_eval(v, env) for v in n.values)

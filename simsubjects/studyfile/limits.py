@@ -29,6 +29,11 @@ MAX_TRIALS = 2_000_000  # trials of a design (upper bound computed before buildi
 MAX_SEED = 2**32 - 1  # as the CLI's --seed
 MAX_CHOICES = 1_000  # choices (or scale points) of one imported Qualtrics question (a country list: about 200)
 MAX_FLOW_DEPTH = 64  # nesting of an imported Qualtrics survey flow (groups, branches, randomizers)
+# sessions (studyfile/session.py), each checked before the first decision (issue 42)
+MAX_STEPS = 100_000  # the largest max_steps a file may declare: a path is held in memory
+MAX_PATHS = 10_000  # sampled paths per subject
+MAX_LEAVES = 100_000  # max_leaves of an enumerated tree, per subject (the tree is held in memory)
+MAX_DECISIONS = 2_000_000  # subjects x paths (or leaves) x decisions per path, bounded before any is made
 
 
 def regular_file(path: Path, what: str) -> str | None:

@@ -10,6 +10,7 @@ import yaml
 from ..errors import UserError
 
 Path_ = tuple  # a key path: ("items", 2, "id")
+MAX_DIGITS = 100  # characters of a whole number in a study file (int64 needs 20)
 
 
 class StudyFileError(UserError):
@@ -31,9 +32,12 @@ class Source:
         self.text = text
         self.raw = text.encode("utf-8")
         self.lines: dict[Path_, int] = {}
+        self.spans: dict[Path_, tuple[int, int]] = {}  # a scalar's characters in `text` (runcopy.py rewrites some)
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # libyaml when present: faster
         try:
             node = loader.get_single_node()
+            if node is not None:
+                self._walk(node, ())  # before building values: a 5,000-digit number is refused by its line
             self.data = loader.construct_document(node) if node is not None else None
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
@@ -43,8 +47,6 @@ class Source:
             raise StudyFileError(f"{self.file}: YAML syntax error: {e}") from None
         finally:
             loader.dispose()
-        if node is not None:
-            self._walk(node, ())
 
     def _walk(self, node, path: Path_) -> None:
         self.lines.setdefault(path, node.start_mark.line + 1)
@@ -56,6 +58,9 @@ class Source:
                     raise StudyFileError(f"{self.file}:{k.start_mark.line + 1}: {keypath(path)}: key {key!r} is "
                                          f"read as {'true/false' if k.tag.endswith('bool') else 'null'}; "
                                          f"quote it: \"{key}\"")
+                if k.tag == "tag:yaml.org,2002:int" and len(key) > MAX_DIGITS:
+                    raise StudyFileError(f"{self.file}:{k.start_mark.line + 1}: {keypath(path)}: a key of "
+                                         f"{len(key)} digits; at most {MAX_DIGITS}")
                 if key in seen:
                     raise StudyFileError(f"{self.file}:{k.start_mark.line + 1}: {keypath(path + (key,))}: "
                                          f"duplicate key (first at line {seen[key]})")
@@ -65,9 +70,14 @@ class Source:
         elif isinstance(node, yaml.SequenceNode):
             for i, v in enumerate(node.value):
                 self._walk(v, path + (i,))
-        elif "\x00" in str(node.value):  # a NUL would be cut silently by R, Stata and SPSS files
-            raise StudyFileError(f"{self.file}:{node.start_mark.line + 1}: {keypath(path)}: holds a NUL "
-                                 "character (\\0); remove it")
+        else:
+            self.spans.setdefault(path, (node.start_mark.index, node.end_mark.index))
+            if node.tag == "tag:yaml.org,2002:int" and len(node.value) > MAX_DIGITS:  # int() stops at 4,300 digits
+                raise StudyFileError(f"{self.file}:{node.start_mark.line + 1}: {keypath(path)}: a number of "
+                                     f"{len(node.value)} characters; at most {MAX_DIGITS}")
+            if "\x00" in str(node.value):  # a NUL would be cut silently by R, Stata and SPSS files
+                raise StudyFileError(f"{self.file}:{node.start_mark.line + 1}: {keypath(path)}: holds a NUL "
+                                     "character (\\0); remove it")
 
     def line(self, path: Path_) -> int | None:
         path = tuple(path)

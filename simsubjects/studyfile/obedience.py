@@ -138,7 +138,7 @@ def _scenario(c: Checker, v) -> dict:
     import re
 
     name = c.text(d, "name", p)
-    if not re.match(NAME_SLUG, name):
+    if not re.fullmatch(NAME_SLUG, name):
         raise c.err((*p, "name"), f"{name!r}: the scenario's name (the tables' `item`) is lower-case letters, "
                                   "digits, - and _")
     c.text(d, "title", p, required=True)

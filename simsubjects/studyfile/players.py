@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..collect.untrusted import chat_control
 from .load import did_you_mean
 
 STRATEGIES = {"always": {"move"}, "tit_for_tat": {"responds_to", "first"},
@@ -173,17 +174,34 @@ def _recorded(c, name: str, v, path, study) -> Player:
         raise c.err((*path, "match"), f"column {d['match']!r} is not a column of the subjects table "
                                       f"(design.subjects): it pairs each subject with a recorded person")
     for i, rec in enumerate(df.to_dict("records")):
-        try:
-            r = int(rec[d["round"]])
-        except (TypeError, ValueError):
+        r = _round(rec[d["round"]])
+        if r is None:
             raise c.err((*path, "round"), f"row {i + 2} of {d['table']}: round {rec[d['round']]!r} is not a "
-                                          "whole number") from None
-        p.recorded[(_plain(rec[d["match"]]), r)] = _plain(rec[d["move"]])
+                                          "whole number from 1")
+        key = (_plain(rec[d["match"]]), r)
+        if key in p.recorded:  # two moves for one round: which one is the person's is unknown
+            raise c.err((*path, "round"), f"row {i + 2} of {d['table']}: a second move of {d['match']} = "
+                                          f"{key[0]!r} in round {r}")
+        move = _plain(rec[d["move"]])
+        token = chat_control(move)
+        if token:  # the move reaches the prompt: a chat template would read it as its own control token
+            raise c.err((*path, "move"), f"row {i + 2} of {d['table']}: the move holds {token!r}, a chat control "
+                                         "token; a recorded move is plain text")
+        p.recorded[key] = move
     people = {k for k, _ in p.recorded}
     for s in study.subjects[d["match"]].map(_plain):
         if s not in people or (s, 1) not in p.recorded:
             raise c.err((*path, "match"), f"subject {d['match']} = {s!r} has no round-1 move in {d['table']}")
     return p
+
+
+def _round(v) -> int | None:
+    """A round number of a recorded table: a whole number from 1 (1, 1.0, "2"), else None (1.5, 0, "x")."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return int(f) if f.is_integer() and 1 <= f <= 10**9 else None
 
 
 def _model(c, name: str, v, path, named) -> Player:

@@ -13,10 +13,12 @@ from string import Template
 import pandas as pd
 
 from . import expr as X
+from . import limits as L
 from .load import did_you_mean
 from .players import Player, parse_player
+from .runcopy import without_credentials
 from .session_tree import context_domains, problems, read_names, walk_block
-from .spec import (NAME, RESERVED, Checker, Item, Response, Study, _design, _prompt, parse_response,
+from .spec import (NAME, SESSION_RESERVED, Checker, Item, Response, Study, _design, _prompt, parse_response,
                    placeholders, study_header)
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "response", "response_types", "design",
@@ -31,10 +33,10 @@ SKIP = {"if", "to"}
 ROUNDS = {"max", "continue"}
 PAYOFFS = {"matrix", "moves", "rules"}
 MEMORY = ("none", "answers", "transcript")
-MAX_STEPS = 100_000  # the largest max_steps a file may declare: a path is held in memory
 DEFAULT_HISTORY = "Q: ${question}\nA: ${answer}\n"
 ENDS = ("end_block", "end")
-SESSION_NAMES = {"round", "payoff"}
+# every name a session writes as a column is one of spec.SESSION_RESERVED (collect/schema.py's columns)
+NOT_RESERVED = "not a column the package writes (reserved: docs/robustness.md)"
 DEFAULT_MARK = ":-"  # ${item:-TEXT}: TEXT where the item was not shown on the path
 
 
@@ -142,7 +144,7 @@ def load_session(file, seed: int | None = None) -> SessionStudy:
         s.template = "${question}\n${options}"
     named = {}
     for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
-        if not NAME.match(str(k)):
+        if not NAME.fullmatch(str(k)):
             raise c.err(("response_types", k), "a response type name is letters, digits and _")
         named[k] = parse_response(c, v, ("response_types", k), named)
     default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
@@ -156,6 +158,10 @@ def load_session(file, seed: int | None = None) -> SessionStudy:
         c.listed(d, "analyses", ())  # the session analyses run always (docs/studies.md); reserved for more
     _check(c, s)
     _max_leaves(c, s.session)
+    _size(c, s.session, len(s.subjects))  # after the leaves: an enumerated tree's size counts them
+    # the run's copy without a model player's URL credentials (the sha256 stays the file's as read)
+    s.raw[src.file.name] = without_credentials(src, {(*p.where, "model"): p.spec for p in s.session.players.values()
+                                                     if p.spec is not None})
     return s
 
 
@@ -167,30 +173,26 @@ def _session(c: Checker, v, s: Study, named, default) -> Session:
     sess = Session(blocks=[])
     sess.memory = c.choice(d, "memory", p, MEMORY, "transcript")
     sess.block_order = c.choice(d, "block_order", p, ("fixed", "randomized"), "fixed")
-    sess.max_steps = c.number(d, "max_steps", p, 10_000, integer=True, low=1)
-    if sess.max_steps > MAX_STEPS:
-        raise c.err((*p, "max_steps"), f"at most {MAX_STEPS} decisions per path, got {sess.max_steps}")
-    sess.max_leaves = c.number(d, "max_leaves", p, 1024, integer=True, low=1)
+    sess.max_steps = c.number(d, "max_steps", p, 10_000, integer=True, low=1, high=L.MAX_STEPS)
+    sess.max_leaves = c.number(d, "max_leaves", p, 1024, integer=True, low=1, high=L.MAX_LEAVES)
     paths = d.get("paths", 1)
     if paths == "enumerate":
         sess.paths = "enumerate"
     else:
-        sess.paths = c.number(d, "paths", p, 1, integer=True, low=1)
-        if sess.paths > 10_000:
-            raise c.err((*p, "paths"), f"at most 10000 paths per subject, got {sess.paths}")
+        sess.paths = c.number(d, "paths", p, 1, integer=True, low=1, high=L.MAX_PATHS)
     sess.history = c.text(d, "history", p, DEFAULT_HISTORY)
     bad = [x for x in placeholders(sess.history) if x not in ("question", "answer")]
     if bad:
         raise c.err((*p, "history"), f"placeholder ${bad[0]} has no value (available: $question, $answer)")
     for k, val in c.typed(d.get("variables") or {}, (*p, "variables"), dict, "a mapping").items():
-        if not NAME.match(str(k)) or k in RESERVED or k in SESSION_NAMES:
-            raise c.err((*p, "variables", k), f"variable name {k!r}: letters, digits and _, not a reserved name")
-        sess.variables[str(k)] = c.typed(val, (*p, "variables", k), (int, float, str, bool),
-                                         "a number, text or true/false")
+        if not NAME.fullmatch(str(k)) or k in SESSION_RESERVED:
+            raise c.err((*p, "variables", k), f"variable name {k!r}: letters, digits and _, {NOT_RESERVED}")
+        sess.variables[str(k)] = _number_ok(c, c.typed(val, (*p, "variables", k), (int, float, str, bool),
+                                                       "a number, text or true/false"), (*p, "variables", k))
     for k, val in c.typed(d.get("players") or {}, (*p, "players"), dict, "a mapping").items():
-        if not NAME.match(str(k)) or k in RESERVED or k in SESSION_NAMES or k in sess.variables:
-            raise c.err((*p, "players", k), f"player name {k!r}: letters, digits and _, not a reserved name "
-                                            "or a variable")
+        if not NAME.fullmatch(str(k)) or k in SESSION_RESERVED or k in sess.variables:
+            raise c.err((*p, "players", k), f"player name {k!r}: letters, digits and _, not a variable, "
+                                            f"{NOT_RESERVED}")
         sess.players[str(k)] = parse_player(c, str(k), val, (*p, "players", k), s, named)
     blocks = c.listed(d, "blocks", p, required=True)
     if not blocks:
@@ -213,6 +215,29 @@ def _session(c: Checker, v, s: Study, named, default) -> Session:
             raise c.err((*b.where, "position"), f"position: {b.position} keeps a block in place among randomized "
                                                 "ones: it needs session.block_order: randomized")
     return sess
+
+
+def decisions_per_path(sess: Session) -> int:
+    """At most this many decisions on one path: every item and model player of every round."""
+    return sum(b.rounds * (len(b.items) + sum(sess.players[n].kind == "model" for n in b.players))
+               for b in sess.blocks)
+
+
+def size_error(sess: Session, subjects: int, paths: int | None = None) -> str | None:
+    """Why subjects x paths (enumerate: x leaves) x decisions per path is past limits.MAX_DECISIONS, or None."""
+    per_subject = min(leaves(sess), sess.max_leaves) if sess.enumerate else (paths or sess.paths)
+    n = subjects * per_subject * decisions_per_path(sess)
+    if n <= L.MAX_DECISIONS:
+        return None
+    return (f"{subjects} subjects x {per_subject:g} {'leaves' if sess.enumerate else 'paths'} x "
+            f"{decisions_per_path(sess)} decisions per path = {n:.3g} decisions, more than {L.MAX_DECISIONS:,}; "
+            "fewer subjects, paths or rounds")
+
+
+def _size(c: Checker, sess: Session, subjects: int) -> None:
+    why = size_error(sess, subjects)
+    if why:
+        raise c.err(("session", "paths"), why)
 
 
 def _max_leaves(c: Checker, sess: Session) -> None:
@@ -254,7 +279,7 @@ def leaves(sess: Session) -> float:
 def _block(c: Checker, v, path, s, sess: Session, named, default, seen_items) -> Block:
     d = c.mapping(v, path, BLOCK, required=("id", "items"))
     bid = c.text(d, "id", path, required=True)
-    if not NAME.match(bid):
+    if not NAME.fullmatch(bid):
         raise c.err((*path, "id"), f"block id {bid!r}: letters, digits and _")
     raw = c.listed(d, "items", path, required=True)
     if not raw:
@@ -266,18 +291,7 @@ def _block(c: Checker, v, path, s, sess: Session, named, default, seen_items) ->
               intro=c.text(d, "intro", path, ""), feedback=c.text(d, "feedback", path, ""))
     if d.get("position") is not None:
         b.position = c.choice(d, "position", path, POSITIONS, "")
-    r = d.get("rounds", 1)
-    if isinstance(r, dict):
-        rd = c.mapping(r, (*path, "rounds"), ROUNDS, required=("max",))
-        b.rounds = c.number(rd, "max", (*path, "rounds"), 1, integer=True, low=1)
-        if isinstance(rd.get("continue"), str):  # e.g. a persona column: the treatment's delta
-            b.cont_expr, b.cont = _parse(c, rd["continue"], (*path, "rounds", "continue")), 1.0
-        else:
-            b.cont = c.number(rd, "continue", (*path, "rounds"), None)
-        if b.cont is not None and not 0 < b.cont <= 1:
-            raise c.err((*path, "rounds", "continue"), f"a continuation probability is in (0, 1], got {b.cont}")
-    else:
-        b.rounds = c.number(d, "rounds", path, 1, integer=True, low=1)
+    _rounds(c, d, path, b)
     if b.rounds > sess.max_steps:
         raise c.err((*path, "rounds"), f"{b.rounds} rounds exceed max_steps ({sess.max_steps}) decisions per path")
     names = c.listed(d, "players", path) if "players" in d else list(sess.players)
@@ -315,6 +329,22 @@ def _block(c: Checker, v, path, s, sess: Session, named, default, seen_items) ->
     return b
 
 
+def _rounds(c: Checker, d: dict, path, b: Block) -> None:
+    """`rounds: N`, or `rounds: {max: N, continue: P}` (P a number in (0, 1] or an expression)."""
+    r = d.get("rounds", 1)
+    if not isinstance(r, dict):
+        b.rounds = c.number(d, "rounds", path, 1, integer=True, low=1)
+        return
+    rd = c.mapping(r, (*path, "rounds"), ROUNDS, required=("max",))
+    b.rounds = c.number(rd, "max", (*path, "rounds"), 1, integer=True, low=1)
+    if isinstance(rd.get("continue"), str):  # e.g. a persona column: the treatment's delta
+        b.cont_expr, b.cont = _parse(c, rd["continue"], (*path, "rounds", "continue")), 1.0
+    else:
+        b.cont = c.number(rd, "continue", (*path, "rounds"), None)
+    if b.cont is not None and not 0 < b.cont <= 1:
+        raise c.err((*path, "rounds", "continue"), f"a continuation probability is in (0, 1], got {b.cont}")
+
+
 def _payoffs(c: Checker, d: dict, path, b: Block, sess: Session) -> None:
     if d.get("payoffs") is None:
         return
@@ -333,6 +363,10 @@ def _payoffs(c: Checker, d: dict, path, b: Block, sess: Session) -> None:
                                           f"{did_you_mean(iid, [x.id for x in b.items])}")
         if pl not in b.players:
             raise c.err((*p, "moves", 1), f"{pl!r} is not a player of block {b.id}{did_you_mean(pl, b.players)}")
+        hidden = _may_be_hidden(b, it)
+        if hidden:  # a hidden item has no answer: its round would have no payoff (issue 42)
+            raise c.err((*p, "moves", 0), f"{iid!r} may be hidden ({hidden}); a payoff matrix needs an item "
+                                          "every round shows: use payoff rules that read it only where it is shown")
         rows = it.labels
         cols = sess.players[pl].moves_of(sess, b) or rows
         m = c.mapping(pd_["matrix"], (*p, "matrix"), set(rows), required=tuple(rows))
@@ -343,25 +377,26 @@ def _payoffs(c: Checker, d: dict, path, b: Block, sess: Session) -> None:
                 cell = c.typed(mr[col], (*p, "matrix", r, col), list, "[mine, theirs]")
                 if len(cell) != 2:
                     raise c.err((*p, "matrix", r, col), "a cell is [mine, theirs]: two numbers")
-                out[(r, col)] = tuple(float(c.typed(x, (*p, "matrix", r, col), (int, float), "a number"))
-                                      for x in cell)
+                out[(r, col)] = tuple(float(_number_ok(c, c.typed(x, (*p, "matrix", r, col), (int, float), "a number"),
+                                                       (*p, "matrix", r, col))) for x in cell)
         b.matrix, b.matrix_moves = out, (iid, pl)
         if "rules" in pd_:
             pass
     else:
         for k, e in c.typed(pd_["rules"], (*p, "rules"), dict, "a mapping").items():
-            if not NAME.match(str(k)) or k in sess.variables or k in sess.players or k == "round":
+            taken = k in sess.variables or k in sess.players or k in [it.id for it in b.items]
+            if not NAME.fullmatch(str(k)) or taken or (k in SESSION_RESERVED and k != "payoff"):  # payoff: the subject's
                 raise c.err((*p, "rules", k), f"payoff name {k!r}: letters, digits and _, not a variable, player "
-                                              "or round")
+                                              f"or item, {NOT_RESERVED}")
             b.rules.append((str(k), _parse(c, e, (*p, "rules", k))))
 
 
 def _item(c: Checker, v, path, s, named, default, seen) -> SItem:
     d = c.mapping(v, path, SITEM, required=("id", "text"))
     iid = c.text(d, "id", path, required=True)
-    if not NAME.match(iid) or iid in RESERVED or iid in SESSION_NAMES:
+    if not NAME.fullmatch(iid) or iid in SESSION_RESERVED:
         raise c.err((*path, "id"), f"item id {iid!r}: letters, digits and _ (an expression names it), "
-                                   "not a reserved name")
+                                   f"{NOT_RESERVED}")
     if iid in seen:
         raise c.err((*path, "id"), f"duplicate item id {iid!r} (first at line {seen[iid]})")
     seen[iid] = c.src.line((*path, "id")) or 0
@@ -388,6 +423,28 @@ def _item(c: Checker, v, path, s, named, default, seen) -> SItem:
             it.skip_to.append((_parse(c, o["if"], (*w, "if")) if o.get("if") is not None else None,
                                c.text(o, "to", w, required=True)))
     return it
+
+
+def _may_be_hidden(b: Block, it: SItem) -> str:
+    """Why `it` may be left out of a round (its show_if, or an earlier item's skip_to past it), or ""."""
+    if it.show_if is not None and X.constant(it.show_if) is not True:
+        return f"show_if: {it.show_if.text}"
+    ids = [x.id for x in b.items]
+    at = ids.index(it.id)
+    for x in b.items[:at]:
+        for cond, to in x.skip_to:
+            past = to in ENDS or (to in ids and ids.index(to) > at)
+            if past and (cond is None or X.constant(cond) is not False):
+                return f"{x.id}'s skip_to {to}"
+    return ""
+
+
+def _number_ok(c: Checker, v, path):
+    """A starting value or a payoff: finite, and a whole number within int64 (expr.bounded; issue 42)."""
+    try:
+        return X.bounded(v, "the value")
+    except X.ExprError as e:
+        raise c.err(path, str(e)) from None
 
 
 def _parse(c: Checker, text, path) -> X.Expr:
@@ -420,6 +477,7 @@ def _check(c: Checker, s: SessionStudy) -> None:
     for key in ("system", "answer_prefix"):  # filled per subject: persona columns and variables
         _text(c, getattr(s, key), {**persona_types(s), **{k: X.TEXT for k in sess.variables}}, ("prompt", key), {})
     all_items = {it.id: it for b in sess.blocks for it in b.items}
+    _columns_apart(c, s, all_items)
     players = {n: X.T("text", frozenset(p.moves_of(sess, None) or []) or None) for n, p in sess.players.items()}
     for k, p in sess.players.items():
         p.check(c, sess, all_items)
@@ -434,6 +492,50 @@ def _check(c: Checker, s: SessionStudy) -> None:
             if not in_order:  # after the shuffled group: every block of it has run
                 known.update(k)
                 hidden |= h
+    _growth(c, s)
+
+
+def _growth(c, s: SessionStudy) -> None:
+    """A variable that passes its range on every path (bounds.py: interval arithmetic over the rounds)."""
+    from .bounds import growth
+
+    _, g = growth(s)
+    if g is not None and g.every_path:
+        limit = "2^63 (a whole number)" if g.iv.whole else "the float range"
+        raise c.err(g.where, f"{g.name} passes {limit} in round {g.round} of block {g.block} on every path "
+                             f"(at least {min(abs(g.iv.lo), abs(g.iv.hi)):.4g}); bound its growth")
+
+
+def _columns_apart(c, s: SessionStudy, all_items) -> None:
+    """A subjects-table column is written on every row and read by expressions: an item, variable, player or
+    payoff rule of the same name would overwrite it (issue 42)."""
+    sess = s.session
+    names = [*((it.id, (*it.where, "id")) for it in all_items.values()),
+             *((k, ("session", "variables", k)) for k in sess.variables),
+             *((k, p.where) for k, p in sess.players.items()),
+             *((n, (*b.where, "payoffs", "rules", n)) for b in sess.blocks for n, _ in b.rules)]
+    columns = set(persona_types(s))
+    for col in sorted(columns & SESSION_RESERVED):
+        raise c.err(("design", "subjects"), f"column {col!r} of the subjects table is {NOT_RESERVED}; rename it")
+    for name, where in names:
+        if name in columns:
+            raise c.err(where, f"{name!r} is also a column of the subjects table (design.subjects): rename one")
+
+
+def _continue_in_range(c, s: SessionStudy, b: Block) -> None:
+    """A continuation probability that reads nothing, or only subjects-table columns, is known before the
+    run: each subject's is checked here (others when the round ends, session_run.py)."""
+    e = b.cont_expr
+    if not e.names() <= set(persona_types(s)):
+        return
+    for rec in s.subjects.to_dict("records") if e.names() else [{}]:
+        try:
+            v = X.evaluate(e, rec)
+        except X.ExprError as err:
+            raise c.err((*b.where, "rounds", "continue"), str(err)) from None
+        if not 0 < v <= 1:
+            who = f" for subject {rec['subject']}" if rec else ""
+            raise c.err((*b.where, "rounds", "continue"), f"continuation probability {v!r}{who}: not in (0, 1]")
 
 
 def block_groups(sess: Session) -> list[tuple[list[Block], bool]]:
@@ -482,6 +584,7 @@ def _check_block(c: Checker, s: SessionStudy, b: Block, base, known, hidden, pla
         t = _typed(c, b.cont_expr, {**base, **known}, (*b.where, "rounds", "continue"), all_items, b)
         if t.kind != "num":
             raise c.err((*b.where, "rounds", "continue"), f"a continuation probability is a number, got {t}")
+        _continue_in_range(c, s, b)
     if b.matrix:
         after.update({n: X.NUM for n in b.payoff_names()})
     for n, e in b.rules:

@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..collect.schema import SESSION_COLUMNS
 from ..collect.store import TRANSCRIPTS, atomic_write_bytes
 from ..collect.studies.registry import StudyDef
-from .runcopy import copy_files
+from .runcopy import copy_files, shown_spec
 from .design import items_table
-from .session import SessionStudy, leaves
+from .session import SessionStudy, decisions_per_path, leaves
 
 
 def session_trials(study: SessionStudy, paths: int | None = None) -> pd.DataFrame:
@@ -114,6 +115,7 @@ def session_def(study: SessionStudy, out=None) -> StudyDef:
                                 if k in ("rounds_by_round", "paths", "subject_tests", "model_and_people",
                                          "beside_people_tests")},
         methods=("exact", "sampled"),
+        columns=dict(SESSION_COLUMNS),  # their codebook labels
         levels=lambda responses, items: session_levels(study, responses),
     )
 
@@ -143,14 +145,16 @@ def describe_session(study: SessionStudy) -> str:
                      + ("; payoffs: matrix" if b.matrix else "; payoffs: rules" if b.rules else ""))
     for name, p in sess.players.items():
         lines.append(f"player {name}: {p.kind}" + (f" (responds to {p.responds_to})" if p.responds_to else "")
-                     + (f" ({p.model}; options {', '.join(p.labels)})" if p.kind == "model" else "")
+                     + (f" ({shown_spec(p.spec) if p.spec else p.model}; options {', '.join(p.labels)})"
+                        if p.kind == "model" else "")
                      + (f" ({', '.join(f'{k} {v:g}' for k, v in p.outcomes.items())}; drawn "
                         f"{'once per path' if p.draw == 'once' else 'every round'})" if p.kind == "nature" else ""))
     if sess.variables:
         lines.append("variables: " + ", ".join(f"{k} = {v!r}" for k, v in sess.variables.items()))
-    steps = sum(b.rounds * (len(b.items) + sum(sess.players[n].kind == "model" for n in b.players))
-                for b in sess.blocks)
-    lines.append(f"decisions per path: at most {steps}")
+    lines.append(f"decisions per path: at most {decisions_per_path(sess)}")
+    from .bounds import summary
+
+    lines += summary(study)
     if study.people is not None:
         lines.append(f"people: {len(study.people)} person-level values of {study.people['respondent'].nunique()} "
                      f"persons ({study.human_name}), by {', '.join(study.people_by) or 'nothing'}")

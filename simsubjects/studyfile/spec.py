@@ -17,7 +17,7 @@ from string import Template
 import pandas as pd
 
 from simsubjects.analyze.methods.registry import TESTS
-from simsubjects.collect.schema import CORE_COLUMNS
+from simsubjects.collect.schema import COLLECTION_COLUMNS, CORE_COLUMNS, SESSION_COLUMNS
 from .load import Source, StudyFileError, did_you_mean, read_source
 from .limits import MAX_COUNT, MAX_ORDERINGS, MAX_SEED, MAX_TRIALS
 from .tables import read_table
@@ -25,9 +25,12 @@ from .tables import read_table
 SLUG = re.compile(r"^[a-z][a-z0-9_-]*$")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # placeholders, factor and attribute names
 FUNCTION_REF = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
-RESERVED = {*CORE_COLUMNS, "prompt", "options", "labels", "persona", "question", "option_order", "ordering",
-            "order", "order_shown", "n_ordered", "shown_position", "n_shown",  # collect/option_order.py's columns
-            "repetition", "response_type", "estimate", "completion", "score", "n_samples", "n_queries"}
+# The names the package writes as columns (collect/schema.py's, and the trials table's): no item id, factor,
+# attribute or table column of a study file takes one. A session writes its own columns too (schema's
+# SESSION_COLUMNS): SESSION_RESERVED holds both, for its items, variables, players, payoff rules and subjects.
+RESERVED = {*CORE_COLUMNS, *COLLECTION_COLUMNS,
+            "prompt", "options", "labels", "persona", "estimate", "completion", "score"}  # the trials table's
+SESSION_RESERVED = {*RESERVED, *SESSION_COLUMNS, "_key"}  # _key: session_run.py's row key, dropped when written
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "items", "response", "response_types",
        "design", "option_order", "human", "analyses", "tables",

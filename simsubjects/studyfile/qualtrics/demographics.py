@@ -31,17 +31,21 @@ def demographic_items(conv: Conversion, tags: list[str], has_human: bool) -> lis
         if it.kind != "choice" or it.arm is not None:
             raise UserError(f"--demographics {t}: a demographic is a single-answer question asked of everyone "
                             f"(this is a {it.kind} item{' inside a randomizer' if it.arm else ''})")
+        same = next((o for o in out if column(o) == column(it)), None)
+        if same is not None:  # one column would hold both: the second would overwrite the first
+            raise UserError(f"--demographics {same.id},{it.id}: both become the column {column(it)!r} (a column "
+                            "name is letters, digits and _); give one of them")
         out.append(it)
     return out
 
 
 def column(it: Item) -> str:
     """The group / persona column of a demographic: its item id as a name (placeholders need one)."""
-    from ..spec import RESERVED
+    from ..spec import SESSION_RESERVED
 
     name = re.sub(r"[^A-Za-z0-9_]", "_", it.id)
     name = name if name[:1].isalpha() else f"d_{name}"
-    return f"d_{name}" if name in RESERVED or name in ("respondent", "response") else name
+    return f"d_{name}" if name in SESSION_RESERVED or name in ("respondent", "response") else name
 
 
 def apply(human: Human, demo: list[Item]) -> list[dict]:

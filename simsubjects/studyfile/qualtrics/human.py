@@ -182,7 +182,7 @@ def _embedded(conv: Conversion, ex: Export) -> dict[str, int]:
 
     taken = {*RESERVED, "respondent", "response", "scale", *(f.name for f in conv.factors)}
     return {e: ex.column([e], [e]) for e in conv.survey.embedded
-            if ex.column([e], [e]) is not None and e not in taken and NAME.match(e)}
+            if ex.column([e], [e]) is not None and e not in taken and NAME.fullmatch(e)}
 
 
 def _headers_agree(conv: Conversion, ex: Export) -> None:

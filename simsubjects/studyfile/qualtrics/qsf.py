@@ -151,19 +151,45 @@ def _read_json(path: Path):
     except UnicodeDecodeError as e:
         raise _fail(path, f"not UTF-8 text (byte {e.start}): not a Qualtrics survey file (.qsf is JSON)") from None
     try:
-        return json.loads(text)
-    except RecursionError:  # nesting deeper than the parser's stack: one line, exit 2 (not an internal error)
-        raise _fail(path, "JSON nested too deep to read; not a Qualtrics survey file") from None
+        data = json.loads(text)
+    except RecursionError:  # json's C decoder recurses per level: 100,000 nested [ stop it
+        raise _fail(path, f"not a Qualtrics survey file: the JSON is nested deeper than {MAX_DEPTH} levels") from None
     except json.JSONDecodeError as e:
         if e.pos >= len(text.rstrip()) - 1:  # the text ran out: a cut-off download
             raise _fail(path, "truncated: the JSON ends early (download the .qsf again)") from None
         raise _fail(path, f"not a Qualtrics survey file: not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    if _too_deep(data):  # the flow is read recursively: bounded here, before any of it is
+        raise _fail(path, f"not a Qualtrics survey file: the JSON is nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+MAX_DEPTH = 100  # JSON nesting of a survey file (real ones: about 10; flows nest a few levels a branch)
+
+
+def _too_deep(data) -> bool:
+    todo = [(data, 1)]
+    while todo:
+        v, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(v, dict):
+            todo.extend((x, depth + 1) for x in v.values() if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            todo.extend((x, depth + 1) for x in v if isinstance(x, (dict, list)))
+    return False
+
+
+def _count(v) -> int | None:
+    """A key or count written as ASCII digits ("0", "12"), else None: "²" passes str.isdigit and a
+    5,000-digit string int()'s digit limit, and neither is a count (issue 42)."""
+    s = str(v)
+    return int(s) if s.isascii() and s.isdecimal() and len(s) <= 9 else None
 
 
 def _entries(value) -> list:
     """QSF lists are sometimes objects keyed "0", "1", ...: both read as a list."""
     if isinstance(value, dict):
-        return [value[k] for k in sorted(value, key=lambda k: (not str(k).isdigit(), int(k) if str(k).isdigit() else 0, str(k)))]
+        return [value[k] for k in sorted(value, key=lambda k: (_count(k) is None, _count(k) or 0, str(k)))]
     return list(value) if isinstance(value, list) else []
 
 
@@ -217,7 +243,7 @@ def _questions(path: Path, elements: list) -> dict[str, Question]:
         if q.type == "SBS":
             q.parts = [_question(path, f"{qid}#{k}", {**part, "DataExportTag": part.get("DataExportTag") or f"{q.tag}#{k}"})
                        for k, part in sorted(((str(k), v) for k, v in (p.get("AdditionalQuestions") or {}).items()),
-                                             key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0)
+                                             key=lambda kv: _count(kv[0]) or 0)
                        if isinstance(part, dict)]
         out[qid] = q
     return out
@@ -315,7 +341,7 @@ def _walk_flow(path: Path, s: Survey, flow: list, inside: str, under: tuple = ()
         elif kind == "BlockRandomizer":
             kids = _entries(el.get("Flow") or [])
             blocks = [str(k.get("ID")) for k in kids if isinstance(k, dict) and k.get("Type") in ("Block", "Standard")]
-            subset = int(el.get("SubSet") or 0) if str(el.get("SubSet") or "0").isdigit() else 0
+            subset = _count(el.get("SubSet") or 0) or 0
             if subset == 1 and len(blocks) == len(kids) >= 2 and not inside and not set(blocks) & set(s.order):
                 even = bool(el.get("EvenPresentation"))
                 s.randomizers.append(Randomizer(fid, blocks, even))

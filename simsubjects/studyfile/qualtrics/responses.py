@@ -66,14 +66,16 @@ def read_export(file, id_column: str | None = None) -> Export:
     if suffix not in (".csv", ".tsv"):
         raise _fail(path, f"unknown response export type {path.suffix!r}; use a Qualtrics .csv or .sav export")
     raw = path.read_bytes()
-    for enc in ("utf-8-sig", "utf-16"):
-        try:
-            text = raw.decode(enc)
-            break
-        except UnicodeDecodeError:
-            continue
-    else:
-        raise _fail(path, "not UTF-8 or UTF-16 text; export the responses again as CSV")
+    # UTF-16 only where the file says so (a byte-order mark: Qualtrics' TSV export) or its first bytes hold
+    # NULs (no UTF-8 text does): a UTF-8 file with one stray latin-1 byte is not UTF-16 text (issue 42)
+    utf16 = raw.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in raw[:4096]
+    enc = "utf-16" if utf16 else "utf-8-sig"
+    try:
+        text = raw.decode(enc)
+    except UnicodeDecodeError as e:
+        at = e.start + (3 if not utf16 and raw.startswith(b"\xef\xbb\xbf") else 0)  # utf-8-sig counts after its mark
+        raise _fail(path, f"not {'UTF-16' if utf16 else 'UTF-8'} text (byte {at}); export the responses again "
+                          "as CSV (UTF-8)") from None
     try:
         reader = csv.reader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ",")
         read = [(r, reader.line_num) for r in reader]  # each row with the line it ends on

@@ -94,7 +94,7 @@ class _Logic:
         """`iid == 'label'`; an item that may be hidden is read only where it was shown (its show_if first:
         `and` stops there), since a hidden item has no answer; "not selected" holds where it was hidden."""
         q = _quote(label)
-        if not IDENT.match(iid):
+        if not IDENT.fullmatch(iid):
             return None, f"item id {iid!r} is not a name an expression can use"
         if q is None:
             return None, f"option {label!r} holds a quote"
@@ -163,12 +163,12 @@ def _exclusive(q, it: Item, items: list[Item], ids: dict, notes: list, visible: 
 
 def _session_ids(items: list[Item]) -> dict[str, str]:
     """Session item ids are names an expression can use: other characters become _, unique, not reserved."""
-    from ..spec import RESERVED
+    from ..spec import SESSION_RESERVED
 
     out, taken = {}, set()
     for it in items:
         sid = re.sub(r"[^A-Za-z0-9_]", "_", it.id)
-        if not sid[:1].isalpha() or sid in RESERVED or sid in ("round", "payoff"):
+        if not sid[:1].isalpha() or sid in SESSION_RESERVED:
             sid = f"q_{sid}"
         base, k = sid, 2
         while sid in taken:

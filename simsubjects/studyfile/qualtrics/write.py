@@ -283,6 +283,30 @@ def _conversion(survey: str, merge: bool) -> Conversion:
     return conv
 
 
+MARK = ".simsubjects-import"  # the first file of an import's temporary folder: what marks it as the importer's
+
+
+def _stale_import(path: Path) -> bool:
+    """A temporary folder of an import that was killed: made by this importer (its mark inside, its name
+    ending in the process id the mark holds) and that process no longer running. A user's own
+    `.NAME.tmp-*` folder has no mark and is never touched."""
+    pid = path.name.rpartition("-")[2]
+    if path.is_symlink() or not path.is_dir() or not pid.isdecimal() or not pid.isascii():
+        return False
+    try:
+        if (path / MARK).read_text(encoding="utf-8").strip() != pid:
+            return False
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError, ValueError):
+        return False
+    return False  # that import still runs
+
+
 def import_qualtrics(survey: str, folder: str, responses: str | None = None, finished_only: bool = False,
                      subjects: int | None = None, demographics: list[str] | None = None,
                      dedupe: str | None = None, id_column: str | None = None, merge: bool = False
@@ -306,10 +330,12 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
     data = study_yaml(conv, human, n, demo, len(personas), subjects)
     dest.parent.mkdir(parents=True, exist_ok=True)
     for stale in dest.parent.glob(f".{dest.name}.tmp-*"):  # left by a killed import into the same folder
-        shutil.rmtree(stale, ignore_errors=True)
+        if _stale_import(stale):  # only a folder this importer made, whose process is gone (issue 42)
+            shutil.rmtree(stale, ignore_errors=True)
     tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}"
     tmp.mkdir()
     try:
+        (tmp / MARK).write_text(str(os.getpid()), encoding="utf-8")
         header = ("# Imported from a Qualtrics survey by `simsubjects study import qualtrics`.\n"
                   "# What was not converted: IMPORT_NOTES.md. Field by field: docs/studies.md, docs/qualtrics.md.\n")
         (tmp / "study.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100),
@@ -334,6 +360,7 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
         load_study(tmp / "study.yaml")  # what `study check` reads: a failure here is the importer's bug
         (tmp / "IMPORT_NOTES.md").write_text(notes_md(conv, human, Path(responses).name if responses else None,
                                                       session_notes), encoding="utf-8")
+        (tmp / MARK).unlink()
         if dest.exists():
             dest.rmdir()
         tmp.rename(dest)

@@ -241,9 +241,11 @@ def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
             continue
         note = degenerate(("model", model), (study.human_name, human))
         est, stat, df, p, low, high = float(model.mean() - human.mean()), *[float("nan")] * 5
-        if not note:
+        if len(model) >= 2 and len(human) >= 2:  # the one Welch test and its degenerate rule (tests.no_test)
             t = welch_t(model.to_numpy(float), human.to_numpy(float))
             stat, df, p, low, high = (t[k] for k in ("statistic", "df", "p.value", "conf.low", "conf.high"))
+        if note:  # n < MIN_N or no spread on a side: the note says so, and no statistic or p-value
+            stat, p = float("nan"), float("nan")
         tests.append({"measure": measure, **where, "test": "Welch two-sample t-test, model - people",
                       "estimate": est, "statistic": stat, "df": df, "p.value": p, "conf.low": low,
                       "conf.high": high, "n_model": len(model), "n_people": len(human),

@@ -116,9 +116,11 @@ def bad_template(module: str, extra: str):
     def setup(tmp, monkeypatch):
         import importlib
 
-        mod = importlib.import_module(f"simsubjects.collect.studies.{module}")
-        spec = mod.prompt_spec()
-        monkeypatch.setattr(mod, "prompt_spec", lambda: {**spec, "template": spec["template"] + extra})
+        design = importlib.import_module(f"simsubjects.studies.{module}.design")
+        spec = design.prompt_spec()
+        # the study folder's design and its StudyDef (which imported the function by name) both read it
+        for mod in (design, importlib.import_module(f"simsubjects.studies.{module}")):
+            monkeypatch.setattr(mod, "prompt_spec", lambda: {**spec, "template": spec["template"] + extra})
     setup.needs_monkeypatch = True
     return setup
 

@@ -244,7 +244,7 @@ def _amce_run(tmp_path):
 def test_study_file_amce_baseline_is_the_declared_first_level(tmp_path):
     import statsmodels.formula.api as smf
 
-    from simsubjects.cli.replicate import _r_study_file
+    from simsubjects.publish.rscript import _r_study_file
     from simsubjects.studyfile.analyses import analyze_study
 
     s, responses, items = _amce_run(tmp_path)

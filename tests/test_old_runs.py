@@ -8,8 +8,8 @@ boot.*, counts and note), their earlier columns equal to 1e-9; the same three ta
 studyfile_randomized (made by commit 31822bf) were regenerated likewise, earlier columns equal to 1e-9.
 Issue 40 (item 4) regenerated every representativeness*.csv once more: boot.low and boot.high are the
 basic bootstrap interval (double-bootstrap calibrated for study files, which add a `boot_method`
-column); every other column equal to 1e-9."""
-Issue 40 regenerated order_effects.csv of all four: a two-option item's second row is the mirror of its
+column); every other column equal to 1e-9.
+Issue 40 (item 3) regenerated order_effects.csv of all four: a two-option item's second row is the mirror of its
 first (one contrast), out of the Holm/BH family (`family`, `p.value.holm`); every other column equal."""
 from __future__ import annotations
 

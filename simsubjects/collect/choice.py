@@ -62,9 +62,10 @@ def match_option(text: str, options: Sequence[str]) -> int | None:
     return best
 
 
-def exact_choice(logprobs: Sequence[float], n_queries: int = 1) -> ChoiceResult:
-    """Option probabilities and validity from log p(c_i | prompt) of the k options."""
-    return ChoiceResult.from_logprobs(logprobs, n_queries=n_queries)
+def exact_choice(logprobs: Sequence[float], n_queries: int = 1, checked: bool = False) -> ChoiceResult:
+    """Option probabilities and validity from log p(c_i | prompt) of the k options (`checked`:
+    ChoiceResult.from_logprobs)."""
+    return ChoiceResult.from_logprobs(logprobs, n_queries=n_queries, checked=checked)
 
 
 class DrawUntilValid:

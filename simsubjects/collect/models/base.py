@@ -34,6 +34,15 @@ def check_logprobs(logprobs: Sequence[float]) -> None:
                                  f"{LOGPROB_TOLERANCE:g} nats)")
 
 
+def check_token_logprobs(values) -> None:
+    """Raise ImpossibleLogprobs unless each token log-probability a server reported is a number at most 0
+    (within LOGPROB_TOLERANCE), or -inf, or None (a first token scored unconditionally)."""
+    for x in values:
+        if x is not None and (not isinstance(x, (int, float)) or math.isnan(x) or x > LOGPROB_TOLERANCE):
+            raise ImpossibleLogprobs(f"token log-probability {x!r} is not a number at most 0 (tolerance "
+                                     f"{LOGPROB_TOLERANCE:g} nats)")
+
+
 @dataclass(frozen=True)
 class ChoiceRequest:
     """A k-choice prompt: which of `completions` follows `prompt`?
@@ -76,8 +85,12 @@ class ChoiceResult:
     short: str | None = None
 
     @classmethod
-    def from_logprobs(cls, logprobs: Sequence[float], n_queries: int = 1) -> "ChoiceResult":
-        check_logprobs(logprobs)  # within the tolerance only is Z clamped to 1 below
+    def from_logprobs(cls, logprobs: Sequence[float], n_queries: int = 1, checked: bool = False) -> "ChoiceResult":
+        """`checked`: the caller checked the tokens' log-probabilities these were summed from, and a value may
+        be a ratio of two tokenizations, log p(s.c) - log p(s) where a token straddles the prompt's end,
+        which can pass 0 (openai_scoring.scored_logprobs); Z is clamped to 1 then as before."""
+        if not checked:
+            check_logprobs(logprobs)  # within the tolerance only is Z clamped to 1 below
         m = max(logprobs)
         w = [math.exp(lp - m) for lp in logprobs]
         s = sum(w)

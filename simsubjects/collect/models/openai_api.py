@@ -271,7 +271,8 @@ class OpenAIModel:
             if scorer is not None:
                 try:
                     lps = await scorer(self._transport, self._mode, req.prompt, req.completions, counter)
-                    return _choice.exact_choice(lps, n_queries=counter[0])
+                    # echoed tokens are checked one by one in scored_logprobs (a straddle's ratio may pass 0)
+                    return _choice.exact_choice(lps, n_queries=counter[0], checked=scorer is scored_logprobs)
                 except Inexact as exc:
                     log.debug("openai: exact scoring impossible (%s); sampling", exc)
             method = "sampled"

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..seeds import seed_from_text
+from .base import check_token_logprobs
 from .openai_transport import Transport
 
 
@@ -72,10 +73,12 @@ async def scored_logprobs(tr: Transport, mode: Mode, prompt: str, completions, c
     prompt_alone = None
     logprobs = []
     for toks in scored:
+        check_token_logprobs(v for _, _, v in toks)  # the server's numbers: the sums below may pass 0
         lp = _suffix_logprob(toks, len(prompt))
         if lp is None:  # a token straddles the boundary: log p(s·c) - log p(s)
             if prompt_alone is None:
                 prompt_alone = await score_text(tr, mode, prompt, counter)
+                check_token_logprobs(v for _, _, v in prompt_alone)
             lp = _total_logprob(toks, prompt_alone)
         logprobs.append(lp)
     return logprobs

@@ -10,7 +10,10 @@ Issue 40 (item 4) regenerated every representativeness*.csv once more: boot.low 
 basic bootstrap interval (double-bootstrap calibrated for study files, which add a `boot_method`
 column); every other column equal to 1e-9.
 Issue 40 (item 3) regenerated order_effects.csv of all four: a two-option item's second row is the mirror of its
-first (one contrast), out of the Holm/BH family (`family`, `p.value.holm`); every other column equal."""
+first (one contrast), out of the Holm/BH family (`family`, `p.value.holm`); every other column equal.
+Issue 41 (items 9, 12) added to both study-file runs people_beside_model.csv (people beside each model, per
+arm) and agreement.csv's `note` column (it pools a 1-5 scale with a yes/no share, and says so); every other
+column of agreement.csv equal."""
 from __future__ import annotations
 
 import shutil

@@ -18,6 +18,7 @@ import pytest
 
 from simsubjects.studyfile.session import load_session
 from tests.bad_input import assert_one_line_exit_2
+from tests.test_sessions import _run  # one session on the model, as test_sessions runs it
 
 PD3 = """
 study: pd3
@@ -51,19 +52,6 @@ b,,share choice=J,0.25
 a,2,share choice=J,1
 b,2,share choice=J,0
 """
-
-
-def _run(study_file, out, model, **params):
-    from simsubjects.collect.pipeline import run_study
-    from simsubjects.studyfile.adapter import file_parameters
-    from simsubjects.studyfile.session_def import session_def
-
-    study = load_session(study_file)
-    p = {"studyfile": file_parameters(study), "seed": study.seed, "paths": params.pop("paths", None),
-         "session_scorer": "incremental-kv"}
-    responses, _ = run_study(session_def(study, out=out), "smollm2", out, params=p, model=model,
-                             show_progress=False, **params)
-    return study, responses
 
 
 @pytest.fixture(scope="module")

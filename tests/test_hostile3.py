@@ -15,7 +15,7 @@ import pytest
 
 from simsubjects.cli.commands import main
 from simsubjects.studyfile.session import load_session
-from tests.llama_server import llama_server  # noqa: F401 (fixture; skips cleanly without llama_cpp)
+from tests.llama_server import llama_server_bos  # noqa: F401 (fixture; skips cleanly without llama_cpp)
 from tests.test_secrets import files_with, log_text
 
 PASSWORD = "pw-hostile3-0a9f1c"  # a unique marker: any hit in a file or an output is a leak
@@ -106,10 +106,14 @@ def test_credentials_under_an_anchor_are_refused_without_printing_them(tmp_path)
 
 
 @pytest.mark.server
-def test_collect_with_a_password_in_a_player_url_writes_it_nowhere(llama_server, tmp_path, capsys, caplog,  # noqa: F811
-                                                                   monkeypatch):
+def test_collect_with_a_password_in_a_player_url_writes_it_nowhere(llama_server_bos, tmp_path, capsys,  # noqa: F811
+                                                                   caplog, monkeypatch):
     """The session runs against the loopback server (which ignores the basic-auth header); every file of
-    the run, everything printed and every log record is scanned for the password and the token."""
+    the run, everything printed and every log record is scanned for the password and the token.
+    The server prepends BOS, so its echoed log-probabilities score each option exactly (two requests a
+    decision): on the plain server the multi-token words fall back to sampling, up to 40 one-sample
+    requests a decision (collect/choice.py's cap), which took 6 minutes of the suite."""
+    llama_server = llama_server_bos
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     caplog.set_level(logging.DEBUG)
     f = _creds_file(tmp_path / "src", url=llama_server, token=False)  # a query string is no base URL a client posts to

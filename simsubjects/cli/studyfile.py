@@ -30,7 +30,7 @@ class CollectGroup(click.Group):
 def file_command(path: str) -> click.Command:
     """`collect STUDY.yaml`: the options of every collection, plus --method, --n and --judge-model."""
     from simsubjects.cli.engines import engine_options
-    from simsubjects.cli.options import N_OPTION, model_options
+    from simsubjects.cli.options import ABLATE_OPTION, N_OPTION, model_options
 
     def run(**kw):
         _collect_file(path, kw)
@@ -42,6 +42,7 @@ def file_command(path: str) -> click.Command:
     f = click.option("--judge-model", default=None,
                      help="Model that classifies free-text answers (default: the answering model).")(f)
     f = N_OPTION(f)
+    f = ABLATE_OPTION(f)
     f = click.option("--method", type=click.Choice(["exact", "sampled", "generated"]), default=None,
                      help="exact: log-probabilities (default for k-choice); sampled: draw at temperature 1 until "
                           "--n valid answers; generated: a study of estimates or free text only.")(f)
@@ -69,6 +70,7 @@ def _collect_file(path: str, kw: dict) -> None:
     if kw.get("paths") is not None:
         raise UserError(f"--paths: {path} is not a session (no session: key); see docs/studies.md")
     study = loaded.study
+    _ablate(study, kw.get("ablate") or (), path)
     bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
     if bad:
         raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
@@ -94,7 +96,8 @@ def _collect_file(path: str, kw: dict) -> None:
     if method not in sdef.methods:
         raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
     params = {KEY: file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
-              "judge_model": kw["judge_model"], **order_parameters(study, None if kw["dry_run"] else kw["out"])}
+              "judge_model": kw["judge_model"], **order_parameters(study, None if kw["dry_run"] else kw["out"]),
+              **({"ablate": list(study.ablate)} if study.ablate else {})}  # absent without twins: old runs resume
     from .collection import collect_study
     from .options import _parse_model
 
@@ -108,6 +111,17 @@ def _collect_file(path: str, kw: dict) -> None:
         echo_table("validity rates (outcomes hidden)", sdef.validate(model, trials, {"seed": study.seed}))
 
     collect_study(sdef, kw, params, method, validate=validate)
+
+
+def _ablate(study, ablate, path: str) -> None:
+    """--ablate of a plain study file: its twins (studyfile/design.py), checked before the model loads."""
+    ablate = tuple(dict.fromkeys(ablate))
+    if "history" in ablate:
+        raise UserError(f"--ablate history: {path} is not a session (no session: key); a plain study file has no "
+                        "earlier rounds to remove")
+    if ablate and not any(it.response.kind == "choice" for it in study.items):
+        raise UserError(f"--ablate: {path} has no k-choice item; the twins score options")
+    study.ablate = ablate
 
 
 # ------------------------------------------------------------------------------------------ study

@@ -240,6 +240,19 @@ def comparisons(decisions: pd.DataFrame, level: float = LEVEL) -> pd.DataFrame:
     return pd.DataFrame([compare(decisions, a, b, level) for a, b in pairs], columns=COMPARE_COLUMNS)
 
 
+def calibration(frame: pd.DataFrame, bins: int = 10) -> pd.DataFrame:
+    """Predicted against observed answer shares: every option of every decision, per model x ablation,
+    binned by the model's p into `bins` equal-width bins; `p_mean` the mean predicted probability of the
+    bin's options, `observed` the share of them the people chose, `n` how many (a calibrated model lies on
+    the diagonal)."""
+    f = frame.assign(ablation=frame["ablation"].fillna(""), _y=frame["chosen"].astype(float),
+                     bin=np.minimum((frame["p"].astype(float) * bins).astype(int), bins - 1))
+    out = f.groupby(["model", "ablation", "bin"], sort=True).agg(n=("p", "size"), p_mean=("p", "mean"),
+                                                                 observed=("_y", "mean")).reset_index()
+    out["p_low"], out["p_high"] = out["bin"] / bins, (out["bin"] + 1) / bins
+    return out[["model", "ablation", "bin", "p_low", "p_high", "n", "p_mean", "observed"]]
+
+
 def fit_tables(frame: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> dict[str, pd.DataFrame]:
     """fit_decisions, fit_people, fit_study and fit_compare of a non-empty decision frame."""
     dec = decision_fit(systems(frame))

@@ -222,8 +222,11 @@ def import_group():
 @click.option("--merge-arms", "merge_arms", is_flag=True,
               help="Parallel arms (one block per arm under a randomizer, asking the same questions): one item per "
                    "question with the arm as its factor, so the arms are compared (listed in IMPORT_NOTES.md).")
+@click.option("--people", is_flag=True,
+              help="The subjects are the respondents (design.subjects: people): each is asked the items they "
+                   "answered, in their arm, and analyze scores every answer under the model (fit_*.csv).")
 def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, demographics, dedupe, id_column,
-                         merge_arms):
+                         merge_arms, people):
     """Write FOLDER/study.yaml and its tables from a Qualtrics SURVEY (.qsf) and, with --responses, its export.
 
     \b
@@ -237,7 +240,7 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, dem
     if (dedupe or id_column) and not responses:
         raise click.UsageError("--dedupe and --id-column need --responses")
     dest, conv, human = import_qualtrics(survey, folder, responses, finished_only, subjects, tags, dedupe, id_column,
-                                         merge_arms)
+                                         merge_arms, people)
     kinds: dict = {}
     for it in conv.items:
         kinds[it.kind] = kinds.get(it.kind, 0) + 1

@@ -58,19 +58,17 @@ def _collect_file(path: str, kw: dict) -> None:
     # --seed given: it replaces design.seed (before the seeded tables are drawn)
     seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
     loaded = load_any(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
-    kind = loaded.kind
-    if kind == "session":
+    if loaded.kind == "session":
         from .session_cmd import collect_session_file
 
         return collect_session_file(path, kw, seeded)
-    if kind == "obedience":  # Milgram obedience (the built-in milgram studies are such files)
+    if loaded.kind == "obedience":  # Milgram obedience (the built-in milgram studies are such files)
         from .obedience_cmd import collect_obedience_file
 
         return collect_obedience_file(path, kw, seeded)
     if kw.get("paths") is not None:
         raise UserError(f"--paths: {path} is not a session (no session: key); see docs/studies.md")
     study = loaded.study
-    _ablate(study, kw.get("ablate") or (), path)
     bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
     if bad:
         raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
@@ -97,7 +95,7 @@ def _collect_file(path: str, kw: dict) -> None:
         raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
     params = {KEY: file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
               "judge_model": kw["judge_model"], **order_parameters(study, None if kw["dry_run"] else kw["out"]),
-              **({"ablate": list(study.ablate)} if study.ablate else {})}  # absent without twins: old runs resume
+              **_ablate(study, kw.get("ablate") or (), path)}
     from .collection import collect_study
     from .options import _parse_model
 
@@ -113,8 +111,9 @@ def _collect_file(path: str, kw: dict) -> None:
     collect_study(sdef, kw, params, method, validate=validate)
 
 
-def _ablate(study, ablate, path: str) -> None:
-    """--ablate of a plain study file: its twins (studyfile/design.py), checked before the model loads."""
+def _ablate(study, ablate, path: str) -> dict:
+    """--ablate of a plain study file: its twins (studyfile/design.py), checked before the model loads; the
+    run's parameter (absent without twins, so a run made before resumes)."""
     ablate = tuple(dict.fromkeys(ablate))
     if "history" in ablate:
         raise UserError(f"--ablate history: {path} is not a session (no session: key); a plain study file has no "
@@ -122,6 +121,7 @@ def _ablate(study, ablate, path: str) -> None:
     if ablate and not any(it.response.kind == "choice" for it in study.items):
         raise UserError(f"--ablate: {path} has no k-choice item; the twins score options")
     study.ablate = ablate
+    return {"ablate": list(ablate)} if ablate else {}
 
 
 # ------------------------------------------------------------------------------------------ study

@@ -57,6 +57,20 @@ def _shown_again(conv: Conversion) -> dict:
     return after
 
 
+def _people(d: dict, human: Human | None, demo: list | None, sample: int | None) -> None:
+    """--people: design.subjects: people; with --demographics each respondent's persona is built from
+    their own demographic columns of human.csv (the subjects' columns)."""
+    if human is None or not human.rows:
+        raise UserError("--people: needs --responses with answers (the subjects are the respondents)")
+    if sample:
+        raise UserError("--people and --subjects: with --people every respondent is a subject")
+    d["design"]["subjects"] = "people"
+    if demo:
+        from . import demographics as D
+
+        d["prompt"]["template"] = D.template(demo) + "\n\n${question}\n${options}"
+
+
 def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list | None = None,
                n_personas: int = 0, sample: int | None = None, people: bool = False) -> dict:
     s = conv.survey
@@ -83,11 +97,7 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list 
         d["design"]["subjects"] = {"table": "personas.csv", "id": "respondent", "template": D.template(demo),
                                    **({"n": sample, "sample": True} if sample and sample < n_personas else {})}
     if people:  # --people: the subjects are the respondents, each scored on their own answers (issue 39)
-        d["design"]["subjects"] = "people"
-        if demo:  # the persona built from each respondent's own demographic columns of human.csv
-            from . import demographics as D
-
-            d["prompt"]["template"] = D.template(demo) + "\n\n${question}\n${options}"
+        _people(d, human, demo, sample)
     if conv.factors:
         d["design"]["factors"] = {f.name: {"assignment": "between", "levels": dict(f.levels)} for f in conv.factors}
     analyses: list = ["distribution"]
@@ -332,10 +342,6 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
         personas = D.apply(human, demo)
         if not personas:
             raise UserError(f"--demographics: no respondent answered all of {', '.join(demographics)}")
-    if people and (human is None or not human.rows):
-        raise UserError("--people: needs --responses with answers (the subjects are the respondents)")
-    if people and subjects:
-        raise UserError("--people and --subjects: with --people every respondent is a subject")
     n = subjects or max(1, _cells(conv))
     data = study_yaml(conv, human, n, demo, len(personas), subjects, people)
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -119,6 +119,7 @@ def plot_fit_people(people: pd.DataFrame, outdir) -> Path | None:
         y = g.groupby("person")["loglik_mean"].mean().reindex(order)
         ax.plot(range(len(order)), y.to_numpy(float), "o-" if kind == "model" else "--", ms=3,
                 label=f"{'baseline' if kind == 'baseline' else 'model'}: {_plain(system)}")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel(f"people, sorted by the model's fit (n = {len(order)})")
     ax.set_ylabel("mean log-likelihood per decision")
     ax.legend(fontsize=8)

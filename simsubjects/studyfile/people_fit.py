@@ -92,3 +92,30 @@ def fit_tables(study, responses: pd.DataFrame) -> dict[str, pd.DataFrame]:
     tables["fit_calibration"] = fit.calibration(frame)
     tables["fit_unmatched"] = unmatched
     return tables
+
+
+STUDY_SHOWN = ["model", "ablation", "baseline", "estimate", "conf.low", "conf.high", "loglik_mean",
+               "loglik_mean_baseline", "accuracy", "n_people", "n_decisions"]
+COMPARE_SHOWN = ["model_a", "ablation_a", "model_b", "ablation_b", "estimate", "conf.low", "conf.high", "p.value", "n"]
+
+
+def report_blocks(tables: dict[str, pd.DataFrame]) -> list:
+    """The report's blocks (data; publish/ renders them) of a run that scored people: the pseudo-R^2
+    against each baseline, and each ablation twin, model and baseline set against the full prompt."""
+    from ..analyze.blocks import Block, Table
+
+    st, cmp = tables.get("fit_study"), tables.get("fit_compare")
+    if st is None or not len(st):
+        return []
+    out = [Block(title="Every person's answers under the model", tables=(Table(st[STUDY_SHOWN], csv=None),),
+                 caption="McFadden's pseudo-R² = 1 − LL(model) / LL(baseline) over the same decisions (against "
+                         "the uniform choice: Centaur's, Binz et al. 2025); 95% intervals from a cluster bootstrap "
+                         "over people. Mean log-likelihood per decision beside each baseline's. Every person: "
+                         "fit_people.csv; every decision: fit_decisions.csv.")]
+    if cmp is not None and len(cmp):
+        out.append(Block(title="Per person: each ablation against the full prompt, each model against the baselines",
+                         tables=(cmp[COMPARE_SHOWN],),
+                         caption="Mean over people of the difference in mean log-likelihood per decision (a − b), "
+                                 "with a paired t interval over people. A twin far below the full prompt means the "
+                                 "fit depends on the instructions (or on the options' labels)."))
+    return out

@@ -34,19 +34,19 @@ design:
     frame: {levels: {plain: "", urgent: "This vote is urgent. "}, assignment: between}
 human:
   file: human.csv
-  columns: {respondent: id, item: item, response: answer, condition: condition, groups: [party]}
+  columns: {respondent: id, item: item, response: answer, condition: condition, groups: [party], order: shown}
 """
 HUMAN = """\
-id,item,answer,condition,party
-p1,tax,yes,frame=plain,Democratic
-p1,guns,yes,frame=plain,Democratic
-p1,rent,unsure,frame=plain,Democratic
-p2,tax,no,frame=urgent,Republican
-p2,guns,no,frame=urgent,Republican
-p3,tax,yes,frame=urgent,Democratic
-p3,guns,no,frame=urgent,Democratic
-p3,rent,yes,frame=urgent,Democratic
-p4,tax,no,frame=plain,Republican
+id,item,answer,condition,party,shown
+p1,tax,yes,frame=plain,Democratic,no|yes
+p1,guns,yes,frame=plain,Democratic,
+p1,rent,unsure,frame=plain,Democratic,unsure|yes|no
+p2,tax,no,frame=urgent,Republican,
+p2,guns,no,frame=urgent,Republican,
+p3,tax,yes,frame=urgent,Democratic,
+p3,guns,no,frame=urgent,Democratic,
+p3,rent,yes,frame=urgent,Democratic,
+p4,tax,no,frame=plain,Republican,
 """
 
 
@@ -107,8 +107,13 @@ def test_people_are_the_subjects_with_their_condition_and_columns():
     twin = trials[(trials["subject"] == "p2") & (trials["item"] == p2["item"])].set_index("ablation")["prompt"]
     assert twin["instructions"] == f"{p2['question']}\nA. yes\nB. no\nAnswer:"  # no system text, no frame
     assert "Option A" in twin["labels"] and "yes" not in twin["labels"].split("?")[-1]
-    labels = trials[(trials["ablation"] == "labels") & (trials["item"] == "rent")].iloc[0]
+    labels = trials[(trials["ablation"] == "labels") & (trials["subject"] == "p3") & (trials["item"] == "rent")].iloc[0]
     assert labels["labels"] == ("yes", "no", "unsure")  # the person's answer maps to the relabeled option
+    # the order a person saw (human.columns.order) is the order their prompt shows
+    seen = full.set_index(["subject", "item"])
+    assert seen.loc[("p1", "tax"), "labels"] == ("no", "yes") and "A. no\nB. yes" in seen.loc[("p1", "tax"), "prompt"]
+    assert seen.loc[("p1", "rent"), "labels"] == ("unsure", "yes", "no")
+    assert seen.loc[("p2", "tax"), "labels"] == ("yes", "no")  # no order recorded: the study's (as listed)
 
 
 def test_every_answer_scored_and_recomputed_from_rows(run):
@@ -204,8 +209,9 @@ def test_qualtrics_import_with_people_scored(model, tmp_path):
 
 
 BAD = [  # (rows added to human.csv, the error's words, edits of the study file)
-    ("p5,tax,,frame=plain,Democratic\n", "answered no item", {}),
-    ("p4,tax,yes,frame=plain,Republican\n", "twice", {}),
+    ("p5,tax,,frame=plain,Democratic,\n", "answered no item", {}),
+    ("p4,tax,yes,frame=plain,Republican,\n", "twice", {}),
+    ("p5,tax,yes,frame=plain,Democratic,yes|maybe\n", "is not the options of item tax", {}),
     ("", "subjects is a number, a mapping", {"  subjects: people\n": "  subjects: peple\n"}),
 ]
 

@@ -151,7 +151,8 @@ def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, con
         return []  # an ablation twin scores options: an estimate or free text has none to relabel or score
     key = (subject, it.id, condition, rep)
     out = []
-    orders = orderings(study, ask, *key) if ask else [()]
+    recorded = study.shown_orders.get((subject, it.id, condition))  # the order this person saw (people)
+    orders = [recorded] if ask and recorded else orderings(study, ask, *key) if ask else [()]
     for j, order in enumerate(orders):
         shown = shown_options(ask, order, neutral=ablation == "labels") if ask else []
         options_text = ask.option_separator.join(s[3] for s in shown) if ask else ""

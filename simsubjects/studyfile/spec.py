@@ -49,7 +49,7 @@ FACTOR = {"levels", "assignment"}
 SUBJECTS = {"table", "id", "template", "n", "sample", "label", "per_item"}
 ORDER = {"mode", "max_orderings"}
 HUMAN = {"file", "columns", "name"}
-HUMAN_COLUMNS = {"respondent", "item", "response", "weight", "condition", "groups", "trial"}
+HUMAN_COLUMNS = {"respondent", "item", "response", "weight", "condition", "groups", "trial", "order"}
 JUDGE = {"prompt", "response"}
 # the tests come from the one method registry (analyze/methods/registry.py); the other types make tables
 ANALYSIS_TYPES = {"distribution": set(), **{name: set(m.keys) for name, m in TESTS.items()}, "amce": {"factors"},
@@ -168,6 +168,7 @@ class Study:
     # answered in the condition they answered them in (issue 39: every person's answers scored)
     people: bool = False
     answered: dict = field(default_factory=dict)  # people: subject -> {(item, condition label)}
+    shown_orders: dict = field(default_factory=dict)  # people: (subject, item, condition) -> the order they saw
     ablate: tuple = ()  # collect --ablate: the twins built beside the full prompt (design.py)
     analyses: list[dict] = field(default_factory=list)
     files: dict[str, Path] = field(default_factory=dict)  # relative name -> path: the file and its tables
@@ -785,7 +786,7 @@ def _human(c: Checker, d: dict, s: Study) -> None:
     cols = c.mapping(h["columns"], (*path, "columns"), HUMAN_COLUMNS, required=REQUIRED["human_columns"])
     s.human_name = c.text(h, "name", path, "human")
     mapping = {}
-    for key in ("respondent", "item", "response", "weight", "condition", "trial"):
+    for key in ("respondent", "item", "response", "weight", "condition", "trial", "order"):
         col = c.text(cols, key, (*path, "columns"))
         if col is None:
             continue
@@ -798,12 +799,36 @@ def _human(c: Checker, d: dict, s: Study) -> None:
         if g not in df.columns:
             raise c.err((*path, "columns", "groups", i), f"column {g!r} is not in {h['file']}{did_you_mean(g, df.columns)}")
     s.human = _human_rows(c, s, df, mapping, groups, path)
+    if "order" in mapping:
+        _shown_orders(c, s, df, mapping, path)
     if s.people:  # every respondent is a subject: one without an answer would be a person never scored
         ids = df[mapping["respondent"]].map(lambda v: _plain(v) if isinstance(v, float) else str(v))
         silent = [r for r in dict.fromkeys(ids) if r not in set(s.human["subject"])]
         if silent:
             raise c.err((*path, "columns", "response"), f"respondent {silent[0]!r} of {h['file']} answered no item; "
                         "with design.subjects: people every respondent is scored (remove their rows)")
+
+
+def _shown_orders(c: Checker, s: Study, df: pd.DataFrame, m: dict, path) -> None:
+    """human.columns.order (design.subjects: people): the option labels in the order the person saw them,
+    joined by '|' (refusals stay last, as listed); that person's trial shows them so. An empty cell: the
+    study's option_order."""
+    if not s.people:
+        raise c.err((*path, "columns", "order"), "an order shown is a person's prompt: it needs design.subjects: "
+                                                 "people")
+    items = {it.id: it for it in s.items}
+    for i, rec in enumerate(df.to_dict("records")):
+        text, it = _plain(rec[m["order"]]), items[_plain(rec[m["item"]])]
+        if not text or it.response.kind != "choice":
+            continue
+        listed = [o.label for o in it.response.options if not o.refusal]
+        got = [x.strip() for x in text.split("|")]
+        if sorted(got) != sorted(listed):
+            raise c.err((*path, "columns", "order"), f"row {i + 2} of the human table: order {text!r} is not the "
+                        f"options of item {it.id} ({' | '.join(listed)}) joined by '|'")
+        key = (str(rec[m["respondent"]]) if not isinstance(rec[m["respondent"]], float) else
+               _plain(rec[m["respondent"]]), it.id, _plain(rec[m["condition"]]) if "condition" in m else "")
+        s.shown_orders[key] = tuple(listed.index(x) for x in got)
 
 
 def people_subjects(c: Checker, s: Study) -> None:

@@ -15,7 +15,9 @@ means and every test itself. Twins, per analysis type (docs/studies.md):
 * agreement — stats::cor.test of item means;
 * order effects (randomized or averaged option orders) — welch_test / one_sample_test of the subject
   means shown first and last, and the mean over items;
-* the Holm / BH columns of every table — p.adjust (analyze.check_r.check_r_rows).
+* the Holm / BH columns of every table — p.adjust (analyze.check_r.check_r_rows);
+* fit_people (model rows) and fit_study (against the uniform choice) of a run that scored people
+  (design.subjects: people, issue 39) — sf_fit_people / sf_fit_study of R/fit.R, from the responses.
 
 `paired`, `summaries` and `type: function` analyses have no twin here; their rows are absent, and the
 check says so in one row each (`ok` stays true: nothing was compared).

@@ -251,3 +251,13 @@ def test_people_without_a_human_table_and_history_on_a_plain_file(tmp_path, caps
                  "--people"]) == 2
     assert "--people" in capsys.readouterr().err and not (tmp_path / "q").exists()
     assert not (tmp_path / "run").exists()
+
+
+def test_two_runs_compared_per_person(run, tmp_path):
+    """analyze RUN1 RUN2: each run is its own system, compared with the other on the same people."""
+    other = tmp_path / "again"
+    shutil.copytree(run, other, ignore=shutil.ignore_patterns("analysis"))
+    assert main(["analyze", str(run), str(other), "--out", str(tmp_path / "both"), "--no-plots"]) == 0
+    cmp = pd.read_csv(tmp_path / "both" / "fit_compare.csv", keep_default_na=False)
+    pair = cmp[(cmp["model_a"] == "run: smollm2") & (cmp["model_b"] == "again: smollm2")].iloc[0]
+    assert pair["estimate"] == 0 and pair["n"] == 4  # the same rows: no difference for any person

@@ -36,6 +36,8 @@ def _model_decisions(responses: pd.DataFrame) -> pd.DataFrame:
     m = responses[(responses["source"] == "model") & (responses["method"] == "exact")]
     m = m.assign(ablation=m["ablation"].fillna("").astype(str) if "ablation" in m.columns else "",
                  condition=m["condition"].fillna("").astype(str))
+    if "run" in m.columns and m["run"].nunique() > 1:  # analyze RUN1 RUN2: each run its own system
+        m = m.assign(model=m["run"].astype(str) + ": " + m["model"].astype(str))
     keys = ["model", "ablation", "subject", "item", "condition"]
     m = m.assign(_w=m["weight"].astype(float) / m.groupby([*keys, "trial"])["weight"].transform("sum"))
     p = m.groupby([*keys, "response"], sort=False)["_w"].sum() / m.groupby([*keys, "response"], sort=False)["trial"].nunique()

@@ -261,3 +261,28 @@ def test_two_runs_compared_per_person(run, tmp_path):
     cmp = pd.read_csv(tmp_path / "both" / "fit_compare.csv", keep_default_na=False)
     pair = cmp[(cmp["model_a"] == "run: smollm2") & (cmp["model_b"] == "again: smollm2")].iloc[0]
     assert pair["estimate"] == 0 and pair["n"] == 4  # the same rows: no difference for any person
+
+
+def test_answers_never_scored_are_listed(tmp_path):
+    """The frame from rows alone (no model): a person's answer whose decision the model did not score is in
+    `unmatched`, not dropped; an option order averaged over two trials is their mean."""
+    from simsubjects.studyfile.people_fit import decision_frame
+    from simsubjects.studyfile.spec import load_study
+
+    study = load_study(_write(tmp_path))
+    human = study.human
+    rows = []
+    for r in human.itertuples():
+        if (r.subject, r.item) == ("p4", "tax"):
+            continue  # the model never answered p4's tax question
+        labels = ["yes", "no", "unsure"] if r.item == "rent" else ["yes", "no"]
+        for t, first in ((f"{r.subject}|{r.item}|o1", 0.8), (f"{r.subject}|{r.item}|o2", 0.4)):
+            ps = [first] + [(1 - first) / (len(labels) - 1)] * (len(labels) - 1)
+            rows += [{"trial": t, "item": r.item, "condition": r.condition, "subject": r.subject, "source": "model",
+                      "model": "m", "method": "exact", "response": lab, "weight": p} for lab, p in zip(labels, ps)]
+    frame, unmatched = decision_frame(study, pd.concat([pd.DataFrame(rows), human], ignore_index=True))
+    assert unmatched.to_dict("records") == [{"person": "p4", "decision": "tax", "item": "tax", "answer": "no"}]
+    tax = frame[(frame["person"] == "p1") & (frame["item"] == "tax")].set_index("option")["p"]
+    assert tax["yes"] == pytest.approx(0.6) and tax["no"] == pytest.approx(0.4)  # mean of 0.8 and 0.4
+    assert frame.groupby("person")["decision"].nunique().to_dict() == {"p1": 3, "p2": 2, "p3": 3}
+    assert (frame.groupby(["person", "decision"])["chosen"].sum() == 1).all()

@@ -66,7 +66,7 @@ def subject_conditions(study: Study) -> dict[str, list[dict]]:
 
 def people_conditions(study: Study) -> dict[str, list[dict]]:
     """design.subjects: people: each respondent's conditions as the human table labels them
-    (`factor=level,...`, spec._check_human_levels checked each level), in the order first answered."""
+    (`factor=level,...`, spec._check_human_levels checked each level), sorted."""
     out = {}
     for person, answered in study.answered.items():
         labels = sorted({cond for _, cond in answered})

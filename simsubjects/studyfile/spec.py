@@ -29,8 +29,7 @@ FUNCTION_REF = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A
 # attribute or table column of a study file takes one. A session writes its own columns too (schema's
 # SESSION_COLUMNS): SESSION_RESERVED holds both, for its items, variables, players, payoff rules and subjects.
 RESERVED = {*CORE_COLUMNS, *COLLECTION_COLUMNS,
-            "prompt", "options", "labels", "persona", "estimate", "completion", "score",
-            "ablation"}  # the trials table's (ablation: collect --ablate's twins, issue 39)
+            "prompt", "options", "labels", "persona", "estimate", "completion", "score"}  # the trials table's
 SESSION_RESERVED = {*RESERVED, *SESSION_COLUMNS, "_key"}  # _key: session_run.py's row key, dropped when written
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "items", "response", "response_types",

@@ -170,8 +170,9 @@ def systems(frame: pd.DataFrame) -> pd.DataFrame:
 def _boot_r2(lm: np.ndarray, lb: np.ndarray, n_boot: int, seed: int, level: float) -> tuple[float, float]:
     """Percentile interval of 1 - sum(lm)/sum(lb) resampling people (each with all their decisions):
     one index row per draw (vectorized), as paired.cluster_bootstrap does for a mean difference. Written
-    here rather than scipy.stats.bootstrap(paired=True): the ratio of sums is not a mean of per-person
-    values, and the draws are the package's documented ones (numpy default_rng(seed).integers)."""
+    here rather than through scipy.stats.bootstrap(paired=True), which would resample alike: the draws
+    stay the package's documented ones (numpy default_rng(seed).integers, as paired.cluster_bootstrap),
+    so another tool (R/fit.R's reader, tests/test_fit_methods.py) can repeat them exactly."""
     n = lm.size
     if n < 2:
         return math.nan, math.nan

@@ -172,7 +172,7 @@ def _boot_r2(lm: np.ndarray, lb: np.ndarray, n_boot: int, seed: int, level: floa
     one index row per draw (vectorized), as paired.cluster_bootstrap does for a mean difference. Written
     here rather than through scipy.stats.bootstrap(paired=True), which would resample alike: the draws
     stay the package's documented ones (numpy default_rng(seed).integers, as paired.cluster_bootstrap),
-    so another tool (R/fit.R's reader, tests/test_fit_methods.py) can repeat them exactly."""
+    so anyone can repeat them exactly (tests/test_fit_methods.py does)."""
     n = lm.size
     if n < 2:
         return math.nan, math.nan

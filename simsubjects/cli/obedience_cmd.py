@@ -21,6 +21,8 @@ def collect_obedience_file(path: str, kw: dict, seeded: bool) -> None:
         if kw.get(flag) is not None:
             raise UserError(f"--{flag.replace('_', '-')}: not available for a Milgram obedience file "
                             "(the subject's own model judges its sentences, as in Aher et al. 2023)")
+    if kw.get("ablate"):  # issue 39's twins score people's answers; an obedience file has no people's rows
+        raise UserError("--ablate: not available for a Milgram obedience file")
     method = kw["method"] or "exact"
     if method not in ("exact", "sampled"):
         raise UserError(f"--method {method}: a Milgram obedience file supports exact, sampled")

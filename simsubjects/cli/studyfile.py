@@ -30,7 +30,7 @@ class CollectGroup(click.Group):
 def file_command(path: str) -> click.Command:
     """`collect STUDY.yaml`: the options of every collection, plus --method, --n and --judge-model."""
     from simsubjects.cli.engines import engine_options
-    from simsubjects.cli.options import N_OPTION, model_options
+    from simsubjects.cli.options import ABLATE_OPTION, N_OPTION, model_options
 
     def run(**kw):
         _collect_file(path, kw)
@@ -42,6 +42,7 @@ def file_command(path: str) -> click.Command:
     f = click.option("--judge-model", default=None,
                      help="Model that classifies free-text answers (default: the answering model).")(f)
     f = N_OPTION(f)
+    f = ABLATE_OPTION(f)
     f = click.option("--method", type=click.Choice(["exact", "sampled", "generated"]), default=None,
                      help="exact: log-probabilities (default for k-choice); sampled: draw at temperature 1 until "
                           "--n valid answers; generated: a study of estimates or free text only.")(f)
@@ -57,12 +58,11 @@ def _collect_file(path: str, kw: dict) -> None:
     # --seed given: it replaces design.seed (before the seeded tables are drawn)
     seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
     loaded = load_any(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
-    kind = loaded.kind
-    if kind == "session":
+    if loaded.kind == "session":
         from .session_cmd import collect_session_file
 
         return collect_session_file(path, kw, seeded)
-    if kind == "obedience":  # Milgram obedience (the built-in milgram studies are such files)
+    if loaded.kind == "obedience":  # Milgram obedience (the built-in milgram studies are such files)
         from .obedience_cmd import collect_obedience_file
 
         return collect_obedience_file(path, kw, seeded)
@@ -94,7 +94,8 @@ def _collect_file(path: str, kw: dict) -> None:
     if method not in sdef.methods:
         raise UserError(f"--method {method}: {path} supports {', '.join(sdef.methods)}")
     params = {KEY: file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
-              "judge_model": kw["judge_model"], **order_parameters(study, None if kw["dry_run"] else kw["out"])}
+              "judge_model": kw["judge_model"], **order_parameters(study, None if kw["dry_run"] else kw["out"]),
+              **_ablate(study, kw.get("ablate") or (), path)}
     from .collection import collect_study
     from .options import _parse_model
 
@@ -108,6 +109,19 @@ def _collect_file(path: str, kw: dict) -> None:
         echo_table("validity rates (outcomes hidden)", sdef.validate(model, trials, {"seed": study.seed}))
 
     collect_study(sdef, kw, params, method, validate=validate)
+
+
+def _ablate(study, ablate, path: str) -> dict:
+    """--ablate of a plain study file: its twins (studyfile/design.py), checked before the model loads; the
+    run's parameter (absent without twins, so a run made before resumes)."""
+    ablate = tuple(dict.fromkeys(ablate))
+    if "history" in ablate:
+        raise UserError(f"--ablate history: {path} is not a session (no session: key); a plain study file has no "
+                        "earlier rounds to remove")
+    if ablate and not any(it.response.kind == "choice" for it in study.items):
+        raise UserError(f"--ablate: {path} has no k-choice item; the twins score options")
+    study.ablate = ablate
+    return {"ablate": list(ablate)} if ablate else {}
 
 
 # ------------------------------------------------------------------------------------------ study
@@ -208,8 +222,11 @@ def import_group():
 @click.option("--merge-arms", "merge_arms", is_flag=True,
               help="Parallel arms (one block per arm under a randomizer, asking the same questions): one item per "
                    "question with the arm as its factor, so the arms are compared (listed in IMPORT_NOTES.md).")
+@click.option("--people", is_flag=True,
+              help="The subjects are the respondents (design.subjects: people): each is asked the items they "
+                   "answered, in their arm, and analyze scores every answer under the model (fit_*.csv).")
 def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, demographics, dedupe, id_column,
-                         merge_arms):
+                         merge_arms, people):
     """Write FOLDER/study.yaml and its tables from a Qualtrics SURVEY (.qsf) and, with --responses, its export.
 
     \b
@@ -223,7 +240,7 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, dem
     if (dedupe or id_column) and not responses:
         raise click.UsageError("--dedupe and --id-column need --responses")
     dest, conv, human = import_qualtrics(survey, folder, responses, finished_only, subjects, tags, dedupe, id_column,
-                                         merge_arms)
+                                         merge_arms, people)
     kinds: dict = {}
     for it in conv.items:
         kinds[it.kind] = kinds.get(it.kind, 0) + 1

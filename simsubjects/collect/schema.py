@@ -36,6 +36,8 @@ COLLECTION_COLUMNS: dict[str, str] = {
     # the option order shown (built-ins and study files alike): collect/option_order.py's one table
     **OPTION_ORDER_LABELS,
     "repetition": "Repetition of the trial", "judge": "Model that classified the free-text answer",
+    # collect --ablate (issue 39): the twin a row belongs to; "" or missing = the full prompt
+    "ablation": "Ablation twin: instructions (removed), labels (neutral option labels), history; empty: full prompt",
 }
 
 # Columns a session (simsubjects/studyfile/session_run.py) writes beside the core ones: its StudyDef's

@@ -78,6 +78,10 @@ def section(run: Run) -> str:
         except Exception as e:  # noqa: BLE001 - a reference table must not hide the run's own results
             refs = [f'<p class="error">reference tables failed: {html.escape(type(e).__name__)}: {html.escape(str(e))}</p>']
         parts.append('<div class="refs"><h3>Beside people and the paper</h3>' + "".join(refs) + "</div>")
+    if file_title is not None and "fit_study" in a.tables:  # issue 39: a study file's run that scored people
+        from simsubjects.studyfile.people_fit import report_blocks
+
+        parts.append("".join(render(b) for b in report_blocks(a.tables)))
     if a.figures:
         parts.append("<h3>Figures</h3>" + "".join(figure(p) for p in a.figures if Path(p).is_file()))
     parts.append("<h3>This run's analysis</h3>")

@@ -356,8 +356,17 @@ def declared_levels(study: Study, factors) -> dict[str, list[str]]:
     return {str(f): [str(x) for x in study.factor(str(f)).levels] for f in factors if study.factor(str(f))}
 
 
+def full_prompt(responses: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the full prompt: an --ablate twin's rows (`ablation` set) are another prompt's."""
+    if "ablation" not in responses.columns:
+        return responses
+    return responses[responses["ablation"].fillna("").astype(str) == ""].drop(columns="ablation")
+
+
 def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Every analysis the file lists (the response distribution always)."""
+    """Every analysis the file lists (the response distribution always), on the full prompt's rows; the
+    --ablate twins' rows (issue 39) enter the fit tables only."""
+    scored, responses = responses, full_prompt(responses)
     trials = trial_scores(study, responses)
     tables = distribution(study, responses, trials)
     if study.human is not None:
@@ -389,6 +398,10 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
             tables.update(got if isinstance(got, dict) else {name: got})
     if "shown_position" in responses.columns:
         tables.update(study_order_effects(study, responses))
+    if study.people:  # design.subjects: people: every person's answers scored (issue 39)
+        from .people_fit import fit_tables
+
+        tables.update(fit_tables(study, scored))
     if tests:
         tables["tests"] = pd.concat([t for t in tests if len(t)] or [pd.DataFrame(columns=[*SYSTEM, *BROOM])],
                                     ignore_index=True)

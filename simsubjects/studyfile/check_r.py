@@ -15,7 +15,9 @@ means and every test itself. Twins, per analysis type (docs/studies.md):
 * agreement — stats::cor.test of item means;
 * order effects (randomized or averaged option orders) — welch_test / one_sample_test of the subject
   means shown first and last, and the mean over items;
-* the Holm / BH columns of every table — p.adjust (analyze.check_r.check_r_rows).
+* the Holm / BH columns of every table — p.adjust (analyze.check_r.check_r_rows);
+* fit_people (model rows) and fit_study (against the uniform choice) of a run that scored people
+  (design.subjects: people, issue 39) — sf_fit_people / sf_fit_study of R/fit.R, from the responses.
 
 `paired`, `summaries` and `type: function` analyses have no twin here; their rows are absent, and the
 check says so in one row each (`ok` stays true: nothing was compared).
@@ -79,9 +81,11 @@ def _rows(label: str, m: pd.DataFrame, keys: list[str], fields: dict, tol, tol_p
 
 def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, tol, tol_p) -> list[dict]:
     """Every analysis of `study` with an R twin, Python (`tables`, as analyze computed them) against R."""
-    from .analyses import analyze_study
+    from .analyses import analyze_study, full_prompt
 
     tables = tables or analyze_study(study, responses, items)
+    fit = _fit(r, responses, tables, tol) if "fit_people" in tables else []
+    responses = full_prompt(responses)  # the --ablate twins' rows enter the fit tables only (issue 39)
     opts = options_table(study)
     resp = responses[_columns(study, responses)]
     rd, ro = r.to_r(resp), r.to_r(opts)
@@ -124,7 +128,32 @@ def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, to
                         "abs_diff": 0.0, "tolerance": 0.0, "ok": True})
     if "order_effects" in tables and len(tables["order_effects"]):
         out += _order_effects(r, study, responses, tables, tol, tol_p)
-    return out
+    return out + fit
+
+
+def _fit(r, responses, tables, tol) -> list[dict]:
+    """Issue 39: every person's log-likelihoods (R/fit.R, from the tidy responses, not from Python's
+    decision frame) and the pseudo-R^2 against the uniform choice, per model x ablation."""
+    cols = [c for c in ("source", "model", "method", "trial", "subject", "item", "condition", "response", "weight",
+                        "ablation") if c in responses.columns]
+    people = r.env.find("sf_fit_people")(r.to_r(responses[cols]))
+    rp, rs = r.to_py(people), r.to_py(r.env.find("sf_fit_study")(people))
+    py = tables["fit_people"]
+    py = py[py["kind"] == "model"]
+    keys = ["model", "ablation", "person"]
+    fields = {f: f for f in ("n_decisions", "loglik", "loglik_mean", "loglik_uniform", "accuracy", "brier")}
+    out = _rows("fit_people", _merge(py.assign(ablation=py["ablation"].fillna("")), _blank(rp), keys), keys, fields,
+                tol, tol)
+    st = tables["fit_study"]
+    st = st[st["baseline"] == "uniform"]
+    fields = {"estimate": "estimate", "loglik": "loglik", "loglik_baseline": "loglik_baseline", "n_people": "n_people",
+              "n_decisions": "n_decisions"}
+    return out + _rows("fit_study", _merge(st.assign(ablation=st["ablation"].fillna("")), _blank(rs), keys[:2]),
+                       keys[:2], fields, tol, tol)
+
+
+def _blank(df):
+    return df.assign(ablation=df["ablation"].fillna("")) if df is not None and "ablation" in df else df
 
 
 def _nonempty(df):

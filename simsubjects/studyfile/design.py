@@ -27,15 +27,22 @@ def orderings(study: Study, r: Response, *key) -> list[tuple[int, ...]]:
     return option_order.orderings(k, mode, (study.seed, *key))
 
 
-def shown_options(r: Response, order: tuple[int, ...]):
-    """The options in the order shown (refusals last), each with its letter and completion."""
+def shown_options(r: Response, order: tuple[int, ...], neutral: bool = False):
+    """The options in the order shown (refusals last), each with its letter and completion. `neutral`
+    (--ablate labels): each option's text and completion become a neutral label, "Option A", "Option B"
+    ... by its place in the declared order, so the model sees no option's meaning; the label recorded
+    (the person's answer) stays the option's own."""
     listed = [o for o in r.options if not o.refusal]
     shown = [listed[i] for i in order] + [o for o in r.options if o.refusal]
     out = []
     for j, o in enumerate(shown):
         letter = chr(ord("A") + j)
         fill = {"letter": letter, "label": o.label, "text": o.label if o.text is None else o.text}
-        comp = o.completion if o.completion is not None else Template(r.completion).substitute(fill)
+        if neutral:
+            name = f"Option {chr(ord('A') + r.options.index(o))}"
+            fill = {"letter": letter, "label": name, "text": name}
+        comp = (o.completion if o.completion is not None and not neutral
+                else Template(r.completion).substitute(fill))
         pos = "" if o.position is None else f"{o.position:g}"
         out.append((o, letter, comp, Template(r.option_format).substitute(fill, position=pos)))
     return out
@@ -57,6 +64,16 @@ def subject_conditions(study: Study) -> dict[str, list[dict]]:
     return out
 
 
+def people_conditions(study: Study) -> dict[str, list[dict]]:
+    """design.subjects: people: each respondent's conditions as the human table labels them
+    (`factor=level,...`, spec._check_human_levels checked each level), sorted."""
+    out = {}
+    for person, answered in study.answered.items():
+        labels = sorted({cond for _, cond in answered})
+        out[person] = [dict(part.split("=", 1) for part in label.split(",")) if label else {} for label in labels]
+    return out
+
+
 def _applies(item: Item, cond: dict) -> bool:
     """An item tagged with a level of a manipulated factor is shown only in that level's cells."""
     return all(str(item.attributes[f]) == lv for f, lv in cond.items() if f in item.attributes)
@@ -67,12 +84,15 @@ def build_trials(study: Study) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows = []
     subj = study.subjects.set_index("subject", drop=False)
     records = {s: {k: v for k, v in subj.loc[s].items() if k != "subject"} for s in study.subjects["subject"]}
-    cells = subject_conditions(study)
+    cells = people_conditions(study) if study.people else subject_conditions(study)
 
     def add(s, cond, it):
         condition = ",".join(f"{k}={v}" for k, v in cond.items())
+        if study.people and (it.id, condition) not in study.answered[s]:
+            return  # a person is asked what they answered, in their condition, and nothing else
         for rep in range(study.repetitions):
-            rows.extend(_trials_of(study, it, s, records[s], cond, condition, rep))
+            for ablation in ("", *study.ablate):
+                rows.extend(_trials_of(study, it, s, records[s], cond, condition, rep, ablation))
 
     if study.per_item or study.trial_order == "item":
         # item -> condition -> subject (per_item: the item's own subjects, as Aher et al. draw names per
@@ -120,31 +140,40 @@ def per_item_subjects(study: Study) -> list[list[str]]:
     return [[ids[j] for j in np.sort(rng.choice(len(ids), size=study.per_item, replace=False))] for _ in study.items]
 
 
-def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, condition: str, rep: int) -> list[dict]:
+def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, condition: str, rep: int,
+               ablation: str = "") -> list[dict]:
     values = {**{k: _text(v) for k, v in srec.items()}, **{k: _text(v) for k, v in it.attributes.items()},
               **{f: study.factor(f).levels[lv] for f, lv in cond.items()}}
     question = Template(it.text_in(cond)).substitute(values)
     r = it.response_in(cond)
     ask = r if r.kind == "choice" else None
+    if ablation and ask is None:
+        return []  # an ablation twin scores options: an estimate or free text has none to relabel or score
     key = (subject, it.id, condition, rep)
     out = []
-    orders = orderings(study, ask, *key) if ask else [()]
+    recorded = study.shown_orders.get((subject, it.id, condition))  # the order this person saw (people)
+    orders = [recorded] if ask and recorded else orderings(study, ask, *key) if ask else [()]
     for j, order in enumerate(orders):
-        shown = shown_options(ask, order) if ask else []
+        shown = shown_options(ask, order, neutral=ablation == "labels") if ask else []
         options_text = ask.option_separator.join(s[3] for s in shown) if ask else ""
         fill = {**values, "question": question, "options": options_text, "item": it.id, "persona": srec.get("persona", "")}
         prompt = Template(study.template).substitute(fill) + Template(study.answer_prefix).substitute(fill)
-        if study.system:
+        if ablation == "instructions":  # the question and its options alone: no system text, no template
+            prompt = f"{question}\n{options_text}" + Template(study.answer_prefix).substitute(fill)
+        elif study.system:
             # The model interface takes one text: the system prompt leads it (with --chat-template the
             # whole text becomes the user's turn). docs/studies.md says so.
             prompt = Template(study.system).substitute(fill) + "\n\n" + prompt
         parts = [subject, it.id] + ([condition] if condition else []) + \
-            ([f"r{rep + 1}"] if study.repetitions > 1 else []) + ([f"o{j + 1}"] if len(orders) > 1 else [])
+            ([f"r{rep + 1}"] if study.repetitions > 1 else []) + ([f"o{j + 1}"] if len(orders) > 1 else []) + \
+            ([f"ablate={ablation}"] if ablation else [])
         # identifiers take a factor's level (as in its column), not the level's text
         ids = {**values, **cond, "subject": subject, "item": it.id, "repetition": rep + 1, "ordering": j + 1}
         extra = {name: Template(t).substitute(ids, question=question) for name, t in study.columns.items()}
+        trial = Template(study.trial_id).substitute(ids) + (f" | ablate={ablation}" if ablation else "") \
+            if study.trial_id else " | ".join(parts)
         out.append({
-            "trial": Template(study.trial_id).substitute(ids) if study.trial_id else " | ".join(parts), "item": it.id,
+            "trial": trial, "item": it.id,
             "condition": Template(study.condition).substitute(ids) if study.condition else condition,
             "subject": Template(study.subject_label).substitute(values) if study.subject_label is not None else subject,
             "prompt": prompt,
@@ -153,6 +182,7 @@ def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, con
             **_order_columns(study, shown, j, rep),
             **{f: lv for f, lv in cond.items()}, **it.attributes,
             **{k: v for k, v in srec.items()}, **extra,
+            **({"ablation": ablation} if study.ablate else {}),
         })
     return out
 

@@ -103,6 +103,62 @@ def plot_tests(t: pd.DataFrame, outdir) -> Path | None:
     return path
 
 
+def plot_fit_people(people: pd.DataFrame, outdir) -> Path | None:
+    """Issue 39: every person's mean log-likelihood per decision, people sorted by the model's fit (one
+    line per model x ablation), each baseline's on the same people beside it."""
+    if people is None or people.empty:
+        return None
+    plt = _plt()
+    people = people.assign(system=people["model"].astype(str) + np.where(people["ablation"].fillna("") != "",
+                           " (no " + people["ablation"].fillna("").astype(str) + ")", ""))
+    first = people[(people["kind"] == "model") & (people["ablation"].fillna("") == "")]
+    order = first.groupby("person")["loglik_mean"].mean().sort_values().index.tolist()
+    order += [p for p in dict.fromkeys(people["person"]) if p not in order]
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for (kind, system), g in people.groupby(["kind", "system"], sort=False):
+        y = g.groupby("person")["loglik_mean"].mean().reindex(order)
+        ax.plot(range(len(order)), y.to_numpy(float), "o-" if kind == "model" else "--", ms=3,
+                label=f"{'baseline' if kind == 'baseline' else 'model'}: {_plain(system)}")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel(f"people, sorted by the model's fit (n = {len(order)})")
+    ax.set_ylabel("mean log-likelihood per decision")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(outdir) / "fit_people.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_fit_calibration(cal: pd.DataFrame, outdir) -> Path | None:
+    """Issue 39: the model's predicted probability of an answer against the share of people who gave it
+    (fit_calibration.csv's bins; points sized by their options), per model x ablation."""
+    if cal is None or cal.empty:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.2, 5.0))
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
+    for (model, abl), g in cal.groupby(["model", cal["ablation"].fillna("")], sort=False):
+        ax.plot(g["p_mean"], g["observed"], "o-", ms=3, label=_plain(model) + (f" (no {abl})" if abl else ""))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("model's probability of an answer (binned)")
+    ax.set_ylabel("share of people who gave it")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(outdir) / "fit_calibration.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_fit(tables: dict[str, pd.DataFrame], outdir) -> list[Path]:
+    """The fit figures of a run that scored people (a study file's or a session's)."""
+    paths = [plot_fit_people(tables.get("fit_people"), outdir), plot_fit_calibration(tables.get("fit_calibration"), outdir)]
+    return [p for p in paths if p is not None]
+
+
 def plot_study(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list[Path]:
-    paths = [*plot_distribution(tables.get("distribution"), outdir), plot_tests(tables.get("tests"), outdir)]
+    paths = [*plot_distribution(tables.get("distribution"), outdir), plot_tests(tables.get("tests"), outdir),
+             *plot_fit(tables, outdir)]
     return [p for p in paths if p is not None]

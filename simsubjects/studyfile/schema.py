@@ -69,7 +69,7 @@ def _plain() -> dict:
         "factors": {"type": "object", "additionalProperties": factor},
         "crossing": {"enum": list(P.CROSSINGS)}, "sample": COUNT, "repetitions": COUNT,
         "seed": {"type": "integer", "minimum": 0}, "trial_order": {"enum": list(P.TRIAL_ORDERS)},
-        "subjects": {"anyOf": [COUNT, _mapping(P.SUBJECTS, (), {"n": COUNT})]},
+        "subjects": {"anyOf": [COUNT, {"const": "people"}, _mapping(P.SUBJECTS, (), {"n": COUNT})]},
         "columns": {"type": "object", "additionalProperties": {"type": "string"}}})
     return _mapping(P.TOP, P.REQUIRED["top"], {
         **_header(),

@@ -48,7 +48,7 @@ FACTOR = {"levels", "assignment"}
 SUBJECTS = {"table", "id", "template", "n", "sample", "label", "per_item"}
 ORDER = {"mode", "max_orderings"}
 HUMAN = {"file", "columns", "name"}
-HUMAN_COLUMNS = {"respondent", "item", "response", "weight", "condition", "groups", "trial"}
+HUMAN_COLUMNS = {"respondent", "item", "response", "weight", "condition", "groups", "trial", "order"}
 JUDGE = {"prompt", "response"}
 # the tests come from the one method registry (analyze/methods/registry.py); the other types make tables
 ANALYSIS_TYPES = {"distribution": set(), **{name: set(m.keys) for name, m in TESTS.items()}, "amce": {"factors"},
@@ -163,6 +163,12 @@ class Study:
     orders_before: bool = False
     human: pd.DataFrame | None = None
     human_name: str = "human"
+    # design.subjects: people - the human table's respondents are the subjects, each asked the items they
+    # answered in the condition they answered them in (issue 39: every person's answers scored)
+    people: bool = False
+    answered: dict = field(default_factory=dict)  # people: subject -> {(item, condition label)}
+    shown_orders: dict = field(default_factory=dict)  # people: (subject, item, condition) -> the order they saw
+    ablate: tuple = ()  # collect --ablate: the twins built beside the full prompt (design.py)
     analyses: list[dict] = field(default_factory=list)
     files: dict[str, Path] = field(default_factory=dict)  # relative name -> path: the file and its tables
     # `type: function` analyses run only when the user runs this file themselves with --allow-code,
@@ -420,6 +426,8 @@ def load_study(file, seed: int | None = None, allow_code: bool = False) -> Study
     _items(c, d, s, named, default)
     _order(c, d, s)
     _human(c, d, s)
+    if s.people:
+        people_subjects(c, s)
     _analyses(c, d, s)
     _check_placeholders(c, s)
     _check_size(c, s)
@@ -522,6 +530,12 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
     path = ("design", "subjects")
     if v is None:
         return pd.DataFrame({"subject": ["s1"], "persona": [""]})
+    if v == "people":  # the respondents of `human:`, read after it (people_subjects)
+        s.people = True
+        return pd.DataFrame({"subject": ["s1"], "persona": [""]})
+    if isinstance(v, str):
+        raise c.err(path, f"{v!r}: subjects is a number, a mapping ({{table: FILE, ...}}) or `people` (the "
+                          "human table's respondents)")
     d = c.mapping({"n": v} if isinstance(v, int) and not isinstance(v, bool) else v, path, SUBJECTS)
     n = c.number(d, "n", path, None, integer=True, low=1, high=MAX_COUNT)
     if "table" not in d:
@@ -771,7 +785,7 @@ def _human(c: Checker, d: dict, s: Study) -> None:
     cols = c.mapping(h["columns"], (*path, "columns"), HUMAN_COLUMNS, required=REQUIRED["human_columns"])
     s.human_name = c.text(h, "name", path, "human")
     mapping = {}
-    for key in ("respondent", "item", "response", "weight", "condition", "trial"):
+    for key in ("respondent", "item", "response", "weight", "condition", "trial", "order"):
         col = c.text(cols, key, (*path, "columns"))
         if col is None:
             continue
@@ -784,6 +798,62 @@ def _human(c: Checker, d: dict, s: Study) -> None:
         if g not in df.columns:
             raise c.err((*path, "columns", "groups", i), f"column {g!r} is not in {h['file']}{did_you_mean(g, df.columns)}")
     s.human = _human_rows(c, s, df, mapping, groups, path)
+    if "order" in mapping:
+        _shown_orders(c, s, df, mapping, path)
+    if s.people:  # every respondent is a subject: one without an answer would be a person never scored
+        ids = df[mapping["respondent"]].map(lambda v: _plain(v) if isinstance(v, float) else str(v))
+        silent = [r for r in dict.fromkeys(ids) if r not in set(s.human["subject"])]
+        if silent:
+            raise c.err((*path, "columns", "response"), f"respondent {silent[0]!r} of {h['file']} answered no item; "
+                        "with design.subjects: people every respondent is scored (remove their rows)")
+
+
+def _shown_orders(c: Checker, s: Study, df: pd.DataFrame, m: dict, path) -> None:
+    """human.columns.order (design.subjects: people): the option labels in the order the person saw them,
+    joined by '|' (refusals stay last, as listed); that person's trial shows them so. An empty cell: the
+    study's option_order."""
+    if not s.people:
+        raise c.err((*path, "columns", "order"), "an order shown is a person's prompt: it needs design.subjects: "
+                                                 "people")
+    items = {it.id: it for it in s.items}
+    for i, rec in enumerate(df.to_dict("records")):
+        text, it = _plain(rec[m["order"]]), items[_plain(rec[m["item"]])]
+        if not text or it.response.kind != "choice":
+            continue
+        listed = [o.label for o in it.response.options if not o.refusal]
+        got = [x.strip() for x in text.split("|")]
+        if sorted(got) != sorted(listed):
+            raise c.err((*path, "columns", "order"), f"row {i + 2} of the human table: order {text!r} is not the "
+                        f"options of item {it.id} ({' | '.join(listed)}) joined by '|'")
+        key = (str(rec[m["respondent"]]) if not isinstance(rec[m["respondent"]], float) else
+               _plain(rec[m["respondent"]]), it.id, _plain(rec[m["condition"]]) if "condition" in m else "")
+        s.shown_orders[key] = tuple(listed.index(x) for x in got)
+
+
+def people_subjects(c: Checker, s: Study) -> None:
+    """design.subjects: people: one subject per respondent of the human table (in its order), with the
+    table's group columns as the subject's columns (a prompt's ${party}), and the (item, condition) pairs
+    each answered, which design.py asks them and no others."""
+    path = ("design", "subjects")
+    if s.human is None:
+        raise c.err(path, "subjects: people are the respondents of the human table; add human: {file, columns}")
+    if s.condition:
+        raise c.err(("design", "condition"), "with subjects: people the conditions are the human table's labels; "
+                                             "remove design.condition")
+    h = s.human
+    if s.factors and (h["condition"] == "").all():
+        raise c.err(path, "subjects: people with factors needs each respondent's condition: add "
+                          "human.columns.condition")
+    dup = h.duplicated(["subject", "item", "condition"])
+    if dup.any():
+        r = h[dup].iloc[0]
+        raise c.err(("human", "columns", "respondent"), f"respondent {r['subject']!r} answered item {r['item']!r} "
+                    "twice in one condition; with subjects: people each answer is one decision")
+    extra = [col for col in h.columns if col not in RESERVED and col not in ("weight", "validity", "response_type")]
+    first = h.drop_duplicates("subject")
+    s.subjects = pd.concat([pd.DataFrame({"subject": first["subject"].to_numpy(), "persona": [""] * len(first)}),
+                            first[extra].reset_index(drop=True).map(_plain)], axis=1)
+    s.answered = {p: set(zip(g["item"], g["condition"])) for p, g in h.groupby("subject", sort=False)}
 
 
 def _human_rows(c: Checker, s: Study, df: pd.DataFrame, m: dict, groups: list[str], path) -> pd.DataFrame:

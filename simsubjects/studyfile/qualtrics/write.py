@@ -57,8 +57,22 @@ def _shown_again(conv: Conversion) -> dict:
     return after
 
 
+def _people(d: dict, human: Human | None, demo: list | None, sample: int | None) -> None:
+    """--people: design.subjects: people; with --demographics each respondent's persona is built from
+    their own demographic columns of human.csv (the subjects' columns)."""
+    if human is None or not human.rows:
+        raise UserError("--people: needs --responses with answers (the subjects are the respondents)")
+    if sample:
+        raise UserError("--people and --subjects: with --people every respondent is a subject")
+    d["design"]["subjects"] = "people"
+    if demo:
+        from . import demographics as D
+
+        d["prompt"]["template"] = D.template(demo) + "\n\n${question}\n${options}"
+
+
 def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list | None = None,
-               n_personas: int = 0, sample: int | None = None) -> dict:
+               n_personas: int = 0, sample: int | None = None, people: bool = False) -> dict:
     s = conv.survey
     after = _shown_again(conv)
     items = []
@@ -82,6 +96,8 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list 
         d["prompt"]["template"] = "${persona}\n\n${question}\n${options}"
         d["design"]["subjects"] = {"table": "personas.csv", "id": "respondent", "template": D.template(demo),
                                    **({"n": sample, "sample": True} if sample and sample < n_personas else {})}
+    if people:  # --people: the subjects are the respondents, each scored on their own answers (issue 39)
+        _people(d, human, demo, sample)
     if conv.factors:
         d["design"]["factors"] = {f.name: {"assignment": "between", "levels": dict(f.levels)} for f in conv.factors}
     analyses: list = ["distribution"]
@@ -309,8 +325,8 @@ def _stale_import(path: Path) -> bool:
 
 def import_qualtrics(survey: str, folder: str, responses: str | None = None, finished_only: bool = False,
                      subjects: int | None = None, demographics: list[str] | None = None,
-                     dedupe: str | None = None, id_column: str | None = None, merge: bool = False
-                     ) -> tuple[Path, Conversion, Human | None]:
+                     dedupe: str | None = None, id_column: str | None = None, merge: bool = False,
+                     people: bool = False) -> tuple[Path, Conversion, Human | None]:
     """Read everything and check it before anything is written; then write a temporary folder, check it
     as `study check` does, and rename it into place (whole or absent, even if killed midway)."""
     dest = _target(folder)
@@ -327,7 +343,7 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
         if not personas:
             raise UserError(f"--demographics: no respondent answered all of {', '.join(demographics)}")
     n = subjects or max(1, _cells(conv))
-    data = study_yaml(conv, human, n, demo, len(personas), subjects)
+    data = study_yaml(conv, human, n, demo, len(personas), subjects, people)
     dest.parent.mkdir(parents=True, exist_ok=True)
     for stale in dest.parent.glob(f".{dest.name}.tmp-*"):  # left by a killed import into the same folder
         if _stale_import(stale):  # only a folder this importer made, whose process is gone (issue 42)

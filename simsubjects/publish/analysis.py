@@ -18,6 +18,7 @@ from ..studyfile.origin import analysis_reusable
 from . import saved
 from ..studyfile.origin import study_def  # which study made the run: a study file or a declared one
 from simsubjects.analyze.order_effects import order_effects
+from simsubjects.analyze.estimand import MIN_VALIDITY, annotate, run_sample
 from ..studyfile.origin import origin
 
 
@@ -33,14 +34,21 @@ class Analysis:
 
 
 def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: bool = True,
-                 extra: Callable[..., dict[str, pd.DataFrame]] | None = None, code_from=None) -> Analysis:
+                 extra: Callable[..., dict[str, pd.DataFrame]] | None = None, code_from=None,
+                 min_validity: float = MIN_VALIDITY) -> Analysis:
     """Analyze one run folder, or several of the same study side by side (one model each).
 
     `code_from`: the user's own study file (analyze --allow-code FILE) whose `type: function` analyses
     may run; without it a study file's run is analyzed from its own copy, which never runs code.
 
-    `extra`: (study's StudyDef, responses, items, tables) -> more tables written into the same set (e.g. --check-r's check_r.csv).
+    `extra`: (study's StudyDef, responses, items, tables) -> more tables written into the same set (e.g. --check-r's check_r.csv);
+    it sees the tables as the study's analysis computed them (the R twins' numbers), before the estimand policy.
+
+    `min_validity`: every test table's `low_validity` flag is True where the model's mean valid probability
+    mass behind the row is under it (analyze/estimand.py, analyze --min-validity).
     """
+    if not 0 <= min_validity <= 1:
+        raise UserError(f"--min-validity {min_validity}: must be between 0 and 1")
     runs = [load_run(d) for d in dirs]
     outdir = _output_folder(dirs, out)
     studies = {m["study"] for m, _, _ in runs}
@@ -62,6 +70,10 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         # any k-choice study whose trials record the option order shown (simsubjects.collect.option_order)
 
         tables["order_effects"], tables["order_effects_average"] = order_effects(responses)
+    computed = tables
+    model_rows = responses[responses["source"].astype(str) != "human"] if "source" in responses else responses
+    kind = run_sample(spec.sample, runs[0][0].get("parameters") or {}, model_rows)
+    tables = annotate(tables, responses, kind, min_validity)  # `sample`, `low_validity` (issue 40, items 1-2)
     for name in tables:  # a name from the run's study copy or a function's dict: NAME.csv, never a path
         check_table_name(name, f"{dirs[0]}: analysis")
     # The set of tables and figures is written into a staging folder and swapped in whole: a killed
@@ -74,12 +86,14 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
             (stage / f"{name}.csv").write_bytes(csv[name])
         if plots and spec.plot:
             figures = [outdir / Path(p).name for p in spec.plot(tables, responses, stage)]
-        for name, df in (extra(spec, responses, items, tables) if extra else {}).items():
+        more = extra(spec, responses, items, computed) if extra else {}
+        for name, df in annotate(more, responses, kind, min_validity).items():  # ppi.csv is a test table too
             check_table_name(name, f"{dirs[0]}: analysis")
             (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
         from .methods_md import NAME, methods_text
 
-        text = methods_text(study, getattr(spec, "title", "") or "", [m for m, _, _ in runs], responses, tables)
+        text = methods_text(study, getattr(spec, "title", "") or "", [m for m, _, _ in runs], responses, tables,
+                            sample=kind, min_validity=min_validity)
         (stage / NAME).write_bytes(text.encode("utf-8"))
         reusable = len(dirs) == 1 and code_from is None and out is None and analysis_reusable(runs[0][0])
         record = saved.record(Path(dirs[0]), spec, tables, csv, stage, [p.name for p in figures],

@@ -17,6 +17,7 @@ from string import Template
 import pandas as pd
 
 from simsubjects.analyze.methods.registry import TESTS
+from simsubjects.collect.sample_kinds import CENSUS, DRAWN, IDENTICAL_PROMPTS
 from simsubjects.collect.schema import COLLECTION_COLUMNS, CORE_COLUMNS, SESSION_COLUMNS
 from .load import Source, StudyFileError, did_you_mean, read_source
 from .limits import MAX_COUNT, MAX_ORDERINGS, MAX_SEED, MAX_TRIALS
@@ -152,6 +153,8 @@ class Study:
     seed: int = 0
     subject_label: str | None = None  # template of the `subject` column (None: the subject's id)
     per_item: int | None = None  # subjects drawn afresh for each item (design.subjects.per_item)
+    # what the subjects are a sample of (collect/sample_kinds.py; the `sample` column of test tables)
+    subjects_sample: str = IDENTICAL_PROMPTS
     trial_order: str = "subject"  # subject: subject -> cell -> item; item: item -> cell -> subject
     columns: dict = field(default_factory=dict)  # extra trial columns: name -> template (design.columns)
     trial_id: str = ""  # template of the trial id (default: subject | item | condition ...)
@@ -547,6 +550,10 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
     bad = [col for col in df.columns if col in RESERVED and col != idcol]
     if bad:
         raise c.err((*path, "table"), f"column {bad[0]!r} of {d['table']} is a reserved column name; rename it")
+    # every row once (a census; `n` alone keeps the first n rows), or drawn: `sample: true`, `per_item`, or a
+    # built-in table that is itself a seeded draw (ultimatum_pairs)
+    s.subjects_sample = DRAWN if (c.flag(d, "sample", path) and n is not None) or d.get("per_item") or \
+        str(d["table"]) == "builtin:ultimatum_pairs" else CENSUS
     if n is not None:
         if c.flag(d, "sample", path):
             df = df.sample(n=min(n, len(df)), random_state=s.seed)

@@ -201,3 +201,16 @@ def test_the_opinion_survey_declares_its_sample():
     assert OPINION_SURVEY.sample({"personas": "bundled", "sample": "20"}) == DRAWN
     manifest = json.loads((OLD / "opinion_survey_cyclic" / "manifest.json").read_text())
     assert OPINION_SURVEY.sample(manifest["parameters"]) == IDENTICAL_PROMPTS
+
+
+def test_the_report_says_the_sample_in_words_and_counts_the_flags(tmp_path):
+    from simsubjects.collect.sample_kinds import SAMPLE_KINDS
+
+    run = tmp_path / "run"
+    shutil.copytree(OLD / "studyfile_averaged", run)
+    assert main(["report", str(run)]) == 0
+    page = (run / "report.html").read_text()
+    assert "sample of the tests" in page and SAMPLE_KINDS[CENSUS].split(":")[0] in page
+    flagged = sum(int(pd.read_csv(f)["low_validity"].sum()) for f in (run / "analysis").glob("*.csv")
+                  if "low_validity" in pd.read_csv(f, nrows=0).columns)
+    assert flagged > 0 and f"{flagged} of " in page

@@ -214,3 +214,19 @@ def test_the_report_says_the_sample_in_words_and_counts_the_flags(tmp_path):
     flagged = sum(int(pd.read_csv(f)["low_validity"].sum()) for f in (run / "analysis").glob("*.csv")
                   if "low_validity" in pd.read_csv(f, nrows=0).columns)
     assert flagged > 0 and f"{flagged} of " in page
+
+
+def test_milgram_percent_obedient_leaves_censored_runs_out_and_reports_them_apart():
+    """Six runs: two completed, one broke off at 12, three cut by --max-stages at 5. Before issue 40 the
+    three cut runs counted as disobedient (2/6 = 33%); they are neither, so the share is 2/3, with the three
+    counted apart and the Kaplan-Meier value at level 30 beside it. Unit: subject."""
+    from simsubjects.studies.milgram.analysis import obedience_summary
+
+    b = pd.DataFrame({"model": "m", "source": "model", "subject": list("abcdef"),
+                      "breakoff_level": [30, 30, 12, 5, 5, 5], "censored": [False] * 3 + [True] * 3,
+                      "cause": ["completed", "completed", "refused", *["max stages"] * 3]})
+    row = obedience_summary(b).iloc[0]
+    assert row["percent_obedient"] == pytest.approx(200 / 3) and row["n_uncensored"] == 3 and row["censored"] == 3
+    assert row["km_percent_obedient"] == pytest.approx(200 / 3)  # the curve's value at 30: 1 x (1 - 1/3)
+    every_run_cut = obedience_summary(b.assign(breakoff_level=5, censored=True)).iloc[0]
+    assert math.isnan(every_run_cut["percent_obedient"]) and math.isnan(every_run_cut["km_percent_obedient"])

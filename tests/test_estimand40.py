@@ -230,3 +230,11 @@ def test_milgram_percent_obedient_leaves_censored_runs_out_and_reports_them_apar
     assert row["km_percent_obedient"] == pytest.approx(200 / 3)  # the curve's value at 30: 1 x (1 - 1/3)
     every_run_cut = obedience_summary(b.assign(breakoff_level=5, censored=True)).iloc[0]
     assert math.isnan(every_run_cut["percent_obedient"]) and math.isnan(every_run_cut["km_percent_obedient"])
+
+
+def test_ppi_rows_of_people_say_people():
+    responses = pd.DataFrame({"trial": ["t1"], "item": ["a"], "source": "model", "validity": [0.9]})
+    table = pd.DataFrame({"method": ["human-only", "model-only", "prediction-powered"], "estimate": [1.0, 2.0, 1.5],
+                          "p.value": [0.1, 0.2, 0.3]})
+    got = annotate({"ppi": table}, responses, CENSUS)["ppi"]
+    assert got["sample"].tolist() == [PEOPLE, CENSUS, PEOPLE]

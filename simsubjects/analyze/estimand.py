@@ -27,6 +27,8 @@ NOT_A_SAMPLE = ("identical prompts: every subject read the same prompt, so the s
 # a table's `unit` naming these is a test over items (stories, sentences, questions) of the study's table
 ITEM_UNITS = ("item", "sentence", "story", "question")
 HUMAN = {"human", "people", "person"}
+# ppi.csv's rows that estimate people's mean: over respondents (the model's predictions only narrow it)
+PPI_PEOPLE = ("human-only", "prediction-powered")
 
 
 def run_sample(declared, params: dict, model_rows: pd.DataFrame) -> str:
@@ -62,7 +64,7 @@ def _sampled(rows: pd.DataFrame) -> bool:
 def _row_kind(row: pd.Series, kind: str) -> str:
     unit = str(row.get("unit", "") or "").lower()
     source = str(row.get("source", "") or "").lower()
-    if source in HUMAN:
+    if source in HUMAN or str(row.get("method", "")) in PPI_PEOPLE:
         return PEOPLE
     if "person" in unit or _with_people(row):
         return kind + VS_PEOPLE

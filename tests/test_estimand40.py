@@ -238,3 +238,17 @@ def test_ppi_rows_of_people_say_people():
                           "p.value": [0.1, 0.2, 0.3]})
     got = annotate({"ppi": table}, responses, CENSUS)["ppi"]
     assert got["sample"].tolist() == [PEOPLE, CENSUS, PEOPLE]
+
+
+def test_a_reference_of_people_named_in_the_rows_and_tables_against_people():
+    """The conjoint's tables name people by their data set ("HHY 2014 respondents"), and its model-vs-people
+    tables by their name; Milgram's tests carry n_human."""
+    responses = pd.DataFrame({"trial": ["t1", "h1"], "item": ["a", "a"], "source": ["model", "human"],
+                              "model": ["m", "HHY 2014 respondents"], "validity": [0.9, 1.0]})
+    amce = pd.DataFrame({"source": ["m", "HHY 2014 respondents"], "estimate": [0.1, 0.2], "p.value": [0.1, 0.2]})
+    vs = pd.DataFrame({"estimate": [0.1], "p.value": [0.3]})
+    got = annotate({"amce": amce, "anova_model_vs_people": vs}, responses, DRAWN)
+    assert got["amce"]["sample"].tolist() == [DRAWN, PEOPLE]
+    assert got["anova_model_vs_people"]["sample"].tolist() == [DRAWN + VS_PEOPLE]
+    milgram = pd.DataFrame({"model": ["m"], "n_model": [4], "n_human": [40], "p.value": [0.5]})
+    assert annotate({"tests": milgram}, responses, CENSUS)["tests"]["sample"].tolist() == [CENSUS + VS_PEOPLE]

@@ -61,12 +61,14 @@ def _sampled(rows: pd.DataFrame) -> bool:
     return False
 
 
-def _row_kind(row: pd.Series, kind: str) -> str:
+def _row_kind(row: pd.Series, kind: str, people: set[str], table: str) -> str:
+    """People's rows (`source` or `model` naming a human reference, e.g. "HHY 2014 respondents"), a model
+    tested against people (a person unit, people's counts, a table named for people), items, or the run's kind."""
     unit = str(row.get("unit", "") or "").lower()
-    source = str(row.get("source", "") or "").lower()
-    if source in HUMAN or str(row.get("method", "")) in PPI_PEOPLE:
+    names = {str(row.get(c, "") or "") for c in ("source", "model")}
+    if {n.lower() for n in names} & HUMAN or names & people or str(row.get("method", "")) in PPI_PEOPLE:
         return PEOPLE
-    if "person" in unit or _with_people(row):
+    if "person" in unit or _with_people(row) or any(w in table for w in ("people", "human")):
         return kind + VS_PEOPLE
     if any(u in unit for u in ITEM_UNITS):
         return CENSUS if kind == IDENTICAL_PROMPTS else kind  # the items are the sample, not copies
@@ -104,16 +106,19 @@ def annotate(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, kind: str
              min_validity: float = MIN_VALIDITY) -> dict[str, pd.DataFrame]:
     """Every test table with `sample` and `low_validity` (module docstring); other tables unchanged."""
     trials = validity_by(responses)
+    human = responses["source"].astype(str) == "human" if "source" in responses else pd.Series(False, responses.index)
+    people = set(responses.loc[human, "model"].dropna().astype(str)) if "model" in responses else set()
     out = {}
     for name, df in tables.items():
-        out[name] = _annotate_table(df, kind, trials, min_validity) if "p.value" in df.columns else df
+        out[name] = _annotate_table(df, kind, trials, min_validity, people, name) if "p.value" in df.columns else df
     return out
 
 
-def _annotate_table(df: pd.DataFrame, kind: str, trials: pd.DataFrame, min_validity: float) -> pd.DataFrame:
+def _annotate_table(df: pd.DataFrame, kind: str, trials: pd.DataFrame, min_validity: float,
+                    people: set[str] = frozenset(), name: str = "") -> pd.DataFrame:
     df = df.copy()
     if "sample" not in df.columns:  # an analysis that knows its rows better sets it itself
-        df["sample"] = [_row_kind(r, kind) for _, r in df.iterrows()] if len(df) else pd.Series(dtype=str)
+        df["sample"] = [_row_kind(r, kind, people, name) for _, r in df.iterrows()] if len(df) else pd.Series(dtype=str)
     people = df["sample"].astype(str) == PEOPLE
     mean_v = [math.nan if p else _mean_validity(r, trials) for (_, r), p in zip(df.iterrows(), people)]
     df["low_validity"] = [bool(pd.notna(v) and v < min_validity) for v in mean_v]

@@ -177,15 +177,18 @@ def test_run_sample(rows, declared, kind):
 
 @pytest.mark.parametrize("subjects, kind", [
     ("10", IDENTICAL_PROMPTS),
-    ("{table: people.csv}", CENSUS),
-    ("{table: people.csv, n: 2}", CENSUS),
-    ("{table: people.csv, n: 2, sample: true}", DRAWN),
-    ("{table: people.csv, per_item: 2}", DRAWN),
+    ("{table: people.csv, template: 'I am ${name}.'}", CENSUS),
+    ("{table: people.csv, n: 2, template: 'I am ${name}.'}", CENSUS),
+    ("{table: people.csv, n: 2, sample: true, template: 'I am ${name}.'}", DRAWN),
+    ("{table: people.csv, per_item: 2, template: 'I am ${name}.'}", DRAWN),
+    ("{table: people.csv}", IDENTICAL_PROMPTS),  # the names are never shown: copies of one prompt
+    ("{table: arms.csv}", IDENTICAL_PROMPTS),  # rows that only deal subjects into arms (Qualtrics' subjects.csv)
 ])
 def test_a_study_files_subjects_declare_their_sample(tmp_path, subjects, kind):
     from simsubjects.studyfile.spec import load_study
 
     (tmp_path / "people.csv").write_text("name\nAnn\nBo\nCy\n")
+    (tmp_path / "arms.csv").write_text("id,arm\ns1,a\ns2,b\ns3,a\n")
     (tmp_path / "study.yaml").write_text(
         "study: s\ntitle: t\nprompt: {template: '${question}'}\n"
         f"design: {{subjects: {subjects}}}\n"

@@ -513,12 +513,25 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
     s.trial_id = c.text(g, "trial_id", ("design",), "")
     s.condition = c.text(g, "condition", ("design",), "")
     s.subjects = _subjects(c, g.get("subjects"), s)
+    if s.subjects_sample != IDENTICAL_PROMPTS and _one_prompt(s):
+        s.subjects_sample = IDENTICAL_PROMPTS
     for name, t in c.typed(g.get("columns") or {}, ("design", "columns"), dict, "a mapping").items():
         path = ("design", "columns", name)
         if not NAME.fullmatch(str(name)) or name in RESERVED or s.factor(name) or name in s.subjects.columns:
             raise c.err(path, f"column name {name!r}: letters, digits and _, and neither a reserved column, a factor "
                               "nor a subjects column")
         s.columns[str(name)] = c.typed(t, path, str, "a template (text)")
+
+
+def _one_prompt(s: Study) -> bool:
+    """A subjects table whose rows all give one persona text and whose columns no text of the file names as a
+    placeholder ($col, ${col}): its rows only deal subjects into arms (a Qualtrics import's subjects.csv), so
+    the subjects of an arm read one prompt (issue 40: copies, not a sample)."""
+    if s.subjects["persona"].nunique() > 1:
+        return False
+    text = "\n".join(b.decode("utf-8", "replace") for b in s.raw.values())
+    cols = [col for col in s.subjects.columns if col not in ("subject", "persona")]
+    return not any(re.search(r"\$\{?" + re.escape(str(col)) + r"\b", text) for col in cols)
 
 
 def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:

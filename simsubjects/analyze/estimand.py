@@ -88,7 +88,7 @@ def validity_by(responses: pd.DataFrame) -> pd.DataFrame:
     per = model.groupby(keys, sort=False, dropna=False).agg(
         validity=("validity", "first"), **({"item": ("item", "first")} if "item" in model else {})).reset_index()
     per["validity"] = pd.to_numeric(per["validity"], errors="coerce")
-    return per
+    return per.astype({c: str for c in ("run", "model", "item") if c in per})  # matched as text to a table's row
 
 
 def _mean_validity(row: pd.Series, trials: pd.DataFrame) -> float:
@@ -96,8 +96,9 @@ def _mean_validity(row: pd.Series, trials: pd.DataFrame) -> float:
     them (a table that names none is over the whole run)."""
     sel = np.ones(len(trials), bool)
     for col in ("run", "model", "item"):
-        if col in row.index and col in trials and pd.notna(row[col]) and (trials[col].astype(str) == str(row[col])).any():
-            sel &= (trials[col].astype(str) == str(row[col])).to_numpy()
+        if col in row.index and col in trials and pd.notna(row[col]):
+            match = (trials[col] == str(row[col])).to_numpy()
+            sel &= match if match.any() else True  # a value no trial holds (a pooled "all") leaves it as it is
     v = trials.loc[sel, "validity"].dropna()
     return float(v.mean()) if len(v) else math.nan
 
@@ -119,14 +120,14 @@ def _annotate_table(df: pd.DataFrame, kind: str, trials: pd.DataFrame, min_valid
     df = df.copy()
     if "sample" not in df.columns:  # an analysis that knows its rows better sets it itself
         df["sample"] = [_row_kind(r, kind, people, name) for _, r in df.iterrows()] if len(df) else pd.Series(dtype=str)
-    people = df["sample"].astype(str) == PEOPLE
-    mean_v = [math.nan if p else _mean_validity(r, trials) for (_, r), p in zip(df.iterrows(), people)]
+    of_people = (df["sample"].astype(str) == PEOPLE).to_numpy()
+    mean_v = [math.nan if p else _mean_validity(r, trials) for (_, r), p in zip(df.iterrows(), of_people)]
     df["low_validity"] = [bool(pd.notna(v) and v < min_validity) for v in mean_v]
     copies = (df["sample"].astype(str) == IDENTICAL_PROMPTS).to_numpy()
-    if copies.any():
+    if copies.any():  # the exact value stays; no statistic or p-value over copies of one prompt
         for col in [c for c in df.columns if c == "statistic" or c.startswith("p.value")]:
             df.loc[copies, col] = math.nan
-        note = df["note"].astype(object).where(df["note"].notna(), "") if "note" in df else pd.Series("", index=df.index)
-        df["note"] = [NOT_A_SAMPLE if c and not str(n) else (f"{n}; {NOT_A_SAMPLE}" if c and NOT_A_SAMPLE not in str(n)
-                                                             else n) for c, n in zip(copies, note)]
+        note = df["note"].fillna("").astype(str) if "note" in df else pd.Series("", index=df.index)
+        df["note"] = [(f"{n}; {NOT_A_SAMPLE}" if n else NOT_A_SAMPLE) if c and NOT_A_SAMPLE not in n else
+                      (n if "note" in df or c else "") for c, n in zip(copies, note)]
     return df

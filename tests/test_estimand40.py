@@ -233,6 +233,8 @@ def test_milgram_percent_obedient_leaves_censored_runs_out_and_reports_them_apar
     assert row["km_percent_obedient"] == pytest.approx(200 / 3)  # the curve's value at 30: 1 x (1 - 1/3)
     every_run_cut = obedience_summary(b.assign(breakoff_level=5, censored=True)).iloc[0]
     assert math.isnan(every_run_cut["percent_obedient"]) and math.isnan(every_run_cut["km_percent_obedient"])
+    every_run_stopped = obedience_summary(b.assign(breakoff_level=0, censored=False)).iloc[0]
+    assert every_run_stopped["percent_obedient"] == 0 and every_run_stopped["km_percent_obedient"] == 0
 
 
 def test_ppi_rows_of_people_say_people():
@@ -255,3 +257,12 @@ def test_a_reference_of_people_named_in_the_rows_and_tables_against_people():
     assert got["anova_model_vs_people"]["sample"].tolist() == [DRAWN + VS_PEOPLE]
     milgram = pd.DataFrame({"model": ["m"], "n_model": [4], "n_human": [40], "p.value": [0.5]})
     assert annotate({"tests": milgram}, responses, CENSUS)["tests"]["sample"].tolist() == [CENSUS + VS_PEOPLE]
+
+
+def test_an_analysis_may_name_some_rows_itself():
+    """The conjoint's people come from the bundled data, not the run: its analysis marks their rows and the
+    rest are filled with the run's kind."""
+    responses = pd.DataFrame({"trial": ["t1"], "item": ["a"], "source": "model", "model": "m", "validity": [0.9]})
+    amce = pd.DataFrame({"source": ["m", "HHY"], "estimate": [0.1, 0.2], "p.value": [0.1, 0.2],
+                         "sample": [None, PEOPLE]})
+    assert annotate({"amce": amce}, responses, DRAWN)["amce"]["sample"].tolist() == [DRAWN, PEOPLE]

@@ -118,8 +118,9 @@ def annotate(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, kind: str
 def _annotate_table(df: pd.DataFrame, kind: str, trials: pd.DataFrame, min_validity: float,
                     people: set[str] = frozenset(), name: str = "") -> pd.DataFrame:
     df = df.copy()
-    if "sample" not in df.columns:  # an analysis that knows its rows better sets it itself
-        df["sample"] = [_row_kind(r, kind, people, name) for _, r in df.iterrows()] if len(df) else pd.Series(dtype=str)
+    kinds = pd.Series([_row_kind(r, kind, people, name) for _, r in df.iterrows()], index=df.index, dtype=object)
+    # an analysis that knows some rows better sets them itself (the conjoint's bundled people); the rest are filled
+    df["sample"] = df["sample"].astype(object).where(df["sample"].notna(), kinds) if "sample" in df else kinds
     of_people = (df["sample"].astype(str) == PEOPLE).to_numpy()
     mean_v = [math.nan if p else _mean_validity(r, trials) for (_, r), p in zip(df.iterrows(), of_people)]
     df["low_validity"] = [bool(pd.notna(v) and v < min_validity) for v in mean_v]

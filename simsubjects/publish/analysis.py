@@ -41,11 +41,10 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
     `code_from`: the user's own study file (analyze --allow-code FILE) whose `type: function` analyses
     may run; without it a study file's run is analyzed from its own copy, which never runs code.
 
-    `extra`: (study's StudyDef, responses, items, tables) -> more tables written into the same set (e.g. --check-r's check_r.csv);
-    it sees the tables as the study's analysis computed them (the R twins' numbers), before the estimand policy.
+    `extra`: (study's StudyDef, responses, items, tables) -> more tables written into the same set (e.g.
+    --check-r's check_r.csv); it sees the tables as the analysis computed them (the R twins' numbers).
 
-    `min_validity`: every test table's `low_validity` flag is True where the model's mean valid probability
-    mass behind the row is under it (analyze/estimand.py, analyze --min-validity).
+    `min_validity`: a test table's `low_validity` is True under it (analyze/estimand.py, --min-validity).
     """
     if not 0 <= min_validity <= 1:
         raise UserError(f"--min-validity {min_validity}: must be between 0 and 1")
@@ -68,12 +67,9 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
                         "needs; the tables do not come from `simsubjects collect " + study.replace("_", "-") + "`") from None
     if "shown_position" in responses.columns and "order_effects" not in tables:
         # any k-choice study whose trials record the option order shown (simsubjects.collect.option_order)
-
         tables["order_effects"], tables["order_effects_average"] = order_effects(responses)
     computed = tables
-    model_rows = responses[responses["source"].astype(str) != "human"] if "source" in responses else responses
-    kind = run_sample(spec.sample, runs[0][0].get("parameters") or {}, model_rows)
-    tables = annotate(tables, responses, kind, min_validity)  # `sample`, `low_validity` (issue 40, items 1-2)
+    kind, tables = _estimand(spec, runs[0][0], responses, tables, min_validity)
     for name in tables:  # a name from the run's study copy or a function's dict: NAME.csv, never a path
         check_table_name(name, f"{dirs[0]}: analysis")
     # The set of tables and figures is written into a staging folder and swapped in whole: a killed
@@ -90,17 +86,31 @@ def analyze_runs(dirs: list[str | Path], out: str | Path | None = None, plots: b
         for name, df in annotate(more, responses, kind, min_validity).items():  # ppi.csv is a test table too
             check_table_name(name, f"{dirs[0]}: analysis")
             (stage / f"{name}.csv").write_bytes(df.to_csv(index=False).encode("utf-8"))
-        from .methods_md import NAME, methods_text
-
-        text = methods_text(study, getattr(spec, "title", "") or "", [m for m, _, _ in runs], responses, tables,
-                            sample=kind, min_validity=min_validity)
-        (stage / NAME).write_bytes(text.encode("utf-8"))
+        _write_methods(stage, study, spec, [m for m, _, _ in runs], responses, tables, kind, min_validity)
         reusable = len(dirs) == 1 and code_from is None and out is None and analysis_reusable(runs[0][0])
         record = saved.record(Path(dirs[0]), spec, tables, csv, stage, [p.name for p in figures],
                               plotted=plots and bool(spec.plot)) if reusable else {"reusable": False}
         (stage / saved.RECORD).write_bytes(json.dumps(record, indent=1).encode("utf-8"))
     shown = spec.summary(tables) if spec.summary else tables
     return Analysis(spec.name, responses, items, tables, shown, outdir, figures)
+
+
+def _write_methods(stage: Path, study: str, spec, manifests: list[dict], responses, tables, kind: str,
+                   min_validity: float) -> None:
+    """METHODS.md beside the tables (publish/methods_md.py): the run's own methods paragraph."""
+    from .methods_md import NAME, methods_text
+
+    text = methods_text(study, getattr(spec, "title", "") or "", manifests, responses, tables, sample=kind,
+                        min_validity=min_validity)
+    (stage / NAME).write_bytes(text.encode("utf-8"))
+
+
+def _estimand(spec, manifest: dict, responses: pd.DataFrame, tables: dict, min_validity: float) -> tuple[str, dict]:
+    """(the run's `sample` kind, the tables with `sample` and `low_validity` in every test table): the estimand
+    policy every analysis passes through (analyze/estimand.py; issue 40, items 1-2)."""
+    model_rows = responses[responses["source"].astype(str) != "human"] if "source" in responses else responses
+    kind = run_sample(spec.sample, manifest.get("parameters") or {}, model_rows)
+    return kind, annotate(tables, responses, kind, min_validity)
 
 
 def _output_folder(dirs, out) -> Path:

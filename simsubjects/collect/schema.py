@@ -78,4 +78,3 @@ def check_responses(df: pd.DataFrame, where: str = "responses") -> pd.DataFrame:
         raise UserError(f"{where}: missing column(s) {', '.join(missing)}; expected the tidy schema of docs/schema.md")
     rest = [c for c in df.columns if c not in CORE_COLUMNS]
     return df[[*CORE_COLUMNS, *rest]]
-

@@ -52,6 +52,7 @@ HEAVY_FIRST = [
     "test_hostile3.py",  # issue 42: three short sessions on the model, Qualtrics imports, the loopback server
     "test_sessions41.py",  # issue 41: three small sessions on the model (sampled, enumerated with chance moves)
     "test_people_fit.py",  # issue 39: a respondents table with both --ablate twins, a Qualtrics import, on the model
+    "test_estimand40.py",  # issue 40: a small session and a small vignette run on the model
     "test_conjoint.py",
     "test_network.py",
     "test_check_r_studyfile.py",

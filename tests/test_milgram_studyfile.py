@@ -116,8 +116,10 @@ def test_study_file_run_equals_the_builtin(tmp_path, bundled):
     assert pd.read_csv(b / "analysis" / "check_r.csv")["ok"].all()
     builtin = analyze_milgram(ra, pd.read_parquet(a / "items.parquet"))
     for table in ("breakoff", "survival", "tests", "obedience", "judgments_by_level", "validity"):
-        pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(builtin[table].to_csv(index=False))),
-                                      pd.read_csv(b / "analysis" / f"{table}.csv"), check_exact=False, atol=1e-9)
+        # `analyze` adds the estimand's columns to a test table (analyze/estimand.py, issue 40)
+        got = pd.read_csv(b / "analysis" / f"{table}.csv").drop(columns=["sample", "low_validity"], errors="ignore")
+        pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(builtin[table].to_csv(index=False))), got,
+                                      check_exact=False, atol=1e-9)
     assert (b / "analysis" / "fig7_survival.png").stat().st_size > 0
 
 

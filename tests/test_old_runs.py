@@ -13,7 +13,11 @@ Issue 40 (item 3) regenerated order_effects.csv of all four: a two-option item's
 first (one contrast), out of the Holm/BH family (`family`, `p.value.holm`); every other column equal.
 Issue 41 (items 9, 12) added to both study-file runs people_beside_model.csv (people beside each model, per
 arm) and agreement.csv's `note` column (it pools a 1-5 scale with a yes/no share, and says so); every other
-column of agreement.csv equal."""
+column of agreement.csv equal.
+Issue 40 (items 1, 2) added to every test table (a table with a p.value column) of all four the columns `sample`
+(what the subjects are a sample of: analyze/estimand.py) and `low_validity` (the model's valid mass under 0.5),
+and to order_effects_average.csv `unit` (item); opinion_survey_cyclic (copies of the default prompt) also gets
+`note`, and its order_effects_average, a test over items, keeps its p-value. Every other column equal to 1e-9."""
 from __future__ import annotations
 
 import shutil

@@ -22,7 +22,8 @@ from simsubjects.analyze.methods.multiplicity import add_adjusted
 ITEM_COLUMNS = ["model", "item", "response", "p_first", "p_last", "test", "estimate", "std.error", "statistic", "df",
                 "p.value", "conf.low", "conf.high", "n_first", "n_last", "unit", "family", "p.value.holm",
                 "p.value.bh"]
-AVERAGE_COLUMNS = ["model", "test", "estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n"]
+AVERAGE_COLUMNS = ["model", "test", "estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n",
+                   "unit"]
 
 
 def shown_shares(responses: pd.DataFrame) -> pd.DataFrame:
@@ -113,6 +114,7 @@ def order_effects(responses: pd.DataFrame, item: str = "item") -> tuple[pd.DataF
         per_item = _adjust_once(per_item, _two_option_mirrors(per_item, r, item))
     per_item = per_item.reindex(columns=ITEM_COLUMNS)
     avg = [{"model": model, **broom_fields(one_sample_t(g.groupby("item", sort=False)["estimate"].mean().to_numpy())),
-            "test": "mean P(first) - P(last) over items (each item's mean over its options; one-sample t)"}
+            "test": "mean P(first) - P(last) over items (each item's mean over its options; one-sample t)",
+            "unit": "item"}  # a test over the items (issue 40: over copies of one prompt it is still a sample)
            for model, g in per_item.groupby("model", sort=False)]
     return per_item, pd.DataFrame(avg, columns=AVERAGE_COLUMNS)

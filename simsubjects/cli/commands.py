@@ -220,8 +220,11 @@ def _collect_command(study, name: str | None = None):
 @click.option("--allow-code", "allow_code", default=None, metavar="STUDY.yaml", type=click.Path(dir_okay=False),
               help="Run the `type: function` analyses of STUDY.yaml, your own study file (the same bytes as the "
                    "run's copy); a run folder's copy never runs code (docs/robustness.md).")
+@click.option("--min-validity", "min_validity", default=None, type=click.FloatRange(0, 1),
+              help="Flag a test (`low_validity` column) whose model rows put less than this mean probability on the "
+                   "answer options; default 0.5 (docs/conventions.md, \"Validity and refusals in every denominator\").")
 @ppi_options
-def analyze(dirs, out, no_plots, check_r, allow_code, **ppi):
+def analyze(dirs, out, no_plots, check_r, allow_code, min_validity, **ppi):
     """Analyze one run folder (or several of one study, to compare models)."""
     from simsubjects.publish.analysis import analyze_runs
     from simsubjects.cli.ppi import check_ppi_inputs, ppi_requested, ppi_table
@@ -239,7 +242,8 @@ def analyze(dirs, out, no_plots, check_r, allow_code, **ppi):
         checked["more"] = more  # written beside the tables: counted with them below
         return more
 
-    a = analyze_runs(list(dirs), out, plots=not no_plots, extra=extra_tables, code_from=allow_code)
+    a = analyze_runs(list(dirs), out, plots=not no_plots, extra=extra_tables, code_from=allow_code,
+                     **({} if min_validity is None else {"min_validity": min_validity}))
     for name, df in a.shown.items():
         echo_table(name, df)
     if mixed is not None:  # ppi.csv is in the analysis set

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from simsubjects.analyze.estimand import MIN_VALIDITY
+from simsubjects.collect.sample_kinds import sample_words
 from simsubjects.collect.untrusted import md_text
 
 NAME = "METHODS.md"
-LOW_VALIDITY = 0.5  # a trial under this share of probability on the answer options is counted as low
 READ = {"exact": "the exact probability the model gives each answer option (its next-token distribution, "
                  "renormalized over the options)",
         "sampled": "answers sampled from the model and parsed into the options"}
@@ -41,11 +42,12 @@ def _design(model_rows: pd.DataFrame) -> str:
     count = {c: model_rows[c].nunique() for c in ("subject", "item", "trial") if c in model_rows}
     words = [f"{count[c]:,} {w}{'s' if count[c] != 1 else ''}" for c, w in
              (("subject", "subject"), ("item", "item"), ("trial", "trial")) if c in count]
-    persona = ("persona" in model_rows and model_rows["persona"].nunique() > 1)
-    who = " Each subject read a persona from the study's table of subjects." if persona else (
-        " Every subject read the same prompt: the subjects are copies of one prompt, not a sample."
-        if count.get("subject", 0) > 1 and "persona" in model_rows and model_rows["persona"].nunique() <= 1 else "")
-    return (f"The design had {', '.join(words)}." if words else "") + who
+    return f"The design had {', '.join(words)}." if words else ""
+
+
+def _sample(kind: str) -> str:
+    """The run's `sample` kind in words (collect/sample_kinds.py, the column of every test table)."""
+    return f"The subjects' sample (the `sample` column of every test table) is {sample_words(kind)}." if kind else ""
 
 
 def _reading(model_rows: pd.DataFrame) -> str:
@@ -58,16 +60,18 @@ def _reading(model_rows: pd.DataFrame) -> str:
     return f"Answers were read as {'; and as '.join(said)}.{noise}"
 
 
-def _validity(model_rows: pd.DataFrame) -> str:
+def _validity(model_rows: pd.DataFrame, threshold: float) -> str:
     if "validity" not in model_rows or "trial" not in model_rows:
         return ""
     v = pd.to_numeric(model_rows.groupby("trial")["validity"].first(), errors="coerce").dropna()
     if v.empty:
         return ""
-    low = int((v < LOW_VALIDITY).sum())
+    low = int((v < threshold).sum())
     return (f"Validity, the model's probability on the answer options, averaged {v.mean():.3f} over trials "
-            f"(minimum {v.min():.3f}; {low:,} of {len(v):,} trials below {LOW_VALIDITY}); shares are "
-            "renormalized over the options, so every test is conditional on a valid answer.")
+            f"(minimum {v.min():.3f}; {low:,} of {len(v):,} trials below {threshold:g}); shares are "
+            "renormalized over the options, so every test is conditional on a valid answer. A test whose model "
+            f"rows average a validity below {threshold:g} is flagged (`low_validity` = True, threshold set by "
+            "`analyze --min-validity`).")
 
 
 def _people(responses: pd.DataFrame) -> str:
@@ -90,6 +94,10 @@ def _tests(tables: dict[str, pd.DataFrame]) -> tuple[str, str]:
         units = sorted(df["unit"].dropna().astype(str).unique()) if "unit" in df else []
         what = f"{len(df):,} test{'s' if len(df) != 1 else ''}" + (f": {_list(kinds)}" if kinds else "")
         unit = f"; unit: {_list(units)}" if units else ""
+        samples = sorted(df["sample"].dropna().astype(str).unique()) if "sample" in df else []
+        unit += f"; sample: {_list(samples)}" if samples else ""
+        low = int(df["low_validity"].astype(bool).sum()) if "low_validity" in df else 0
+        unit += f"; {low:,} flagged low validity" if low else ""
         rows.append(f"{md_text(name)} ({what}{unit})")
         if "family" in df and "p.value.holm" in df:
             fam = df["family"].dropna().astype(str)
@@ -111,7 +119,7 @@ ESTIMAND = ("The estimand is the model's expected answer over the declared distr
 
 
 def methods_text(study: str, title: str, manifests: list[dict], responses: pd.DataFrame,
-                 tables: dict[str, pd.DataFrame]) -> str:
+                 tables: dict[str, pd.DataFrame], sample: str = "", min_validity: float = MIN_VALIDITY) -> str:
     """The Markdown of METHODS.md for one analysis."""
     model_rows = responses[responses["source"] != "human"] if "source" in responses else responses
     versions = (manifests[0].get("versions") if manifests else None) or {}
@@ -119,7 +127,8 @@ def methods_text(study: str, title: str, manifests: list[dict], responses: pd.Da
     head = (f"We ran the study {md_text(title or study)} with simsubjects{' ' + md_text(version) if version else ''}"
             f", with {_models(manifests, model_rows)} as subjects.")
     tests, mult = _tests(tables)
-    body = " ".join(s for s in (head, _design(model_rows), _reading(model_rows), _validity(model_rows), ESTIMAND,
+    body = " ".join(s for s in (head, _design(model_rows), _sample(sample), _reading(model_rows),
+                                _validity(model_rows, min_validity), ESTIMAND,
                                 _people(responses), tests, mult) if s)
     return (f"# Methods: {md_text(title or study)}\n\n"
             "Written by `simsubjects analyze` from this run's own manifest, responses and tables; paste the "

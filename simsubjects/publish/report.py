@@ -25,6 +25,7 @@ from simsubjects.collect.runcheck import check_manifest
 from simsubjects.errors import UserError
 from simsubjects.collect.untrusted import inside, shell_join
 from .htmlkit import MAX_ROWS, NUMBER, Run, block, figure, fmt, pre, render, table  # noqa: F401 - re-exported
+from simsubjects.collect.sample_kinds import sample_words
 from simsubjects.papers import KIND, paper_of, papers, study_title, validity_reference
 from simsubjects.studyfile.origin import title
 from simsubjects.collect.studies.registry import studies
@@ -62,6 +63,7 @@ def section(run: Run) -> str:
     }
     if m.get("short"):  # sampled trials that stopped at the draw budget with fewer valid answers
         facts["short of --n valid answers"] = len(m["short"])
+    facts.update(_sample_facts(run))
     parts = [f'<section id="{html.escape(study)}"><h2>{html.escape(title)}</h2>',
              '<dl class="facts">' + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>"
                                             for k, v in facts.items()) + "</dl>"]
@@ -232,6 +234,19 @@ pre{background:#f3f4f6;padding:10px 12px;overflow-x:auto;font-size:12.5px;white-
 .note{font-size:12.5px;color:#555;margin:2px 0 6px}.error{color:#a40000;font-weight:600}
 details{margin:6px 0 10px}summary{cursor:pointer;color:#2f5d8a}nav ul{columns:2;font-size:14px}
 """
+
+
+def _sample_facts(run: Run) -> dict:
+    """The test tables' `sample` in words and their `low_validity` count (issue 40; the same as the CSVs say)."""
+    tables = [t for t in (run.analysis.tables.values() if run.analysis is not None else ()) if "sample" in t]
+    if not tables:
+        return {}
+    kinds = dict.fromkeys(k for t in tables for k in t["sample"].dropna().astype(str))
+    rows = sum(len(t) for t in tables)
+    low = sum(int(t["low_validity"].astype(bool).sum()) for t in tables if "low_validity" in t)
+    return {"sample of the tests": "\n".join(sample_words(k) for k in kinds),
+            "tests flagged low validity": f"{low} of {rows} (the model's mean probability on the answer options "
+                                          "behind the test under analyze --min-validity; column low_validity)"}
 
 
 def _analyze(run: Run, analyses: dict | None) -> None:

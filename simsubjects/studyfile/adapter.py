@@ -126,6 +126,7 @@ def study_def(study: Study, out=None, judge=None) -> StudyDef:
         plot=plot_study,
         methods=methods,
         levels=lambda responses, items: study_levels(study),
+        sample=study.subjects_sample,  # identical prompts, a census of its subjects table, or drawn
         # analyze --check-r: the file's analyses recomputed in R from the responses (R/studyfile.R)
         check_r=lambda r, responses, items, tables, tol, tol_p: check_study_file(
             study, r, responses, items, tables, tol, tol_p),

@@ -20,6 +20,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simsubjects.collect.sample_kinds import CENSUS
+
 from .limits import MAX_SEED
 from .spec import Checker, placeholders, study_header
 
@@ -269,6 +271,7 @@ def obedience_def(study: ObedienceStudy, out=None):
         check_r=check_milgram,  # R's survival and log-rank, as the built-in's
         methods=("exact", "sampled"),
         columns=M.COLUMNS,
+        sample=CENSUS,  # the first N (or the named) subjects of the 100-name pool, each once
     )
 
 

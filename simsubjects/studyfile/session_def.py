@@ -117,6 +117,7 @@ def session_def(study: SessionStudy, out=None) -> StudyDef:
         methods=("exact", "sampled"),
         columns=dict(SESSION_COLUMNS),  # their codebook labels
         levels=lambda responses, items: session_levels(study, responses),
+        sample=study.subjects_sample,  # identical prompts, a census of its subjects table, or drawn
     )
 
 

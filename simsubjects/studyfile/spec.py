@@ -17,6 +17,7 @@ from string import Template
 import pandas as pd
 
 from simsubjects.analyze.methods.registry import TESTS
+from simsubjects.collect.sample_kinds import CENSUS, DRAWN, IDENTICAL_PROMPTS
 from simsubjects.collect.schema import COLLECTION_COLUMNS, CORE_COLUMNS, SESSION_COLUMNS
 from .load import Source, StudyFileError, did_you_mean, read_source
 from .limits import MAX_COUNT, MAX_ORDERINGS, MAX_SEED, MAX_TRIALS
@@ -152,6 +153,8 @@ class Study:
     seed: int = 0
     subject_label: str | None = None  # template of the `subject` column (None: the subject's id)
     per_item: int | None = None  # subjects drawn afresh for each item (design.subjects.per_item)
+    # what the subjects are a sample of (collect/sample_kinds.py; the `sample` column of test tables)
+    subjects_sample: str = IDENTICAL_PROMPTS
     trial_order: str = "subject"  # subject: subject -> cell -> item; item: item -> cell -> subject
     columns: dict = field(default_factory=dict)  # extra trial columns: name -> template (design.columns)
     trial_id: str = ""  # template of the trial id (default: subject | item | condition ...)
@@ -518,12 +521,25 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
     s.trial_id = c.text(g, "trial_id", ("design",), "")
     s.condition = c.text(g, "condition", ("design",), "")
     s.subjects = _subjects(c, g.get("subjects"), s)
+    if s.subjects_sample != IDENTICAL_PROMPTS and _one_prompt(s):
+        s.subjects_sample = IDENTICAL_PROMPTS
     for name, t in c.typed(g.get("columns") or {}, ("design", "columns"), dict, "a mapping").items():
         path = ("design", "columns", name)
         if not NAME.fullmatch(str(name)) or name in RESERVED or s.factor(name) or name in s.subjects.columns:
             raise c.err(path, f"column name {name!r}: letters, digits and _, and neither a reserved column, a factor "
                               "nor a subjects column")
         s.columns[str(name)] = c.typed(t, path, str, "a template (text)")
+
+
+def _one_prompt(s: Study) -> bool:
+    """A subjects table whose rows all give one persona text and whose columns no text of the file names as a
+    placeholder ($col, ${col}): its rows only deal subjects into arms (a Qualtrics import's subjects.csv), so
+    the subjects of an arm read one prompt (issue 40: copies, not a sample)."""
+    if s.subjects["persona"].nunique() > 1:
+        return False
+    text = "\n".join(b.decode("utf-8", "replace") for b in s.raw.values())
+    cols = [col for col in s.subjects.columns if col not in ("subject", "persona")]
+    return not any(re.search(r"\$\{?" + re.escape(str(col)) + r"\b", text) for col in cols)
 
 
 def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
@@ -561,6 +577,10 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
     bad = [col for col in df.columns if col in RESERVED and col != idcol]
     if bad:
         raise c.err((*path, "table"), f"column {bad[0]!r} of {d['table']} is a reserved column name; rename it")
+    # every row once (a census; `n` alone keeps the first n rows), or drawn: `sample: true`, `per_item`, or a
+    # built-in table that is itself a seeded draw (ultimatum_pairs)
+    s.subjects_sample = DRAWN if (c.flag(d, "sample", path) and n is not None) or d.get("per_item") or \
+        str(d["table"]) == "builtin:ultimatum_pairs" else CENSUS
     if n is not None:
         if c.flag(d, "sample", path):
             df = df.sample(n=min(n, len(df)), random_state=s.seed)

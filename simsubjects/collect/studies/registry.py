@@ -31,6 +31,7 @@ from typing import Callable
 
 from ...datasets.registry import DATASETS, Dataset
 from ...errors import UserError
+from ..sample_kinds import SAMPLE_KINDS
 
 ENV_PATH = "SIMSUBJECTS_STUDIES"
 ENTRY_POINTS = "simsubjects.studies"
@@ -118,9 +119,14 @@ class StudyDef:
     # optional: (responses, items) -> {name: DataFrame}: tables the export writes beside responses and
     # items, in every format (the conjoint's one row per profile shown, people included)
     export_tables: str | Callable = ""
+    # what the subjects behind its tests are a sample of (issue 40; collect/sample_kinds.py): a kind,
+    # or a function of the run's parameters returning one; "" reads it from the rows (analyze/estimand.py)
+    sample: str | Callable = ""
 
     def __post_init__(self):
         _check_datasets(self)
+        if isinstance(self.sample, str) and self.sample and self.sample not in SAMPLE_KINDS:
+            raise UserError(f"study {self.name}: sample={self.sample!r} is not one of {sorted(SAMPLE_KINDS)}")
         for name in FUNCTIONS:
             ref = getattr(self, name)
             if isinstance(ref, str) and ref:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from simsubjects.collect.sample_kinds import DRAWN
 from simsubjects.collect.studies.registry import Option, Plan, StudyDef, size
 from simsubjects.studies._papers import HHY2014
 from .analysis import analyze_immigration, check_conjoint, design_levels, export_tables, plot_immigration, summary
@@ -63,4 +64,5 @@ STUDY = StudyDef(
              "outcome_kind": "choice (P(profile chosen), or 0/1 for people) or rating (expected 1-7 rating)",
              "chosen": "Outcome per profile: P(chosen) for the model, ChosenImmigrant (0/1) for people, "
                        "or the expected rating"},
+    sample=DRAWN,  # each model respondent reads profiles drawn at random (the randomization is the design)
 )

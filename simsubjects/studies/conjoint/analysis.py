@@ -16,6 +16,7 @@ import pandas as pd
 
 from simsubjects.studies.conjoint.profiles import choice_by_profile, first_position_share, rating_by_profile
 from simsubjects.errors import UserError
+from simsubjects.collect.sample_kinds import PEOPLE
 from simsubjects.analyze.methods import conjoint as cj
 from simsubjects.analyze.methods.multiplicity import add_adjusted
 from simsubjects.studies.conjoint.design import immigration_design
@@ -129,6 +130,8 @@ def analyze_immigration(responses: pd.DataFrame, items: pd.DataFrame) -> dict[st
                                                ignore_index=True)
     if (responses["source"] == "model").any() and not (responses["condition"] == "rating").any():
         out["position"] = first_position_share(responses)
+    for name in ("amce", "mm"):  # the bundled people are not rows of the run: say which rows are theirs (issue 40)
+        out[name]["sample"] = np.where(out[name]["source"] == HUMAN, PEOPLE, None)
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from simsubjects.collect.sample_kinds import CENSUS
 from simsubjects.collect.studies.registry import Option, Plan, StudyDef, size
 from simsubjects.studies._papers import AHER2023
 from simsubjects.studies.aher2023 import table1_reference
@@ -44,4 +45,5 @@ STUDY = StudyDef(
     validity_reference=table1_reference,
     check_r=check_garden_path,
     r_function="replicate_garden_path",
+    sample=CENSUS,  # the tests are over the 48 sentences, each once (names drawn per sentence are averaged)
 )

@@ -3,6 +3,7 @@ and report block (report.py)."""
 
 from __future__ import annotations
 
+from simsubjects.collect.sample_kinds import CENSUS
 from simsubjects.collect.studies.registry import Plan, StudyDef, size
 from simsubjects.studies._papers import AHER2023
 from .analysis import analyze_milgram, plot_milgram, summary
@@ -32,6 +33,7 @@ def _def(study: str, help_: str, title: str, design: str, order: int, aliases: t
         report=milgram,
         check_r=check_milgram,
         r_function="replicate_milgram",
+        sample=CENSUS,  # the first N subjects of the 100-name pool, each once
     )
 MILGRAM = _def("milgram", "Milgram obedience, classic shock scenario: break-off levels of simulated teachers "
                           "beside Milgram (1963) Experiment 1 (Aher et al. 2023, §6, App. E.1).",

@@ -26,7 +26,10 @@ def milgram(run) -> list[Block]:
         if r.system == "milgram1963":
             continue
         rows.append({"system": f"this run: {r.system}", "n": r.n, "% obedient (completed all 30)": r.percent_obedient,
-                     "median break-off": r.median_breakoff})
-    note = ("Break-off = the last level whose punishment the subject administered (30 = completed). "
+                     "median break-off": r.median_breakoff, "cut by --max-stages": r.censored,
+                     "Kaplan-Meier % at 30": getattr(r, "km_percent_obedient", np.nan)})
+    note = ("Break-off = the last level whose punishment the subject administered (30 = completed). A run cut by "
+            "--max-stages is out of the % obedient (its denominator is the runs not cut) and counted apart, beside "
+            "the Kaplan-Meier share still obeying at level 30 (empty where the runs still obeying were all cut before it). "
             + ("" if scen == "milgram_classic" else "The human row is Milgram's classic experiment, as in Figure 29."))
     return [Block("Obedience beside Milgram (1963) and the paper's LM-5", (pd.DataFrame(rows),), note)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from simsubjects.collect.sample_kinds import CENSUS
 from simsubjects.collect.studies.registry import Option, Plan, StudyDef
 from simsubjects.studies._papers import NIE2023
 from .analysis import analyze_moca, design_levels, plot_moca, summary
@@ -44,4 +45,5 @@ MOCA = StudyDef(
     check_r=check_moca,
     levels=design_levels,
     r_function="replicate_moca",
+    sample=CENSUS,  # the tests are over the stories, each once
 )

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import click
 
+from simsubjects.collect.sample_kinds import CENSUS, DRAWN, IDENTICAL_PROMPTS
 from simsubjects.collect.studies.registry import Option, Plan, StudyDef, size
 from simsubjects.studies._papers import SANTURKAR2023
 from .analysis import analyze_opinion_survey, check_r_opinion_survey, plot_opinion_survey, summary
 from .design import STUDY, build, finalize, format_question, option_order
 from .report import report_section
+
+
+
+def _sample(params: dict) -> str:
+    """The default prompt alone: copies of one prompt; personas: the table's rows, or drawn with --sample N."""
+    if str(params.get("personas") or "none") == "none":
+        return IDENTICAL_PROMPTS
+    return CENSUS if str(params.get("sample") or "all") == "all" else DRAWN
 
 
 OPINION_SURVEY = StudyDef(
@@ -74,4 +83,5 @@ OPINION_SURVEY = StudyDef(
     report=report_section,
     check_r=check_r_opinion_survey,
     r_function="replicate_opinion_survey",
+    sample=_sample,
 )

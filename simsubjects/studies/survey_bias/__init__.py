@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from simsubjects.collect.sample_kinds import CENSUS
 from simsubjects.collect.studies.registry import Option, Plan, StudyDef, size
 from simsubjects.studies._papers import TJUATJA2024
 from .analysis import analyze_survey_bias, plot_survey_bias, summary
@@ -53,4 +54,5 @@ SURVEY_BIAS = StudyDef(
     report=survey_bias,
     check_r=check_survey_bias,
     r_function="replicate_survey_bias",
+    sample=CENSUS,  # the tests are over the question pairs, each once
 )

@@ -3,6 +3,7 @@ and report block (report.py)."""
 
 from __future__ import annotations
 
+from simsubjects.collect.sample_kinds import DRAWN
 from simsubjects.collect.studies.registry import Option, Plan, StudyDef, size
 from simsubjects.studies._papers import AHER2023
 from simsubjects.studies.aher2023 import table1_reference
@@ -42,4 +43,5 @@ STUDY = StudyDef(
     validity_reference=table1_reference,
     check_r=check_ultimatum,
     r_function="replicate_ultimatum",
+    sample=DRAWN,  # name pairs drawn with the seed from the 10,000 balanced pairs
 )

@@ -521,7 +521,7 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
     s.trial_id = c.text(g, "trial_id", ("design",), "")
     s.condition = c.text(g, "condition", ("design",), "")
     s.subjects = _subjects(c, g.get("subjects"), s)
-    if s.subjects_sample != IDENTICAL_PROMPTS and _one_prompt(s):
+    if s.subjects_sample != IDENTICAL_PROMPTS and not s.people and _one_prompt(s):
         s.subjects_sample = IDENTICAL_PROMPTS
     for name, t in c.typed(g.get("columns") or {}, ("design", "columns"), dict, "a mapping").items():
         path = ("design", "columns", name)
@@ -548,6 +548,7 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
         return pd.DataFrame({"subject": ["s1"], "persona": [""]})
     if v == "people":  # the respondents of `human:`, read after it (people_subjects)
         s.people = True
+        s.subjects_sample = CENSUS  # each respondent's own prompt once: a census of the people's prompts
         return pd.DataFrame({"subject": ["s1"], "persona": [""]})
     if isinstance(v, str):
         raise c.err(path, f"{v!r}: subjects is a number, a mapping ({{table: FILE, ...}}) or `people` (the "

@@ -32,6 +32,7 @@ UNIT = "finding"
 ESTIMATOR_SCALE = {"diff_proportions": "diff_prop", "log_odds_ratio": "log_or", "cohens_d": "d", "r": "r",
                    "cohens_w": "w", "one_sample_d": "d", "cohens_h": "h"}
 BINARY_TESTS = ("chi2", "fisher", "z_proportions")
+TWO_GROUP_T = ("student_t", "welch_t")
 
 
 class NoValidAnswers(UserError):
@@ -325,6 +326,12 @@ def significance(finding, me: ModelEffect, eff) -> tuple[float, str]:
     if kind == "one_sample" and "p" in p and test in ("binomial", "z_proportions", "chi2"):
         t = "binomial" if test == "binomial" else "z"
         return pw.power_one_proportion(p["p"], eff.n, p["null"], t, ALPHA, direction), f"exact sum ({test})"
+    if kind == "association" and test in TWO_GROUP_T:
+        # the original compared two groups by a t test (e.g. Ross et al.'s false consensus: estimates by own
+        # choice): its power is the noncentral t at the groups' sizes and the model's d, not the correlation
+        # test's Fisher-z approximation (which differs by 1e-5 on these findings; docs/bench.md)
+        n1, n2 = _groups(eff)
+        return pw.power_means(me.d, n1, n2, ALPHA, direction), "noncentral t"
     if kind == "association":
         return pw.power_correlation(me.value, eff.n, ALPHA, direction), "Fisher z normal"
     d = ef.one_sample_d(p["m"], p["var"], p.get("null", 0.0))
@@ -420,7 +427,7 @@ def finding_row(finding, study, responses: pd.DataFrame) -> dict:
     return {
         "finding": finding.id, "corpus": finding.corpus, "domain": finding.domain, "year": finding.year,
         "title": finding.title, "citation": finding.citation, "estimator": finding.estimator, "test": finding.test,
-        "model_effect": aligned, "model_scale": me.scale, "model_d": aligned_d,
+        "kind": finding.hypothesis["kind"], "model_effect": aligned, "model_scale": me.scale, "model_d": aligned_d,
         "n_subjects": me.parts["n_subjects"], "validity": me.parts["validity"],
         "original_effect": orig.value, "original_scale": orig.scale, "original_ci_low": orig.ci_low,
         "original_ci_high": orig.ci_high, "original_n": orig.n, "original_d": d_o, "original_source": orig.source,
@@ -440,7 +447,8 @@ def finding_row(finding, study, responses: pd.DataFrame) -> dict:
         "pas": _pas(aligned_d, orig, finding.hypothesis["kind"] == "between"),
         # what the power computations took (the R twin recomputes them from these)
         "model_p1": me.parts.get("p1", me.parts.get("p", math.nan)), "model_p2": me.parts.get("p2", math.nan),
-        "null": me.parts.get("null", math.nan),
+        "null": me.parts.get("null", math.nan), "direction": s,
+        "chi2_df": me.parts["k"] - 1 if "k" in me.parts else math.nan,
         "original_n1": (_groups(orig) or (math.nan,) * 2)[0], "original_n2": (_groups(orig) or (math.nan,) * 2)[1],
         "unit": UNIT,
     }
@@ -448,6 +456,7 @@ def finding_row(finding, study, responses: pd.DataFrame) -> dict:
 
 COLUMNS = {  # column -> (unit, meaning); docs/bench.md gives the formulas
     "finding": ("finding", "the finding's id (<corpus>.<key>)"),
+    "kind": ("finding", "the hypothesis' kind: between | within | one_sample | association"),
     "model_effect": ("finding", "the model's effect on its estimator's scale, positive = the original's direction"),
     "model_d": ("finding", "the model's effect as Cohen's d (Chinn's d for 2 x 2 tables)"),
     "n_subjects": ("subjects", "the model's subjects (mixture components) in the contrast"),
@@ -468,6 +477,11 @@ COLUMNS = {  # column -> (unit, meaning); docs/bench.md gives the formulas
     "pas": ("finding (probability)", "HumanStudy-Bench's PAS against the original"),
     "model_p1": ("finding (probability)", "binary outcome: the model's share in levels[0] (one sample: its share)"),
     "model_p2": ("finding (probability)", "binary outcome: the model's share in levels[1]"),
+    "null": ("finding", "one sample: the value the original tested against"),
+    "direction": ("finding", "+1 when the original found levels[0] above levels[1] (or the mean above null), "
+                             "-1 below; the sign that aligns the model's raw contrast"),
+    "chi2_df": ("finding", "multinomial outcome: the chi-square test's degrees of freedom (options - 1)"),
+    "power_method": ("finding", "which computation gave sig_at_original_n and sig_at_replication_n"),
     "original_n1": ("people", "the original's group sizes used for power (its n_groups, else an even split)"),
     "note": ("finding", "why a finding has no model numbers (its run has no valid answer), else empty"),
 }

@@ -69,9 +69,14 @@
 #' The R twin of the per-finding columns of \samp{simsubjects bench report}: the model's and the
 #' original's effects as Cohen's d (\code{effectsize}'s conversions), the ratio of the model's to the
 #' replication's effect on Fisher's z scale (\code{metafor::transf.rtoz}), and the probability that a
-#' study of the original's size from the model's population is significant in the original direction:
-#' \code{pwr::pwr.t2n.test} (t tests), an exact double binomial sum (chi-square tests of a binary
-#' outcome), \code{binom.test} summed over the binomial (one-sample binomial tests).
+#' study of the original's size from the model's population is significant in the original direction,
+#' by the computation the scorecard's \code{power_method} names: \code{pwr::pwr.t2n.test} (two-group t
+#' tests, association findings included) or \code{pwr::pwr.t.test} (one sample, paired differences);
+#' an exact double binomial sum (chi-square and z tests of a binary outcome; Fisher's exact test with
+#' \code{fisher.test}'s two-sided rule on every table); \code{binom.test} summed over the binomial
+#' (one-sample binomial tests); \code{pwr::pwr.chisq.test} (a multinomial outcome's w). A binary
+#' outcome's model d is Chinn's d of its odds ratio (\code{effectsize::probs_to_odds},
+#' \code{oddsratio_to_d}) whatever scale its estimator reports.
 #'
 #' @param card the scorecard, \samp{scorecard.csv}: one row per finding (the unit).
 #' @return a data frame, one row per finding: \code{finding}, \code{model_d}, \code{original_d},
@@ -123,6 +128,8 @@ bench_effects <- function(card) {
 #' moments, as HumanStudy-Bench's ECS), the disattenuated correlation of Hewitt et al. (2024): r over
 #' the square root of the replication effects' reliability, (var - mean se^2) / var; the rate of
 #' significance at the original's N among findings the replication did not support; the mean PAS.
+#' Findings whose d is infinite on either side (a model answer without spread) are left out, as in
+#' \samp{across.csv}.
 #'
 #' @param card the scorecard, \samp{scorecard.csv}.
 #' @return a data frame with \code{statistic} and \code{estimate}.

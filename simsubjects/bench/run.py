@@ -51,13 +51,11 @@ def plan(findings: list, out: Path | None, chat_template: bool = False, seed: in
     """Each finding's study file loaded and its run folder checked, before any model loads. `seed` (bench
     run --seed) replaces every file's design.seed, as `collect --seed` does for one file."""
     from ..studyfile.adapter import KEY, check_out, file_parameters, order_parameters, study_def
-    from .score import check_hypothesis
-    from ..studyfile.spec import load_study
+    from .corpus import check_finding
 
     planned = []
     for f in findings:
-        study = load_study(f.study_path, seed=seed)
-        check_hypothesis(f, study)
+        study = check_finding(f, seed=seed)
         folder = finding_folder(Path(out), f.id) if out is not None else None
         if folder is not None:
             check_out(study, folder)

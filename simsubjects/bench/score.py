@@ -145,47 +145,17 @@ def item_measure(study, item: str, measure: dict) -> dict:
     """The measure as it applies to one outcome of a within/association hypothesis: {option: X} scores the
     item that has option X (1/0); an outcome without that option is scored by its positions (or estimates),
     e.g. agreeing to a request (binary) against the estimated share of peers who would (a scale)."""
-    if "option" in measure and measure["option"] not in [o.label for o in _options_or_none(study, item)]:
+    if "option" in measure and measure["option"] not in [o.label for o in scored_options(study, item)]:
         return {"mean": True}
     return measure
 
 
-def _options_or_none(study, item: str):
+def scored_options(study, item: str):
+    """The options an outcome is scored on (refusals left out); none for an estimate item or a missing one."""
     it = next((i for i in study.items if i.id == item), None)
     if it is None or it.response.kind == "estimate":
         return []
     return _options(study, item)
-
-
-def check_hypothesis(finding, study) -> None:
-    """Before any model loads (bench run): the items, factor, levels and options the hypothesis names exist
-    in the study, and each outcome can be scored by the measure. One line naming the file and key."""
-    h, src = finding.hypothesis, study.source
-    path = ("finding", "hypothesis")
-    items = {i.id: i for i in study.items}
-    outcomes = h.get("outcomes") or [h.get("outcome")]
-    for it in outcomes:
-        if it not in items:
-            raise src.error((*path, "outcome"), f"{it!r}: not an item of the study ({', '.join(items)})")
-    if h["kind"] == "between":
-        f = next((f for f in study.factors if f.name == h["factor"]), None)
-        if f is None or f.assignment != "between":
-            raise src.error((*path, "factor"), f"{h['factor']!r}: not a between-subject factor of the study")
-        bad = [lv for lv in h["levels"] if str(lv) not in f.levels]
-        if bad:
-            raise src.error((*path, "levels"), f"{bad[0]!r}: not a level of {f.name} ({', '.join(f.levels)})")
-    m = h["measure"]
-    for it in outcomes:
-        mm = item_measure(study, it, m) if h["kind"] in ("within", "association") else m
-        estimate = items[it].response.kind == "estimate"
-        labels = [o.label for o in _options_or_none(study, it)]
-        if "option" in mm and mm["option"] not in labels:
-            raise src.error((*path, "measure", "option"),
-                            f"{mm['option']!r}: not an option of {it} ({', '.join(labels)})")
-        if mm.get("mean") and not estimate and any(o.position is None for o in _options_or_none(study, it)):
-            raise src.error((*path, "measure"), f"{{mean: true}}: the options of {it} have no positions (scores)")
-        if "options" in mm and [o for o in mm["options"] if str(o) not in labels]:
-            raise src.error((*path, "measure", "options"), f"not all options of {it} ({', '.join(labels)})")
 
 
 def _scores(opts, measure: dict):

@@ -74,7 +74,8 @@
 #' tests, association findings included) or \code{pwr::pwr.t.test} (one sample, paired differences);
 #' an exact double binomial sum (chi-square and z tests of a binary outcome; Fisher's exact test with
 #' \code{fisher.test}'s two-sided rule on every table); \code{binom.test} summed over the binomial
-#' (one-sample binomial tests); \code{pwr::pwr.chisq.test} (a multinomial outcome's w). A binary
+#' (one-sample binomial tests); \code{pwr::pwr.chisq.test} (a multinomial outcome's w); Fisher's z
+#' (\code{metafor::transf.rtoz}) against the normal critical value (a correlation test). A binary
 #' outcome's model d is Chinn's d of its odds ratio (\code{effectsize::probs_to_odds},
 #' \code{oddsratio_to_d}) whatever scale its estimator reports.
 #'
@@ -114,6 +115,10 @@ bench_effects <- function(card) {
   if (m == "exact sum (binomial)") {
     if (isTRUE(r$direction < 0)) return(.bench_power_binom(1 - r$model_p1, r$original_n, 1 - r$null))
     return(.bench_power_binom(r$model_p1, r$original_n, r$null))
+  }
+  if (m == "Fisher z normal") {  # the test of a correlation: Fisher's z against the normal critical value
+    z <- metafor::transf.rtoz(r$model_effect) * sqrt(r$original_n - 3)
+    return(stats::pnorm(z - stats::qnorm(0.975)))
   }
   if (startsWith(m, "noncentral chi-square")) {
     return(pwr::pwr.chisq.test(w = r$model_effect, N = r$original_n, df = r$chi2_df, sig.level = 0.05)$power)

@@ -72,7 +72,7 @@ def test_the_cases_that_disagreed_are_covered(checked):
 
 def test_negative_direction_and_multinomial_twins(r_twin):
     """Cases the real corpus does not hold: an original that found levels[0] below levels[1] (chi-square,
-    Fisher, binomial) and a multinomial outcome (noncentral chi-square): R's sums against Python's."""
+    Fisher, binomial), a multinomial outcome (noncentral chi-square) and a correlation test: R against Python."""
     base = {"kind": "between", "model_scale": "diff_prop", "original_effect": 0.1, "original_scale": "d",
             "replication_effect": math.nan, "replication_scale": "", "null": math.nan, "chi2_df": math.nan,
             "direction": -1.0, "original_n": 60, "original_n1": 28.0, "original_n2": 32.0,
@@ -87,9 +87,11 @@ def test_negative_direction_and_multinomial_twins(r_twin):
         {**base, "finding": "w", "model_scale": "w", "power_method": "noncentral chi-square (lambda = N w^2)",
          "direction": 1.0, "model_p1": math.nan, "model_p2": math.nan, "chi2_df": 2.0,
          "want": pw.power_chi2_w(0.3, 60, 2, 0.05)},
+        {**base, "finding": "r", "kind": "association", "model_scale": "r", "power_method": "Fisher z normal",
+         "direction": 1.0, "model_p1": math.nan, "model_p2": math.nan, "want": pw.power_correlation(0.3, 60, 0.05, 1)},
     ]
     card = pd.DataFrame(rows)
-    card["model_effect"] = [-(0.3 - 0.55), -(0.3 - 0.55), -0.2, 0.3]
+    card["model_effect"] = [-(0.3 - 0.55), -(0.3 - 0.55), -0.2, 0.3, 0.3]
     got = r_twin("bench_effects", card.drop(columns="want")).set_index("finding")
     for _, row in card.iterrows():
         assert got.loc[row["finding"], "sig_at_original_n"] == pytest.approx(row["want"], abs=1e-12), row["finding"]

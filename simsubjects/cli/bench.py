@@ -133,7 +133,7 @@ def _batch_files(planned, kw) -> None:
                    "run the same command with --batch-import RESULTS.jsonl")
 
 
-def collect_planned(planned, kw: dict, show_progress: bool | None = None) -> list[dict]:
+def collect_planned(planned, kw: dict) -> list[dict]:
     """Every planned finding not yet finished, each through the one collection of every collect entry point
     (cli/collection.collect_study: store, resume, --max-cost, --engine), one progress bar (trials) over the
     corpus. The model loads once, and only when some finding needs it; --max-cost caps the whole corpus
@@ -148,9 +148,8 @@ def collect_planned(planned, kw: dict, show_progress: bool | None = None) -> lis
     todo = [p for p in planned if kw["overwrite"] or not bench_run.done(p.out)]
     total = sum(len(p.sdef.make(**p.params)[0]) for p in todo)
     budget, engine, model, results = budget_of(kw), engine_of(kw), None, []
-    show = not kw["quiet"] if show_progress is None else show_progress
     with tqdm(total=total, desc=f"bench ({len(todo)} of {len(planned)} findings to run)", unit="trial",
-              disable=not show, file=sys.stderr) as bar:
+              disable=kw["quiet"], file=sys.stderr) as bar:
         for p in todo:
             if model is None and engine is None:
                 model = load_model(kw["model"], **_model_kwargs(kw))

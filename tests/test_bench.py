@@ -17,7 +17,6 @@ from scipy import stats
 
 from simsubjects.bench import run as bench_run
 from simsubjects.bench import score
-from simsubjects.bench.corpus import load_corpus
 from simsubjects.cli.commands import main
 
 TOY = Path(__file__).parent / "data" / "bench_toy"
@@ -26,13 +25,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def bench_dir(tmp_path_factory, smollm2):
+    """`bench run` through the CLI (cli/collection.collect_study per finding), on the session's model."""
     out = tmp_path_factory.mktemp("bench") / "run"
-    findings = load_corpus(TOY)
-    planned = bench_run.plan(findings, out)
-    from simsubjects.cli.bench import _record
+    loads = []
 
-    _record(out, (str(TOY),), findings)
-    bench_run.collect(planned, "smollm2", {}, show_progress=False, model=smollm2)
+    def loaded(spec, **kw):
+        loads.append(spec)
+        return smollm2
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("simsubjects.collect.models.load_model", loaded)
+        assert main(["bench", "run", str(TOY), "--model", "smollm2", "--out", str(out), "--quiet"]) == 0
+        assert len(loads) == 1  # the model loads once for the corpus
+        assert main(["bench", "run", str(TOY), "--model", "smollm2", "--out", str(out), "--quiet"]) == 0
+        assert len(loads) == 1  # every finding finished: rerun loads nothing
     assert main(["bench", "report", str(out), "--cutoff", "2000"]) == 0
     return out
 

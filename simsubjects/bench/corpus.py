@@ -19,7 +19,7 @@ from ..datasets.replications.readers import Effect, ReaderError, read_effect
 from ..errors import UserError
 from ..studyfile.load import Source, StudyFileError, did_you_mean, read_source
 
-__all__ = ["Effect", "Finding", "corpora", "load_corpus", "check_finding"]
+__all__ = ["Effect", "Finding", "corpora", "load_corpus", "check_finding", "check_hypothesis"]
 
 FINDING = {"id", "title", "corpus", "citation", "year", "domain", "hypothesis", "estimator", "test", "original",
            "replication", "reason", "source"}  # reason, source: not_runnable.yaml only
@@ -255,31 +255,48 @@ def _inline(src: Source, e: dict, path: tuple) -> Effect:
                   p=num("p"), n_groups=tuple(groups) if groups else None, source=e["source"].strip())
 
 
-def check_finding(f: Finding):
-    """The runnable finding's study, loaded as `study check` loads it, with its hypothesis checked
-    against the study's items, factors and option labels. Returns the loaded study."""
+def check_finding(f: Finding, seed: int | None = None):
+    """The runnable finding's study, loaded as `study check` loads it (`seed`: `bench run --seed`, which
+    replaces design.seed), with its hypothesis checked against it (check_hypothesis). Returns the study."""
     from ..studyfile.spec import load_study
 
-    study = load_study(f.study_path)
+    study = load_study(f.study_path, seed=seed)
+    check_hypothesis(f, study)
+    return study
+
+
+def check_hypothesis(f: Finding, study) -> None:
+    """Before any model loads (`bench run`, `bench list`'s tests): the items, factor, levels and options the
+    hypothesis names exist in the study, and each outcome can be scored by the measure as score.py scores
+    it (score.item_measure: a within/association outcome without the option is scored by its positions).
+    One line naming the file, line and key."""
+    from .score import item_measure, scored_options
+
     src, h, path = study.source, f.hypothesis, ("finding", "hypothesis")
     items = {it.id: it for it in study.items}
-    outcomes = h.get("outcomes") or [h["outcome"]]
-    for i, o in enumerate(outcomes):
+    outcomes = h.get("outcomes") or [h.get("outcome")]
+    for o in outcomes:
         if o not in items:
             raise src.error((*path, "outcomes" if "outcomes" in h else "outcome"),
-                            f"{o!r} is not an item id{did_you_mean(o, items)}")
+                            f"{o!r}: not an item of the study{did_you_mean(str(o), items)}")
     if h["kind"] == "between":
         factor = study.factor(h["factor"])
         if factor is None or factor.assignment != "between":
-            raise src.error((*path, "factor"), f"{h['factor']!r} is not a between-subject factor of the study")
+            raise src.error((*path, "factor"), f"{h['factor']!r}: not a between-subject factor of the study")
         for lv in h["levels"]:
-            if lv not in factor.levels:
-                raise src.error((*path, "levels"), f"{lv!r} is not a level of {h['factor']}{did_you_mean(lv, factor.levels)}")
-    labels = {o.label for it in (items[o] for o in outcomes) for r in [it.response, *it.responses.values()]
-              for o in r.options}
-    wanted = h["measure"].get("option")
-    for lab in [wanted] if wanted is not None else h["measure"].get("options") or []:
-        if lab not in labels:
-            raise src.error((*path, "measure"), f"{lab!r} is not an option label of {', '.join(outcomes)}"
-                            f"{did_you_mean(lab, labels)}")
-    return study
+            if str(lv) not in factor.levels:
+                raise src.error((*path, "levels"), f"{lv!r}: not a level of {factor.name} "
+                                f"({', '.join(factor.levels)}){did_you_mean(str(lv), factor.levels)}")
+    for o in outcomes:
+        m = item_measure(study, o, h["measure"]) if h["kind"] in ("within", "association") else h["measure"]
+        opts = scored_options(study, o)
+        labels = [op.label for op in opts]
+        if "option" in m and m["option"] not in labels:
+            raise src.error((*path, "measure", "option"), f"{m['option']!r}: not an option of {o} "
+                            f"({', '.join(labels)}){did_you_mean(str(m['option']), labels)}")
+        if m.get("mean") and items[o].response.kind != "estimate" and any(op.position is None for op in opts):
+            raise src.error((*path, "measure"), f"{{mean: true}}: the options of {o} have no positions (scores)")
+        missing = [str(x) for x in m.get("options") or [] if str(x) not in labels]
+        if missing:
+            raise src.error((*path, "measure", "options"), f"{missing[0]!r}: not an option of {o} "
+                            f"({', '.join(labels)}){did_you_mean(missing[0], labels)}")

@@ -1,16 +1,17 @@
-"""`simsubjects bench run`: every finding of one or more corpora through the ordinary study-file collection
-(collect/pipeline.run_study, the path of `collect STUDY.yaml`) into OUT/<finding id>/ (one ordinary run folder
-per finding).
+"""`simsubjects bench run`'s planning: the findings chosen, each finding's study file loaded and checked and
+its run folder OUT/<finding id>/ (one ordinary run folder per finding), the dry run's counts, and which
+folders are finished.
 
-Everything that needs no model is checked first (every finding's study file, every run folder), then the
-model loads once and serves every finding. Each finding's folder is an ordinary run folder: a killed run
-resumes where it stopped (the run store), and a finished finding is skipped without loading the model.
+Everything that needs no model is checked here first (every finding's study file, every run folder). The
+collection itself is the one of every collect entry point, cli/collection.collect_study, called per finding
+by cli/bench.py (layer 7: the bench is layer 5 and cannot import it): the model loads once and serves every
+finding; a killed run resumes where it stopped (the run store), and a finished finding is skipped without
+loading the model.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,13 +52,11 @@ def plan(findings: list, out: Path | None, chat_template: bool = False, seed: in
     """Each finding's study file loaded and its run folder checked, before any model loads. `seed` (bench
     run --seed) replaces every file's design.seed, as `collect --seed` does for one file."""
     from ..studyfile.adapter import KEY, check_out, file_parameters, order_parameters, study_def
-    from .score import check_hypothesis
-    from ..studyfile.spec import load_study
+    from .corpus import check_finding
 
     planned = []
     for f in findings:
-        study = load_study(f.study_path, seed=seed)
-        check_hypothesis(f, study)
+        study = check_finding(f, seed=seed)
         folder = finding_folder(Path(out), f.id) if out is not None else None
         if folder is not None:
             check_out(study, folder)
@@ -106,33 +105,6 @@ def dry_run(planned: list[Planned], spec, tokenizer=None, batch_size: int = BATC
         row = dry_collect(p.sdef, model, p.params, method=p.sdef.methods[0], n=SAMPLES, batch_size=batch_size)
         rows.append({**row, "study": p.finding.id})
     return rows, model
-
-
-def collect(planned: list[Planned], spec, model_options: dict, *, batch_size: int = BATCH_SIZE, budget=None,
-            overwrite: bool = False, engine: dict | None = None, show_progress: bool = True,
-            model=None) -> list[dict]:
-    """Run every planned finding not yet finished, one progress bar (trials) over the corpus. The model loads
-    once, and only when some finding needs it."""
-    from tqdm.auto import tqdm
-
-    from ..collect.models import load_model
-    from ..collect.pipeline import run_study
-
-    todo = [p for p in planned if overwrite or not done(p.out)]
-    total = sum(len(p.sdef.make(**p.params)[0]) for p in todo)
-    results = []
-    with tqdm(total=total, desc=f"bench ({len(todo)} of {len(planned)} findings to run)", unit="trial",
-              disable=not show_progress, file=sys.stderr) as bar:
-        for p in todo:
-            if model is None and not (engine and engine.get("name") == "ray"):
-                model = load_model(spec, **model_options)
-            n = len(p.sdef.make(**p.params)[0])
-            _, manifest = run_study(p.sdef, spec, p.out, params=p.params, method=p.sdef.methods[0],
-                                    model_options=model_options, show_progress=False, model=model,
-                                    overwrite=overwrite, batch_size=batch_size, budget=budget, engine=engine)
-            bar.update(n)
-            results.append({"finding": p.finding.id, "trials": n, "failures": len(manifest.get("failures") or [])})
-    return results
 
 
 def finished_folders(findings: list, out: Path) -> dict:

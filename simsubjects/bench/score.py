@@ -32,6 +32,7 @@ UNIT = "finding"
 ESTIMATOR_SCALE = {"diff_proportions": "diff_prop", "log_odds_ratio": "log_or", "cohens_d": "d", "r": "r",
                    "cohens_w": "w", "one_sample_d": "d", "cohens_h": "h"}
 BINARY_TESTS = ("chi2", "fisher", "z_proportions")
+TWO_GROUP_T = ("student_t", "welch_t")
 
 
 class NoValidAnswers(UserError):
@@ -144,47 +145,17 @@ def item_measure(study, item: str, measure: dict) -> dict:
     """The measure as it applies to one outcome of a within/association hypothesis: {option: X} scores the
     item that has option X (1/0); an outcome without that option is scored by its positions (or estimates),
     e.g. agreeing to a request (binary) against the estimated share of peers who would (a scale)."""
-    if "option" in measure and measure["option"] not in [o.label for o in _options_or_none(study, item)]:
+    if "option" in measure and measure["option"] not in [o.label for o in scored_options(study, item)]:
         return {"mean": True}
     return measure
 
 
-def _options_or_none(study, item: str):
+def scored_options(study, item: str):
+    """The options an outcome is scored on (refusals left out); none for an estimate item or a missing one."""
     it = next((i for i in study.items if i.id == item), None)
     if it is None or it.response.kind == "estimate":
         return []
     return _options(study, item)
-
-
-def check_hypothesis(finding, study) -> None:
-    """Before any model loads (bench run): the items, factor, levels and options the hypothesis names exist
-    in the study, and each outcome can be scored by the measure. One line naming the file and key."""
-    h, src = finding.hypothesis, study.source
-    path = ("finding", "hypothesis")
-    items = {i.id: i for i in study.items}
-    outcomes = h.get("outcomes") or [h.get("outcome")]
-    for it in outcomes:
-        if it not in items:
-            raise src.error((*path, "outcome"), f"{it!r}: not an item of the study ({', '.join(items)})")
-    if h["kind"] == "between":
-        f = next((f for f in study.factors if f.name == h["factor"]), None)
-        if f is None or f.assignment != "between":
-            raise src.error((*path, "factor"), f"{h['factor']!r}: not a between-subject factor of the study")
-        bad = [lv for lv in h["levels"] if str(lv) not in f.levels]
-        if bad:
-            raise src.error((*path, "levels"), f"{bad[0]!r}: not a level of {f.name} ({', '.join(f.levels)})")
-    m = h["measure"]
-    for it in outcomes:
-        mm = item_measure(study, it, m) if h["kind"] in ("within", "association") else m
-        estimate = items[it].response.kind == "estimate"
-        labels = [o.label for o in _options_or_none(study, it)]
-        if "option" in mm and mm["option"] not in labels:
-            raise src.error((*path, "measure", "option"),
-                            f"{mm['option']!r}: not an option of {it} ({', '.join(labels)})")
-        if mm.get("mean") and not estimate and any(o.position is None for o in _options_or_none(study, it)):
-            raise src.error((*path, "measure"), f"{{mean: true}}: the options of {it} have no positions (scores)")
-        if "options" in mm and [o for o in mm["options"] if str(o) not in labels]:
-            raise src.error((*path, "measure", "options"), f"not all options of {it} ({', '.join(labels)})")
 
 
 def _scores(opts, measure: dict):
@@ -325,6 +296,12 @@ def significance(finding, me: ModelEffect, eff) -> tuple[float, str]:
     if kind == "one_sample" and "p" in p and test in ("binomial", "z_proportions", "chi2"):
         t = "binomial" if test == "binomial" else "z"
         return pw.power_one_proportion(p["p"], eff.n, p["null"], t, ALPHA, direction), f"exact sum ({test})"
+    if kind == "association" and test in TWO_GROUP_T:
+        # the original compared two groups by a t test (e.g. Ross et al.'s false consensus: estimates by own
+        # choice): its power is the noncentral t at the groups' sizes and the model's d, not the correlation
+        # test's Fisher-z approximation (which differs by 1e-5 on these findings; docs/bench.md)
+        n1, n2 = _groups(eff)
+        return pw.power_means(me.d, n1, n2, ALPHA, direction), "noncentral t"
     if kind == "association":
         return pw.power_correlation(me.value, eff.n, ALPHA, direction), "Fisher z normal"
     d = ef.one_sample_d(p["m"], p["var"], p.get("null", 0.0))
@@ -420,7 +397,7 @@ def finding_row(finding, study, responses: pd.DataFrame) -> dict:
     return {
         "finding": finding.id, "corpus": finding.corpus, "domain": finding.domain, "year": finding.year,
         "title": finding.title, "citation": finding.citation, "estimator": finding.estimator, "test": finding.test,
-        "model_effect": aligned, "model_scale": me.scale, "model_d": aligned_d,
+        "kind": finding.hypothesis["kind"], "model_effect": aligned, "model_scale": me.scale, "model_d": aligned_d,
         "n_subjects": me.parts["n_subjects"], "validity": me.parts["validity"],
         "original_effect": orig.value, "original_scale": orig.scale, "original_ci_low": orig.ci_low,
         "original_ci_high": orig.ci_high, "original_n": orig.n, "original_d": d_o, "original_source": orig.source,
@@ -440,7 +417,8 @@ def finding_row(finding, study, responses: pd.DataFrame) -> dict:
         "pas": _pas(aligned_d, orig, finding.hypothesis["kind"] == "between"),
         # what the power computations took (the R twin recomputes them from these)
         "model_p1": me.parts.get("p1", me.parts.get("p", math.nan)), "model_p2": me.parts.get("p2", math.nan),
-        "null": me.parts.get("null", math.nan),
+        "null": me.parts.get("null", math.nan), "direction": s,
+        "chi2_df": me.parts["k"] - 1 if "k" in me.parts else math.nan,
         "original_n1": (_groups(orig) or (math.nan,) * 2)[0], "original_n2": (_groups(orig) or (math.nan,) * 2)[1],
         "unit": UNIT,
     }
@@ -448,6 +426,7 @@ def finding_row(finding, study, responses: pd.DataFrame) -> dict:
 
 COLUMNS = {  # column -> (unit, meaning); docs/bench.md gives the formulas
     "finding": ("finding", "the finding's id (<corpus>.<key>)"),
+    "kind": ("finding", "the hypothesis' kind: between | within | one_sample | association"),
     "model_effect": ("finding", "the model's effect on its estimator's scale, positive = the original's direction"),
     "model_d": ("finding", "the model's effect as Cohen's d (Chinn's d for 2 x 2 tables)"),
     "n_subjects": ("subjects", "the model's subjects (mixture components) in the contrast"),
@@ -468,6 +447,11 @@ COLUMNS = {  # column -> (unit, meaning); docs/bench.md gives the formulas
     "pas": ("finding (probability)", "HumanStudy-Bench's PAS against the original"),
     "model_p1": ("finding (probability)", "binary outcome: the model's share in levels[0] (one sample: its share)"),
     "model_p2": ("finding (probability)", "binary outcome: the model's share in levels[1]"),
+    "null": ("finding", "one sample: the value the original tested against"),
+    "direction": ("finding", "+1 when the original found levels[0] above levels[1] (or the mean above null), "
+                             "-1 below; the sign that aligns the model's raw contrast"),
+    "chi2_df": ("finding", "multinomial outcome: the chi-square test's degrees of freedom (options - 1)"),
+    "power_method": ("finding", "which computation gave sig_at_original_n and sig_at_replication_n"),
     "original_n1": ("people", "the original's group sizes used for power (its n_groups, else an even split)"),
     "note": ("finding", "why a finding has no model numbers (its run has no valid answer), else empty"),
 }

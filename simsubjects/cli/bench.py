@@ -4,6 +4,7 @@ the ordinary study-file collection and scored against the people."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -67,13 +68,11 @@ def _run(corpora, findings, **kw):
                              seed=kw["seed"] if seeded else None)
     if kw["dry_run"]:
         return _dry(bench_run, planned, kw)
-    if kw.get("batch_export"):
-        return _export(planned, kw)
+    if kw.get("batch_export") or kw.get("batch_import"):
+        return _batch_files(planned, kw)
     bench_run.check_folders(planned, kw["model"], kw["overwrite"])
     _record(out, corpora, chosen)
-    done = bench_run.collect(planned, kw["model"], _model_kwargs(kw), batch_size=kw["batch_size"],
-                             overwrite=kw["overwrite"], budget=budget_of(kw), engine=engine_of(kw),
-                             show_progress=not kw["quiet"])
+    done = collect_planned(planned, kw)
     failed = sum(r["failures"] for r in done)
     click.echo(f"wrote {out}: {len(planned)} findings ({len(done)} collected now, "
                f"{len(planned) - len(done)} already finished){f', {failed} trials failed' if failed else ''}; "
@@ -106,18 +105,61 @@ def _dry(bench_run, planned, kw) -> None:
     report_fit(rows, kw)
 
 
-def _export(planned, kw) -> None:
-    """--batch-export FILE: each finding's requests into FILE's name + '-<finding id>' (one set per run folder)."""
-    from simsubjects.collect.batch import export_batch, plan_requests
+def _per_finding(path, finding_id: str) -> Path:
+    base = Path(path)
+    return base.with_name(f"{base.stem}-{finding_id}{base.suffix or '.jsonl'}")
 
-    base = Path(kw["batch_export"])
+
+def _batch_files(planned, kw) -> None:
+    """--batch-export FILE: each finding's requests into FILE-<finding id>.jsonl (one set per run folder);
+    --batch-import FILE...: each finding's results from FILE-<finding id>.jsonl, the same naming, every
+    file checked to exist before any is read. Both through the one collection (cli/collection.py)."""
+    from .collection import collect_study
+
+    if kw.get("batch_import"):
+        missing = [str(_per_finding(f, p.finding.id)) for p in planned for f in kw["batch_import"]
+                   if not _per_finding(f, p.finding.id).is_file()]
+        if missing:
+            raise UserError(f"--batch-import: {missing[0]} does not exist ({len(missing)} finding result files "
+                            "missing; bench reads FILE-<finding id>.jsonl, the names --batch-export wrote)")
     for p in planned:
-        plan = plan_requests(p.sdef, kw["model"], p.out, params=p.params, method=p.sdef.methods[0], n=SAMPLES,
-                             batch_size=kw["batch_size"], base_url=kw.get("base_url"))
-        target = base.with_name(f"{base.stem}-{p.finding.id}{base.suffix or '.jsonl'}")
-        paths, n = export_batch(plan, target, kw["batch_format"], max_requests=kw["batch_max_requests"])
-        where = f" -> {', '.join(map(str, paths))}" if paths else " (all cached)"
-        click.echo(f"{p.finding.id}: {n} requests{where}")
+        click.echo(f"{p.finding.id}:")
+        one = {**kw, "out": p.out, "n": SAMPLES,
+               "batch_export": _per_finding(kw["batch_export"], p.finding.id) if kw.get("batch_export") else None,
+               "batch_import": [_per_finding(f, p.finding.id) for f in kw.get("batch_import") or ()]}
+        collect_study(p.sdef, one, p.params, p.sdef.methods[0])
+    if kw.get("batch_export"):
+        click.echo(f"bench: save each finding's results as {_per_finding('RESULTS.jsonl', '<finding id>')} and "
+                   "run the same command with --batch-import RESULTS.jsonl")
+
+
+def collect_planned(planned, kw: dict) -> list[dict]:
+    """Every planned finding not yet finished, each through the one collection of every collect entry point
+    (cli/collection.collect_study: store, resume, --max-cost, --engine), one progress bar (trials) over the
+    corpus. The model loads once, and only when some finding needs it; --max-cost caps the whole corpus
+    (one budget shared by the findings)."""
+    from tqdm.auto import tqdm
+
+    from simsubjects.bench import run as bench_run
+    from simsubjects.collect.models import load_model
+
+    from .collection import collect_study
+
+    todo = [p for p in planned if kw["overwrite"] or not bench_run.done(p.out)]
+    total = sum(len(p.sdef.make(**p.params)[0]) for p in todo)
+    budget, engine, model, results = budget_of(kw), engine_of(kw), None, []
+    with tqdm(total=total, desc=f"bench ({len(todo)} of {len(planned)} findings to run)", unit="trial",
+              disable=kw["quiet"], file=sys.stderr) as bar:
+        for p in todo:
+            if model is None and engine is None:
+                model = load_model(kw["model"], **_model_kwargs(kw))
+            one = {**kw, "out": p.out, "n": SAMPLES, "quiet": True}
+            manifest = collect_study(p.sdef, one, p.params, p.sdef.methods[0], model=model, report=False,
+                                     budget=budget)
+            n = len(p.sdef.make(**p.params)[0])
+            bar.update(n)
+            results.append({"finding": p.finding.id, "trials": n, "failures": len(manifest.get("failures") or [])})
+    return results
 
 
 def _run_command():

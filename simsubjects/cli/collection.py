@@ -18,7 +18,7 @@ from .options import _model_kwargs, _report_collection, dry_run_command, echo_ta
 
 def collect_study(study, kw: dict, params: dict, method: str, *, validate: Callable[[], object] | None = None,
                   batch_study=None, model=None, model_options: dict | None = None,
-                  report: bool = True) -> dict | None:
+                  report: bool = True, budget=None) -> dict | None:
     """Run `study` (a StudyDef) as the command's options `kw` say; the run's manifest, or None when a
     batch file, a dry run or a validation was all that was asked.
 
@@ -26,7 +26,8 @@ def collect_study(study, kw: dict, params: dict, method: str, *, validate: Calla
     `validate`: the study's own --validate (default: validity rates of a small sample);
     `batch_study`: the StudyDef that plans batch files (default `study`; a study file's writes no copy);
     `model`: an already loaded model (replicate loads one for every study), `model_options` its
-    options (default: read from `kw`); `report`: print the summary."""
+    options (default: read from `kw`); `report`: print the summary; `budget`: a --max-cost budget shared
+    by several studies (`bench run`: one cap over the corpus; default: this study's own from `kw`)."""
     check_engine_options(kw)  # conflicts and values, before anything loads
     if batch_files(batch_study or study, params, method, kw):
         return None
@@ -41,7 +42,8 @@ def collect_study(study, kw: dict, params: dict, method: str, *, validate: Calla
     _, manifest = run_study(study, kw["model"], kw["out"], params=params, method=method, n=kw["n"],
                             overwrite=kw["overwrite"],
                             model_options=_model_kwargs(kw) if model_options is None else model_options,
-                            show_progress=not kw["quiet"], batch_size=kw["batch_size"], budget=budget_of(kw),
+                            show_progress=not kw["quiet"], batch_size=kw["batch_size"],
+                            budget=budget_of(kw) if budget is None else budget,
                             engine=engine_of(kw), model=model)
     if report:
         _report_collection(kw["out"], manifest)

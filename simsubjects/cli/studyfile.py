@@ -30,7 +30,7 @@ class CollectGroup(click.Group):
 def file_command(path: str) -> click.Command:
     """`collect STUDY.yaml`: the options of every collection, plus --method, --n and --judge-model."""
     from simsubjects.cli.engines import engine_options
-    from simsubjects.cli.options import N_OPTION, model_options
+    from simsubjects.cli.options import ABLATE_OPTION, N_OPTION, model_options
 
     def run(**kw):
         _collect_file(path, kw)
@@ -42,6 +42,7 @@ def file_command(path: str) -> click.Command:
     f = click.option("--judge-model", default=None,
                      help="Model that classifies free-text answers (default: the answering model).")(f)
     f = N_OPTION(f)
+    f = ABLATE_OPTION(f)
     f = click.option("--method", type=click.Choice(["exact", "sampled", "generated"]), default=None,
                      help="exact: log-probabilities (default for k-choice); sampled: draw at temperature 1 until "
                           "--n valid answers; generated: a study of estimates or free text only.")(f)
@@ -68,6 +69,8 @@ def _collect_file(path: str, kw: dict) -> None:
         return collect_obedience_file(path, kw, seeded)
     if kw.get("paths") is not None:
         raise UserError(f"--paths: {path} is not a session (no session: key); see docs/studies.md")
+    if kw.get("ablate"):  # plain study files' twins: fit39m's part of issue 39 (the lead's merge joins them)
+        raise UserError(f"--ablate: {path} is not a session; ablation twins of plain study files are not here yet")
     study = loaded.study
     bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
     if bad:

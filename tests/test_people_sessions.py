@@ -239,3 +239,25 @@ def test_paths_option_and_bad_ablation_exit_2(tmp_path, capsys):
     assert main(["collect", str(path), "--out", str(tmp_path / "run"), "--ablate", "nonsense"]) == 2
     capsys.readouterr()
     assert not (tmp_path / "run").exists()
+
+
+def test_dalbo_people_example_is_a_fresh_computation_from_the_article_data():
+    """examples/pd_dalbo_people's decisions.csv and subjects.csv equal scripts/bundle_dalbo2011.py's output
+    on the bundled DF2011.rda; the study file reads them (every recorded answer an option: no unmatched)."""
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "scripts"))
+    try:
+        from bundle_dalbo2011 import SOURCE, decisions, subjects
+    finally:
+        sys.path.pop(0)
+    folder = root / "examples" / "pd_dalbo_people"
+    fresh = decisions(SOURCE)
+    bundled = pd.read_csv(folder / "decisions.csv", keep_default_na=False)
+    pd.testing.assert_frame_equal(bundled, fresh.astype(bundled.dtypes.to_dict()), check_dtype=False)
+    pd.testing.assert_frame_equal(pd.read_csv(folder / "subjects.csv"), subjects(fresh), check_dtype=False)
+    assert fresh["person"].nunique() == 6 and fresh["treatment"].nunique() == 6
+    study = load_session(folder / "study.yaml")
+    rec = study.session.recorded
+    assert len(rec) == len(fresh) and set(rec["choice"]) <= {"J", "F"} and set(rec["partner"]) <= {"J", "F"}

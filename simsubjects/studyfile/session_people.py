@@ -203,4 +203,5 @@ def decision_frame(study, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.Dat
     frame = pd.DataFrame(rows, columns=FRAME_COLUMNS)
     frame["round"] = frame["round"].astype("Int64")
     frame["chosen"] = frame["chosen"].astype(bool)
-    return frame, pd.DataFrame(unmatched, columns=UNMATCHED_COLUMNS)
+    # one row per recorded answer (not per model or ablation twin that scored it)
+    return frame, pd.DataFrame(unmatched, columns=UNMATCHED_COLUMNS).drop_duplicates(ignore_index=True)

@@ -503,11 +503,11 @@ class SessionRun:
 
 def _relabeling(sess) -> tuple[dict, dict]:
     """--ablate labels: ({declared label: neutral label}, {item id: the Response with neutral labels}). The
-    declared labels become A, B, ... in the order the file declares them (Option 1, Option 2, ... where a
-    declared label already is such a letter), so a text that names an option names its neutral label."""
+    declared labels become the letters A, B, ... that are no declared label, in the order the file declares
+    them (Option 1, Option 2, ... past 26), so a text that names an option names its neutral label."""
     labels = list(dict.fromkeys(o.label for b in sess.blocks for it in b.items for o in it.item.response.options))
-    letters = [chr(ord("A") + i) for i in range(26)]
-    ok = not set(labels) & set(letters) and len(labels) <= len(letters)
+    letters = [chr(ord("A") + i) for i in range(26) if chr(ord("A") + i) not in labels]
+    ok = len(labels) <= len(letters)
     # distinct labels get distinct neutral ones (first come, first lettered): no two options of an item meet
     relabel = {lab: letters[i] if ok else f"Option {i + 1}" for i, lab in enumerate(labels)}
     responses = {}

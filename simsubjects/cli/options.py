@@ -52,11 +52,14 @@ BATCH_SIZE_OPTION = click.option("--batch-size", default=BATCH_SIZE, show_defaul
                                  help="Trials per batch; each finished batch is saved before the next starts.")
 N_OPTION = click.option("--n", default=SAMPLES, show_default=True, type=click.IntRange(1, MAX_N),
                         help=f"Valid answers per trial when --method sampled (1 to {MAX_N:,}).")
-# issue 39: ablation twins collected into the same run (rows with `ablation`; docs/people.md)
-ABLATE_OPTION = click.option("--ablate", "ablate", multiple=True, type=click.Choice(["history", "instructions", "labels"]),
-                             help="Also collect a twin of every decision without this part of the prompt, into the "
-                                  "same run (repeatable): history (sessions: earlier rounds removed), instructions "
-                                  "(system text, persona, rules removed), labels (options relabeled A, B, ...).")
+# issue 39: ablation twins of the same decisions, collected into the same run folder (rows: `ablation`);
+# `collect STUDY.yaml` (studyfile/design.py) and `collect SESSION.yaml` (sessions: also history) share it
+ABLATIONS = ("instructions", "labels", "history")
+ABLATE_OPTION = click.option(
+    "--ablate", "ablate", multiple=True, type=click.Choice(ABLATIONS),
+    help="Also collect a twin of every decision without the task's instructions (instructions), with neutral "
+         "option labels (labels) or, in a session, without the earlier rounds (history); repeatable. The twins' "
+         "rows carry `ablation`; analyze shows the fit to people with and without each.")
 # replicate: no default of its own; each paper's sample size, scaled (else SAMPLES: cli/replicate.py)
 PAPER_N_OPTION = click.option("--n", default=None, type=click.IntRange(1, MAX_N),
                               help="Valid answers per trial with --method sampled (default: the paper's, scaled).")

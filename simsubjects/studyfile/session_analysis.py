@@ -28,6 +28,8 @@ SYSTEM = ["source", "model"]
 
 def analyze_session(study: SessionStudy, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
     out = {}
+    if "ablation" in responses.columns:  # --ablate twins: the session's tables are the full prompt's (docs/people.md)
+        responses = responses[responses["ablation"].fillna("") == ""]
     dec = responses[responses["condition"] == "decision"].copy()
     rounds = responses[responses["condition"] == "round"].copy()
     paths = responses[responses["condition"] == "path"].copy()

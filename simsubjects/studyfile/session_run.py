@@ -114,9 +114,6 @@ class State:
     kept: dict = field(default_factory=dict)  # chance players with draw: once -> the outcome drawn
 
 
-ABLATIONS = ("history", "instructions", "labels")  # --ablate (docs/people.md)
-
-
 class SessionRun:
     def __init__(self, study, model, method: str, n: int, paths: int | None, chat: bool = False,
                  ablation: str = "", twins: bool = False):

@@ -51,6 +51,7 @@ HEAVY_FIRST = [
     "test_session_players.py",
     "test_hostile3.py",  # issue 42: three short sessions on the model, Qualtrics imports, the loopback server
     "test_sessions41.py",  # issue 41: three small sessions on the model (sampled, enumerated with chance moves)
+    "test_people_sessions.py",  # issue 39: paths: people with its three ablation twins on the model, a SIGKILL resume
     "test_conjoint.py",
     "test_network.py",
     "test_check_r_studyfile.py",

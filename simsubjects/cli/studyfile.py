@@ -69,9 +69,6 @@ def _collect_file(path: str, kw: dict) -> None:
         return collect_obedience_file(path, kw, seeded)
     if kw.get("paths") is not None:
         raise UserError(f"--paths: {path} is not a session (no session: key); see docs/studies.md")
-    # plain study files' twins are fit39m's part of issue 39: at the merge this refusal goes, for its _ablate
-    if kw.get("ablate"):
-        raise UserError(f"--ablate: {path} is not a session; ablation twins of plain study files are not here yet")
     study = loaded.study
     bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
     if bad:

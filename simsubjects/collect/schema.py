@@ -50,7 +50,6 @@ SESSION_COLUMNS: dict[str, str] = {
     "player": "Who decided: subject, or the model player's name", "drawn": "1 for the option the path went on with",
     "block_order": "Blocks in the order this path took them", "item_order": "Items in the order shown this round",
     "payoff": "The subject's payoff of the round",
-    "ablation": "Ablation twin (--ablate): empty for the full prompt, else history, instructions or labels",
 }
 
 

@@ -336,4 +336,10 @@ def plot_session(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdi
             paths.append(outdir / "session_beside_people_by_round.png")
             fig.savefig(paths[-1], dpi=110)
             plt.close(fig)
+    if "fit_people" in tables:  # paths: people: fit_people.png and fit_calibration.png (studyfile/figures.py)
+        try:
+            from .figures import plot_fit
+        except ImportError:  # the methods side of issue 39, merged beside this branch
+            return paths
+        paths += [x for x in plot_fit(tables, outdir) if x]
     return paths

@@ -187,7 +187,9 @@ def _answers(out: Path) -> int:
 def test_sigkill_mid_people_run_resumes_with_identical_rows(smollm2, tmp_path):
     """SIGKILL after a few cached answers, then the same command: rows equal an uninterrupted run's.
     Each start is forked from a fork server that imported torch once (tests/forked.py)."""
-    path = _write(tmp_path / "study")
+    # every person plays 3 rounds (9 decisions): the kill lands mid-run even on a quiet machine
+    path = _write(tmp_path / "study", decisions="who,rnd,mine,theirs\n" + "".join(
+        f"{w},{k},{'CD'[(k + i) % 2]},{'DC'[k % 2]}\n" for i, w in enumerate(("p1", "p2", "p3")) for k in (1, 2, 3)))
     ref = _collect(path, tmp_path / "ref", smollm2, batch_size=1)
     out, log = tmp_path / "killed", tmp_path / "killed.log"
     argv = ["collect", str(path), "--out", str(out), "-q", "--batch-size", "1"]
@@ -199,7 +201,7 @@ def test_sigkill_mid_people_run_resumes_with_identical_rows(smollm2, tmp_path):
     assert proc.poll() is None, "the run finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert 0 < _answers(out) < 6 and not (out / "responses.parquet").exists()
+    assert 0 < _answers(out) < 9 and not (out / "responses.parquet").exists()
     assert forked.Start(ctx, argv, log).wait() == 0, log.read_text(errors="replace")[-2000:]
     got = pd.read_parquet(out / "responses.parquet")
     pd.testing.assert_frame_equal(got.reset_index(drop=True), ref.reset_index(drop=True), check_exact=True)

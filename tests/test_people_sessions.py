@@ -208,11 +208,13 @@ def test_sigkill_mid_people_run_resumes_with_identical_rows(smollm2, tmp_path):
 
 
 BAD = {
-    "unknown_person": (dict(decisions=DECISIONS + "p9,1,C,C\n"), "line 8 of decisions.csv: person 'p9' is not in the subjects"),
+    "unknown_person": (dict(decisions=DECISIONS + "p9,1,C,C\n"),
+                       "line 8 of decisions.csv: person 'p9' is not in the subjects"),
     "round_beyond_max": (dict(decisions=DECISIONS + "p2,2,C,C\np2,3,C,C\np2,4,C,C\n"), "round 4 is beyond block game"),
     "missing_column": (dict(study=STUDY.replace("move: mine, ", "")), "missing required key 'move'"),
     "no_such_column": (dict(study=STUDY.replace("move: mine", "move: mien")), "column 'mien' is not in decisions.csv"),
-    "bad_move": (dict(decisions=DECISIONS.replace("p2,1,D,D", "p2,1,D,Q")), "line 5 of decisions.csv: 'Q' is not a move"),
+    "bad_move": (dict(decisions=DECISIONS.replace("p2,1,D,D", "p2,1,D,Q")),
+                 "line 5 of decisions.csv: 'Q' is not a move"),
     "gap": (dict(decisions=DECISIONS.replace("p1,2,D,C\n", "")), "a round is missing"),
     "twice": (dict(decisions=DECISIONS + "p2,1,C,C\n"), "has round 1 of block game twice"),
     "unrecorded_subject": (dict(subjects=SUBJECTS + "p4,b\n"), "subject 'p4' has no recorded decisions"),

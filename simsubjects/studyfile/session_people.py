@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .load import did_you_mean
+
 FRAME_COLUMNS = ["person", "decision", "item", "round", "condition", "option", "p", "chosen", "model", "ablation",
                  "prev_own", "prev_other"]
 UNMATCHED_COLUMNS = ["person", "decision", "item", "answer"]
@@ -51,7 +53,6 @@ def read_people(c, d: dict, s) -> None:
     """Read and check `session.people` (module docstring); sets session.recorded, one row per person x
     block x round with text values, and `row` (the file's line)."""
     from .spec import _table
-    from .load import did_you_mean
 
     sess, p = s.session, ("session", "people")
     if not sess.people:
@@ -100,8 +101,6 @@ def _check_keys(c, sess, names: dict, path) -> None:
                               f"{'answers' if k in items else 'moves' if k in used else 'values'})")
     for k in names:
         if k not in need and k != "block":
-            from .load import did_you_mean
-
             raise c.err((*path, k), f"{k!r} is neither person, block, round, an item nor a player of the session"
                                     f"{did_you_mean(k, need)}")
 
@@ -185,7 +184,8 @@ def decision_frame(study, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.Dat
     ablation = dec["ablation"].fillna("") if "ablation" in dec.columns else pd.Series("", index=dec.index)
     for (trial, model, abl), g in dec.assign(ablation=ablation).groupby(["trial", "model", "ablation"], sort=False):
         first = g.iloc[0]
-        person, block, rnd, item = _plain(first["subject"]), str(first["block"]), int(first["round"]), str(first["item"])
+        person, block, item = _plain(first["subject"]), str(first["block"]), str(first["item"])
+        rnd = int(first["round"])
         r = rec[(person, block, rnd)]
         answer, decision = r[item], f"{block}/r{rnd}/{item}"
         options = g["response"].astype(str).tolist()

@@ -53,6 +53,7 @@ HEAVY_FIRST = [
     "test_sessions41.py",  # issue 41: three small sessions on the model (sampled, enumerated with chance moves)
     "test_people_fit.py",  # issue 39: a respondents table with both --ablate twins, a Qualtrics import, on the model
     "test_estimand40.py",  # issue 40: a small session and a small vignette run on the model
+    "test_people_sessions.py",  # issue 39: paths: people with its three ablation twins on the model, a SIGKILL resume
     "test_conjoint.py",
     "test_network.py",
     "test_check_r_studyfile.py",

@@ -18,6 +18,10 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
         raise UserError(f"--base-url {bad[0]}: not an http(s) URL such as http://127.0.0.1:8000/v1")
     if kw.get("paths") is not None and study.session.enumerate:
         raise UserError(f"--paths: {path} enumerates its paths (session.paths: enumerate)")
+    if kw.get("paths") is not None and study.session.people:
+        raise UserError(f"--paths: {path} replays recorded people (session.paths: people): one path each")
+    ablate = list(dict.fromkeys(kw.get("ablate") or ()))
+    _check_ablate(path, study, ablate)
     from ..studyfile.session import size_error
 
     why = size_error(study.session, len(study.subjects), kw.get("paths"))
@@ -36,7 +40,8 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     # a local model scores a session's growing prompts with reused keys/values: another order of
     # float sums than the packed scorer, so the scorer is part of the run's identity
     params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": kw.get("paths"),
-              "session_scorer": SCORER, **({"chat_template": True} if kw["chat_template"] else {})}
+              "session_scorer": SCORER, **({"chat_template": True} if kw["chat_template"] else {}),
+              **({"ablate": ablate} if ablate else {})}  # absent without --ablate: old runs keep their identity
     from .collection import collect_study
     from .options import _parse_model
 
@@ -48,3 +53,15 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     planning = kw["dry_run"] or kw.get("batch_export") or kw.get("batch_import")
     # a dry run or a batch file is counted through the session with no `out`: no copy is written
     collect_study(session_def(study, out=None if planning else kw["out"]), kw, params, method)
+
+
+def _check_ablate(path: str, study, ablate: list[str]) -> None:
+    """--ablate on a session: each twin must remove something this session has (docs/people.md)."""
+    from ..errors import UserError
+
+    sess = study.session
+    if "history" in ablate and sess.memory == "none":
+        raise UserError(f"--ablate history: {path} has session.memory: none (no earlier rounds to remove)")
+    if "labels" in ablate and any(p.kind == "model" for p in sess.players.values()):
+        raise UserError(f"--ablate labels: {path} has a model player, whose options keep their labels; "
+                        "relabeling the subject's only would mix the two")

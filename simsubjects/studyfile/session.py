@@ -25,7 +25,9 @@ TOP = {"study", "title", "citation", "license", "description", "prompt", "respon
        "session", "analyses", "human"}
 HUMAN = {"file", "name", "columns"}
 HUMAN_COLUMNS = {"respondent", "measure", "value", "by"}
-SESSION = {"blocks", "block_order", "memory", "paths", "max_leaves", "max_steps", "variables", "players", "history"}
+SESSION = {"blocks", "block_order", "memory", "paths", "max_leaves", "max_steps", "variables", "players", "history",
+           "people"}
+PEOPLE = {"file", "columns", "condition"}  # paths: people: the recorded decisions (session_people.py)
 BLOCK = {"id", "items", "order", "intro", "rounds", "players", "moves", "payoffs", "update", "feedback", "position"}
 POSITIONS = ("first", "last")  # under block_order: randomized, a block kept at the start or the end
 SITEM = {"id", "text", "response", "show_if", "skip_to"}
@@ -118,10 +120,19 @@ class Session:
     players: dict[str, Player] = field(default_factory=dict)
     block_order: str = "fixed"
     history: str = DEFAULT_HISTORY
+    # paths: people (teacher forcing): the people's recorded decisions, one row per person x block x round
+    # with columns person, block, round and one per item and replayed player (session_people.read_people)
+    recorded: pd.DataFrame | None = None
+    people_file: str = ""
+    people_condition: str = ""  # a subjects-table column: each person's condition in the fit tables
 
     @property
     def enumerate(self) -> bool:
         return self.paths == "enumerate"
+
+    @property
+    def people(self) -> bool:
+        return self.paths == "people"
 
     def item(self, iid: str) -> SItem:
         return next(it for b in self.blocks for it in b.items if it.id == iid)
@@ -157,6 +168,10 @@ def load_session(file, seed: int | None = None) -> SessionStudy:
     if d.get("analyses") is not None:
         c.listed(d, "analyses", ())  # the session analyses run always (docs/studies.md); reserved for more
     _check(c, s)
+    if s.session.people or d["session"].get("people") is not None:
+        from .session_people import read_people
+
+        read_people(c, d["session"], s)
     _max_leaves(c, s.session)
     _size(c, s.session, len(s.subjects))  # after the leaves: an enumerated tree's size counts them
     # the run's copy without a model player's URL credentials (the sha256 stays the file's as read)
@@ -176,8 +191,8 @@ def _session(c: Checker, v, s: Study, named, default) -> Session:
     sess.max_steps = c.number(d, "max_steps", p, 10_000, integer=True, low=1, high=L.MAX_STEPS)
     sess.max_leaves = c.number(d, "max_leaves", p, 1024, integer=True, low=1, high=L.MAX_LEAVES)
     paths = d.get("paths", 1)
-    if paths == "enumerate":
-        sess.paths = "enumerate"
+    if paths in ("enumerate", "people"):
+        sess.paths = paths
     else:
         sess.paths = c.number(d, "paths", p, 1, integer=True, low=1, high=L.MAX_PATHS)
     sess.history = c.text(d, "history", p, DEFAULT_HISTORY)
@@ -225,7 +240,7 @@ def decisions_per_path(sess: Session) -> int:
 
 def size_error(sess: Session, subjects: int, paths: int | None = None) -> str | None:
     """Why subjects x paths (enumerate: x leaves) x decisions per path is past limits.MAX_DECISIONS, or None."""
-    per_subject = min(leaves(sess), sess.max_leaves) if sess.enumerate else (paths or sess.paths)
+    per_subject = min(leaves(sess), sess.max_leaves) if sess.enumerate else 1 if sess.people else (paths or sess.paths)
     n = subjects * per_subject * decisions_per_path(sess)
     if n <= L.MAX_DECISIONS:
         return None

@@ -26,8 +26,22 @@ from .session import SessionStudy
 SYSTEM = ["source", "model"]
 
 
+def _people_fit(study: SessionStudy, responses: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """fit_decisions, fit_people, fit_study, fit_compare, fit_calibration, fit_unmatched of a `paths: people`
+    run: studyfile/people_fit.py (issue 39's methods side), which reads session_people.decision_frame."""
+    if not study.session.people:
+        return {}
+    try:
+        from .people_fit import fit_tables
+    except ImportError:  # the methods side of issue 39 is merged beside this branch (until then: no fit tables)
+        return {}
+    return fit_tables(study, responses)
+
+
 def analyze_session(study: SessionStudy, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    out = {}
+    out = _people_fit(study, responses)  # paths: people: the fit tables, twins included (docs/people.md)
+    if "ablation" in responses.columns:  # --ablate twins: the session's tables are the full prompt's (docs/people.md)
+        responses = responses[responses["ablation"].fillna("") == ""]
     dec = responses[responses["condition"] == "decision"].copy()
     rounds = responses[responses["condition"] == "round"].copy()
     paths = responses[responses["condition"] == "path"].copy()
@@ -322,4 +336,10 @@ def plot_session(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdi
             paths.append(outdir / "session_beside_people_by_round.png")
             fig.savefig(paths[-1], dpi=110)
             plt.close(fig)
+    if "fit_people" in tables:  # paths: people: fit_people.png and fit_calibration.png (studyfile/figures.py)
+        try:
+            from .figures import plot_fit
+        except ImportError:  # the methods side of issue 39, merged beside this branch
+            return paths
+        paths += [x for x in plot_fit(tables, outdir) if x]
     return paths

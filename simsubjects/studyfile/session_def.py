@@ -19,7 +19,7 @@ from .session import SessionStudy, decisions_per_path, leaves
 def session_trials(study: SessionStudy, paths: int | None = None) -> pd.DataFrame:
     """One row per subject x path: what a collection starts (decisions are made as the paths run)."""
     sess = study.session
-    k = 1 if sess.enumerate else int(paths or sess.paths)
+    k = 1 if sess.enumerate or sess.people else int(paths or sess.paths)
     rows = [{"trial": f"{s}|p{p}", "item": "session", "condition": "", "subject": s, "prompt": "", "options": (),
              "labels": (), "path": p} for s in study.subjects["subject"] for p in range(1, k + 1)]
     out = pd.DataFrame(rows)
@@ -153,6 +153,10 @@ def describe_session(study: SessionStudy) -> str:
     if sess.variables:
         lines.append("variables: " + ", ".join(f"{k} = {v!r}" for k, v in sess.variables.items()))
     lines.append(f"decisions per path: at most {decisions_per_path(sess)}")
+    if sess.people:
+        rec = sess.recorded
+        lines.append(f"people (paths: people): {len(rec)} recorded rounds of {rec['person'].nunique()} persons in "
+                     f"{sess.people_file}, replayed (every decision scored)")
     from .bounds import summary
 
     lines += summary(study)
@@ -188,8 +192,10 @@ def first_prompts(study: SessionStudy, show: int = 3) -> list[str]:
         lines += [f"[{role}] {text}" for role, text in d.messages] if d.messages else [d.prompt]
         scored = zip(d.completions, d.shown)
         lines.append("completions scored: " + ", ".join(f"{c!r} = {x[0].label}" for c, x in scored))
-        j = _draw([1 / len(d.shown)] * len(d.shown), float(rng.random()))
+        j = run.recorded_index(d) if run.people is not None else _draw([1 / len(d.shown)] * len(d.shown),
+                                                                       float(rng.random()))
         st.parent, st.step = run.node(st), st.step + 1
-        run.answer(d, d.shown[j][0].label, d.shown[j][2])
-        lines.append(f"(drawn for this preview: {d.shown[j][0].label})")
+        label, completion = run.chosen(d, j)
+        run.answer(d, label, completion)
+        lines.append(f"({'the person recorded' if run.people is not None else 'drawn for this preview'}: {label})")
     return lines

@@ -20,7 +20,9 @@ Rows (docs/studies.md, "Paths and rows"), told apart by `condition` as Milgram's
 from __future__ import annotations
 
 import copy
+import re
 import time
+from dataclasses import replace
 from dataclasses import dataclass, field
 from string import Template
 
@@ -60,6 +62,7 @@ class Decision:
     rendered: str  # the question as shown (template filled)
     player: str = ""  # a model player's decision: its name ('' for the subject's)
     messages: tuple = ()  # chat turns ((role, content), ...): a chat model's request (prompt then '')
+    orig: tuple = ()  # --ablate labels: the options' declared labels (the model is shown neutral ones)
 
     @property
     def completions(self) -> tuple[str, ...]:
@@ -112,11 +115,23 @@ class State:
 
 
 class SessionRun:
-    def __init__(self, study, model, method: str, n: int, paths: int | None, chat: bool = False):
+    def __init__(self, study, model, method: str, n: int, paths: int | None, chat: bool = False,
+                 ablation: str = "", twins: bool = False):
         self.study, self.sess, self.model = study, study.session, model
         self.chat = chat  # memory as chat turns (the model's chat template), else as text
         self.method, self.n = method, n
-        self.paths = 1 if self.sess.enumerate else int(paths or self.sess.paths)
+        self.paths = 1 if self.sess.enumerate or self.sess.people else int(paths or self.sess.paths)
+        # --ablate: this run's twin ("" the full prompt); twins: the rows carry the `ablation` column
+        self.ablation, self.twins = ablation, twins
+        self.people = None
+        if self.sess.people:
+            from .session_people import plan
+
+            self.people = plan(self.sess)  # person -> recorded blocks and their rounds' answers and moves
+        self.relabel, self.relabeled = _relabeling(self.sess) if ablation == "labels" else ({}, {})
+        self.relabel_re = (re.compile(r"(?<!\w)(" + "|".join(re.escape(x) for x in sorted(self.relabel, key=len,
+                                                                                            reverse=True)) + r")(?!\w)")
+                           if self.relabel else None)
         self.rows: list[dict] = []
         self.round_rows: list[dict] = []
         self.leaves: list[State] = []
@@ -134,7 +149,10 @@ class SessionRun:
                 blocks = list(range(nb))
                 if self.sess.block_order == "randomized":
                     blocks = self.block_order(s, p)
-                rng = None if self.sess.enumerate else _rng(self.study.seed, "path", s, p)
+                if self.people is not None:  # the blocks the person played, in the order recorded
+                    ids = [b.id for b in self.sess.blocks]
+                    blocks = [ids.index(b) for b in self.people[s]["blocks"]]
+                rng = None if self.sess.enumerate or self.people is not None else _rng(self.study.seed, "path", s, p)
                 out.append(State(s, rec, p, rng, blocks, variables=dict(self.sess.variables)))
         return out
 
@@ -153,9 +171,22 @@ class SessionRun:
 
     def fill(self, text: str, st: State) -> str:
         """A session text filled on this path (`${item:-TEXT}`: TEXT where the item was not shown)."""
-        return SessionText(text).substitute(FillValues({k: _fmt(v) for k, v in self.env(st).items()}))
+        return self.shown(SessionText(text).substitute(FillValues({k: _fmt(v) for k, v in self.env(st).items()})))
+
+    def shown(self, text: str) -> str:
+        """--ablate labels: every declared option label in a text shown to the model (a whole word) replaced by
+        its neutral label; otherwise the text itself."""
+        if self.relabel_re is None:
+            return text
+        return self.relabel_re.sub(lambda m: self.relabel[m.group(1)], text)
+
+    def recorded(self, st: State) -> dict:
+        """paths: people: the person's recorded row of this block and round."""
+        return self.people[st.subject][(self.sess.blocks[st.blocks[st.bi]].id, st.round)]
 
     def header(self, st: State, block) -> str:
+        if self.ablation == "instructions":  # the system text, persona and block intro removed (docs/people.md)
+            return ""
         parts = []
         if self.study.system:
             parts.append(self.fill(self.study.system, st))
@@ -167,9 +198,10 @@ class SessionRun:
         return head
 
     def node(self, st: State) -> str:
+        twin = f"|{self.ablation}" if self.ablation else ""  # an ablation twin's trials apart from the full run's
         if self.sess.enumerate:
-            return f"{st.subject}|e|{st.step}|{'.'.join(st.hist)}"
-        return f"{st.subject}|p{st.path}|{st.step}"
+            return f"{st.subject}|e|{st.step}|{'.'.join(st.hist)}{twin}"
+        return f"{st.subject}|p{st.path}|{st.step}{twin}"
 
     # ---------------------------------------------------------------------------------- program
     def advance(self, st: State):
@@ -189,7 +221,9 @@ class SessionRun:
                     seq = [*b.players, *seq]
                 st.order, st.pos, st.moves, st.payoffs, st.validity = seq, 0, {}, {}, []
                 st.skip = None
-                if st.round == 1 and b.intro and sess.memory == "transcript":
+                if self.ablation == "history":  # each decision sees its own round's text only
+                    st.text, st.lines, st.turns, st.mark = "", "", (), 0
+                if st.round == 1 and b.intro and sess.memory == "transcript" and self.ablation != "instructions":
                     st.text += self.fill(b.intro, st) + "\n\n"
                 for it in b.items:
                     st.answers.pop(it.id, None)
@@ -233,6 +267,8 @@ class SessionRun:
             if p.responds_to else []
         person = _plain(st.person.get(p.match)) if p.match else None
         move = p.play(st.round, st.move_hist.get(name, []), answers, person)
+        if self.people is not None:  # paths: people: the other player's recorded move
+            move = self.recorded(st)[name]
         st.moves[name] = move
         st.move_hist.setdefault(name, []).append(move)
 
@@ -256,20 +292,23 @@ class SessionRun:
 
     def decision(self, st: State, b, it) -> Decision:
         r = it.item.response
-        shown = shown_options(r, tuple(range(sum(not o.refusal for o in r.options))))
+        order = tuple(range(sum(not o.refusal for o in r.options)))
+        orig = tuple(o[0].label for o in shown_options(r, order)) if it.id in self.relabeled else ()
+        r = self.relabeled.get(it.id, r)
+        shown = shown_options(r, order)
         question = self.fill(it.item.text, st)
         options = r.option_separator.join(s[3] for s in shown)
         fill = {"question": question, "options": options, "item": it.id, "persona": str(st.person.get("persona", "")),
                 **{k: _fmt(v) for k, v in self.env(st).items()}}
-        rendered = Template(self.study.template).safe_substitute(fill)
+        rendered = self.shown(Template(self.study.template).safe_substitute(fill))
         if self.chat:
             user = (st.text[st.mark:] if self.sess.memory == "transcript" else "") + rendered
             messages = self.system_turn(self.header(st, b)) + self.memory_turns(st.turns) + (
                 ("user", user + self.fill(self.study.answer_prefix, st)),)
-            return Decision(st, it, "", question, shown, rendered, messages=messages)
+            return Decision(st, it, "", question, shown, rendered, messages=messages, orig=orig)
         memory = {"transcript": st.text, "answers": st.lines, "none": ""}[self.sess.memory]
         prompt = self.header(st, b) + memory + rendered + self.fill(self.study.answer_prefix, st)
-        return Decision(st, it, prompt, question, shown, rendered)
+        return Decision(st, it, prompt, question, shown, rendered, orig=orig)
 
     def system_turn(self, head: str) -> tuple:
         return (("system", head.strip()),) if head.strip() else ()
@@ -281,7 +320,7 @@ class SessionRun:
         """The chat turns a decision leaves in memory: transcript, the question as shown (after the
         text since the last turn: intro, feedback) and the answer; answers, the question and label."""
         if self.sess.memory == "answers":
-            return (("user", d.question), ("assistant", label))
+            return (("user", d.question), ("assistant", self.shown(label)))
         return (("user", before + d.rendered + self.fill(self.study.answer_prefix, d.state)),
                 ("assistant", completion.strip()))
 
@@ -327,7 +366,7 @@ class SessionRun:
             st.turns = st.turns + self.turn_pair(d, label, completion, st.text[st.mark:])
         st.text += d.rendered + self.fill(self.study.answer_prefix, st) + completion + "\n\n"
         st.mark = len(st.text)
-        st.lines += Template(self.sess.history).safe_substitute(question=d.question, answer=label)
+        st.lines += Template(self.sess.history).safe_substitute(question=d.question, answer=self.shown(label))
         st.hist += (label,)
         st.named += (f"{it.id}={label}",)
         st.pos += 1
@@ -359,6 +398,10 @@ class SessionRun:
                 st.text += fb + "\n\n"
             more = st.round < b.rounds
             cont = b.cont
+            if self.people is not None:  # the block goes on exactly when the person played another round
+                st.pending = (None, (b.id, st.round + 1) in self.people[st.subject])
+                self.finish_round(st, b, None)
+                return None
             if b.cont_expr is not None:
                 cont = self.eval(b.cont_expr, st, (*b.where, "rounds", "continue"))
                 if not 0 < cont <= 1:
@@ -391,7 +434,7 @@ class SessionRun:
                "validity": float(np.mean(st.validity)) if st.validity else float("nan"),
                "round": st.round, "step": st.step - 1, "path": st.path, "parent": st.parent, "block": b.id,
                "reach": st.reach, "continued": int(continued), "_key": st.key,
-               **{c: st.person[c] for c in self.persona_cols}}
+               **{c: st.person[c] for c in self.persona_cols}, **self.twin()}
         for it in b.items:
             row[it.id] = st.answers.get(it.id, "")
         row.update({k: v for k, v in st.moves.items()})
@@ -404,7 +447,7 @@ class SessionRun:
     def record(self, d: Decision, res: ChoiceResult, drawn: int | None) -> None:
         st = d.state
         trial = self.node(st)
-        labels = [s[0].label for s in d.shown]
+        labels = list(d.orig) or [s[0].label for s in d.shown]  # the declared labels (--ablate labels too)
         for i, label in enumerate(labels):
             w = res.probs[i] if res.method == "exact" else float(res.counts[i])
             self.rows.append({"study": self.study.name, "trial": trial, "item": d.player or d.item.id,
@@ -418,7 +461,26 @@ class SessionRun:
                                                                                  for i in st.blocks),
                               "item_order": " | ".join(x for x in st.order if x not in self.sess.players),
                               "n_samples": res.n_samples, "n_queries": res.n_queries, "_key": st.key,
-                              **{c: st.person[c] for c in self.persona_cols}})
+                              **{c: st.person[c] for c in self.persona_cols}, **self.twin()})
+
+    def twin(self) -> dict:
+        """The `ablation` column, on every row of a run with --ablate ("" on the full prompt's rows)."""
+        return {"ablation": self.ablation} if self.twins else {}
+
+    def chosen(self, d: Decision, j: int) -> tuple[str, str]:
+        """(label, completion) the path goes on with: option j, or (j = -1, paths: people) the person's
+        recorded answer that is no option, as its own text."""
+        if j >= 0:
+            return (d.orig[j] if d.orig else d.shown[j][0].label), d.shown[j][2]
+        raw = self.recorded(d.state)[d.item.id]
+        r = d.item.item.response
+        return raw, Template(r.completion).safe_substitute(label=self.shown(raw), text=self.shown(raw), letter="")
+
+    def recorded_index(self, d: Decision) -> int:
+        """paths: people: the index of the person's recorded answer among the options (-1: none matches)."""
+        raw = self.recorded(d.state)[d.item.id]
+        labels = list(d.orig) or [s[0].label for s in d.shown]
+        return labels.index(raw) if raw in labels else -1
 
     def transcript(self, d: Decision, text: str, res: ChoiceResult, drawn: int | None) -> None:
         """The decision's record in transcripts.jsonl: the exact text the model scored (the prompt, or the
@@ -431,7 +493,32 @@ class SessionRun:
             "player": d.player or "subject", "text": text, "messages": [list(m) for m in d.messages],
             "completions": list(d.completions), "labels": [x[0].label for x in d.shown],
             "probs": [float(x) for x in res.probs], "method": res.method,
-            "drawn": None if drawn is None else d.shown[drawn][0].label, "_key": st.key})
+            "drawn": None if drawn is None or drawn < 0 else d.shown[drawn][0].label, "_key": st.key,
+            **({"recorded": self.recorded(st)[d.item.id]} if self.people is not None and not d.player else {}),
+            **self.twin()})
+
+
+def _relabeling(sess) -> tuple[dict, dict]:
+    """--ablate labels: ({declared label: neutral label}, {item id: the Response with neutral labels}). The
+    declared labels become the letters A, B, ... that are no declared label, in the order the file declares
+    them (Option 1, Option 2, ... past 26), so a text that names an option names its neutral label."""
+    labels = list(dict.fromkeys(o.label for b in sess.blocks for it in b.items for o in it.item.response.options))
+    letters = [chr(ord("A") + i) for i in range(26) if chr(ord("A") + i) not in labels]
+    ok = len(labels) <= len(letters)
+    # distinct labels get distinct neutral ones (first come, first lettered): no two options of an item meet
+    relabel = {lab: letters[i] if ok else f"Option {i + 1}" for i, lab in enumerate(labels)}
+    responses = {}
+    pattern = re.compile(r"(?<!\w)(" + "|".join(re.escape(x) for x in sorted(relabel, key=len, reverse=True))
+                         + r")(?!\w)") if relabel else None
+
+    def sub(text):
+        return pattern.sub(lambda m: relabel[m.group(1)], text) if text is not None and pattern else text
+    for b in sess.blocks:
+        for it in b.items:
+            r = it.item.response
+            responses[it.id] = replace(r, options=[replace(o, label=relabel[o.label], text=sub(o.text),
+                                                           completion=sub(o.completion)) for o in r.options])
+    return relabel, responses
 
 
 def _plain(v) -> str:
@@ -451,86 +538,106 @@ def _draw(probs, u: float) -> int:
 
 def collect_session(study, model, cache, params: dict, show_progress: bool = True, sink: list | None = None):
     """(responses, stats, None): every path of every subject, run in lockstep through the cache; `sink`
-    (a list) receives the decisions' transcript records."""
+    (a list) receives the decisions' transcript records. With `ablate` in params (--ablate), each
+    ablation's twin runs after the full prompt's, into the same rows with the `ablation` column."""
     t0 = time.perf_counter()
     method = params.get("method", "exact")
     n = int(params.get("n") or 50)
     chunk = int(params.get("batch_size") or 64)
     chat = bool(params.get("chat_template") or study.chat_template)
-    run = SessionRun(study, model, method, n, params.get("paths"), chat)
+    ablations = ["", *params.get("ablate", ())]
+    runs = [SessionRun(study, model, method, n, params.get("paths"), chat, a, len(ablations) > 1) for a in ablations]
     chain_of: dict[int, list] = {}  # id(request) -> the earlier requests of its path (or player)
     askers = {SAME: _asker(model, method, chain_of)}  # model spec -> (fingerprint, ask)
     models = {SAME: model}
-    for p in run.sess.players.values():  # another model spec: loaded once, asked through the same cache
+    for p in runs[0].sess.players.values():  # another model spec: loaded once, asked through the same cache
         if p.kind == "model" and p.model not in askers:
             from ..collect.models import load_model
 
             models[p.model] = load_model(p.spec, chat_template=chat)
             askers[p.model] = _asker(models[p.model], method, chain_of)
-    states = run.initial()
-    failures, queries, asked = [], 0, 0
-    with progress(len(states), f"{study.name} paths ({model.info.spec})", show_progress) as bar:
-        while states:
-            pending, nxt = [], []
-            for st in states:
-                more, decisions = _advance(run, st)
-                nxt += more
-                pending += decisions
-            finished = [s for s in nxt if s.done]
-            run.leaves += finished
-            bar.update(0 if run.sess.enumerate else len(finished))
-            if not pending:
-                break
-            reqs = [ChoiceRequest(d.prompt, d.completions, n, d.messages) for d in pending]
-            chain_of.clear()
-            for d, rq in zip(pending, reqs):
-                chain_of[id(rq)] = d.state.pasked.get(d.player, []) if d.player else d.state.asked
-            results, fails = _ask_by_model(run, askers, cache, pending, reqs, method, chunk)
-            asked += len(reqs)
-            grown = []
-            for i, (d, res, rq) in enumerate(zip(pending, results, reqs)):
-                st = d.state
-                if d.player:  # new lists and dicts: branches of an enumerated tree share the old ones
-                    st.pasked = {**st.pasked, d.player: st.pasked.get(d.player, []) + [rq]}
-                else:
-                    st.asked = st.asked + [rq]
-                if res is None or not np.isfinite(res.probs).all():
-                    failures.append({"trial": run.node(st), "reason": fails.get(i, "no valid answer")})
-                    continue
-                queries += res.n_queries
-                st.validity.append(res.validity)
-                text = _scored_text(models[run.sess.players[d.player].model if d.player else SAME], rq)
-                if run.sess.enumerate:
-                    for j, p in enumerate(res.probs):
-                        if p <= 0:
-                            continue
-                        child = _branch(st, j)
-                        child.reach = st.reach * p
-                        grown.append((d, child, j))
-                    run.record(d, res, None)
-                    run.transcript(d, text, res, None)
-                else:
-                    j = _draw(res.probs, float(st.rng.random()))
-                    run.record(d, res, j)
-                    run.transcript(d, text, res, j)
-                    st.reach *= res.probs[j]
-                    grown.append((d, st, j))
-            states = []
-            for d, st, j in grown:  # st: the path (or, enumerating, the branch) that answered option j
-                st.parent = run.node(st) if not run.sess.enumerate else run.node(d.state)
-                st.step += 1
-                run.answer(Decision(st, d.item, d.prompt, d.question, d.shown, d.rendered, d.player, d.messages),
-                           d.shown[j][0].label, d.shown[j][2])
-                states.append(st)
-    rows = _finish(run)
+    starts = [run.initial() for run in runs]
+    totals = {"failures": [], "queries": 0, "asked": 0}
+    with progress(sum(map(len, starts)), f"{study.name} paths ({model.info.spec})", show_progress) as bar:
+        for run, states in zip(runs, starts):
+            _walk(run, states, askers, models, cache, chain_of, method, chunk, bar, totals)
+    rows = [r for run in runs for r in _finish(run)]
+    failures, asked = totals["failures"], totals["asked"]
     total = sum(1 for r in rows if r["condition"] == "decision")
     stats = {"trials": asked, "answered": asked - len(failures), "rows": len(rows), "failures": failures,
-             "short": [], "queries": queries, "paths": len(run.leaves),
+             "short": [], "queries": totals["queries"], "paths": sum(len(run.leaves) for run in runs),
              "mean_validity": float(np.mean([r["validity"] for r in rows if r["condition"] == "decision"]))
              if total else None, "seconds": round(time.perf_counter() - t0, 3)}
     if sink is not None:
-        sink[:] = run.transcripts
+        sink[:] = [x for run in runs for x in run.transcripts]
     return pd.DataFrame(rows), stats, None
+
+
+def _walk(run: SessionRun, states, askers, models, cache, chain_of, method, chunk, bar, totals) -> None:
+    """Every path of one run (the full prompt, or one ablation's twin) to its end, step by step."""
+    while states:
+        pending, nxt = [], []
+        for st in states:
+            more, decisions = _advance(run, st)
+            nxt += more
+            pending += decisions
+        finished = [s for s in nxt if s.done]
+        run.leaves += finished
+        bar.update(0 if run.sess.enumerate else len(finished))
+        if not pending:
+            break
+        reqs = [ChoiceRequest(d.prompt, d.completions, run.n, d.messages) for d in pending]
+        chain_of.clear()
+        for d, rq in zip(pending, reqs):
+            chain_of[id(rq)] = d.state.pasked.get(d.player, []) if d.player else d.state.asked
+        results, fails = _ask_by_model(run, askers, cache, pending, reqs, method, chunk)
+        totals["asked"] += len(reqs)
+        grown = []
+        for i, (d, res, rq) in enumerate(zip(pending, results, reqs)):
+            st = d.state
+            if d.player:  # new lists and dicts: branches of an enumerated tree share the old ones
+                st.pasked = {**st.pasked, d.player: st.pasked.get(d.player, []) + [rq]}
+            else:
+                st.asked = st.asked + [rq]
+            if res is None or not np.isfinite(res.probs).all():
+                totals["failures"].append({"trial": run.node(st), "reason": fails.get(i, "no valid answer")})
+                continue
+            totals["queries"] += res.n_queries
+            st.validity.append(res.validity)
+            grown += _outcome(run, d, res, _scored_text(models[run.sess.players[d.player].model if d.player
+                                                               else SAME], rq))
+        states = []
+        for d, st, j in grown:  # st: the path (or, enumerating, the branch) that answered option j
+            st.parent = run.node(st) if not run.sess.enumerate else run.node(d.state)
+            st.step += 1
+            label, completion = run.chosen(d, j)
+            run.answer(Decision(st, d.item, d.prompt, d.question, d.shown, d.rendered, d.player, d.messages, d.orig),
+                       label, completion)
+            states.append(st)
+
+
+def _outcome(run: SessionRun, d: Decision, res: ChoiceResult, text: str) -> list[tuple]:
+    """A scored decision's rows and transcript, and the (decision, path, option) each path goes on with:
+    enumerated, a branch per option; paths: people, the person's recorded answer (-1: no option);
+    else an option drawn from the distribution."""
+    st = d.state
+    if run.sess.enumerate:
+        grown = []
+        for j, p in enumerate(res.probs):
+            if p <= 0:
+                continue
+            child = _branch(st, j)
+            child.reach = st.reach * p
+            grown.append((d, child, j))
+        run.record(d, res, None)
+        run.transcript(d, text, res, None)
+        return grown
+    j = run.recorded_index(d) if run.people is not None else _draw(res.probs, float(st.rng.random()))
+    run.record(d, res, j)
+    run.transcript(d, text, res, j)
+    if j >= 0:
+        st.reach *= res.probs[j]
+    return [(d, st, j)]
 
 
 def _scored_text(model, rq: ChoiceRequest) -> str:
@@ -622,6 +729,11 @@ def _nature(run: SessionRun, s: State, name: str) -> list[State]:
     next number u of the path's generator against the cumulative probabilities (as a decision's)."""
     p = run.sess.players[name]
     labels, probs = list(p.outcomes), list(p.outcomes.values())
+    if run.people is not None:  # paths: people: the outcome the person met (its probability in reach)
+        label = run.recorded(s)[name]
+        s.reach *= p.outcomes[label]
+        run.nature_move(s, name, label, drawn=True)
+        return [s]
     if run.sess.enumerate:
         out = []
         for j, (label, w) in enumerate(zip(labels, probs)):
@@ -660,12 +772,13 @@ def _finish(run: SessionRun) -> list[dict]:
             r["path"] = first.get((r["subject"], r["_key"]), r["path"])
     paths = []
     for leaf in run.leaves:
-        paths.append({"study": run.study.name, "trial": f"{leaf.subject}|path{leaf.path}", "item": "path",
+        twin = f"|{run.ablation}" if run.ablation else ""
+        paths.append({"study": run.study.name, "trial": f"{leaf.subject}|path{leaf.path}{twin}", "item": "path",
                       "condition": "path", "subject": leaf.subject, "source": "model", "model": run.spec,
                       "method": "session", "response": "; ".join(leaf.named),
                       "weight": leaf.reach if sess.enumerate else 1.0, "validity": float("nan"),
                       "round": leaf.round, "step": leaf.step - 1, "path": leaf.path, "parent": leaf.parent,
-                      "reach": leaf.reach, **{k: v for k, v in leaf.variables.items()}})
+                      "reach": leaf.reach, **{k: v for k, v in leaf.variables.items()}, **run.twin()})
     out = rows + paths
     for r in out + run.transcripts:
         r.pop("_key", None)

@@ -14,16 +14,13 @@ from __future__ import annotations
 import pandas as pd
 
 from ..analyze.methods import fit
+from . import session_people
 
 
 def decision_frame(study, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(frame, unmatched): the frame is empty where the run scored no person."""
     none = (fit.empty_frame(), pd.DataFrame(columns=fit.UNMATCHED))
     if hasattr(study, "session"):  # a session run: its paths: people mode (session_people.py)
-        try:
-            from . import session_people
-        except ImportError:  # the sessions' part of issue 39 is not in this tree
-            return none
         return session_people.decision_frame(study, responses)
     if not getattr(study, "people", False) or study.human is None:
         return none

@@ -21,6 +21,8 @@ import pandas as pd
 from scipy import stats
 
 from ..analyze.methods.tests import paired_t, welch_t
+from .figures import plot_fit
+from .people_fit import fit_tables
 from .session import SessionStudy
 
 SYSTEM = ["source", "model"]
@@ -30,10 +32,6 @@ def _people_fit(study: SessionStudy, responses: pd.DataFrame) -> dict[str, pd.Da
     """fit_decisions, fit_people, fit_study, fit_compare, fit_calibration, fit_unmatched of a `paths: people`
     run: studyfile/people_fit.py (issue 39's methods side), which reads session_people.decision_frame."""
     if not study.session.people:
-        return {}
-    try:
-        from .people_fit import fit_tables
-    except ImportError:  # the methods side of issue 39 is merged beside this branch (until then: no fit tables)
         return {}
     return fit_tables(study, responses)
 
@@ -337,9 +335,5 @@ def plot_session(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdi
             fig.savefig(paths[-1], dpi=110)
             plt.close(fig)
     if "fit_people" in tables:  # paths: people: fit_people.png and fit_calibration.png (studyfile/figures.py)
-        try:
-            from .figures import plot_fit
-        except ImportError:  # the methods side of issue 39, merged beside this branch
-            return paths
         paths += [x for x in plot_fit(tables, outdir) if x]
     return paths

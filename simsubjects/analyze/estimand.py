@@ -19,7 +19,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..collect.sample_kinds import CENSUS, DRAWN, IDENTICAL_PROMPTS, PEOPLE, SAMPLED_METHOD, VS_PEOPLE
+from ..collect.sample_kinds import CENSUS, DRAWN, IDENTICAL_PROMPTS, PEOPLE, RECORDED, SAMPLED_METHOD, VS_PEOPLE
 
 MIN_VALIDITY = 0.5  # documented in docs/conventions.md ("Validity and refusals in every denominator")
 NOT_A_SAMPLE = ("identical prompts: every subject read the same prompt, so the subjects are copies, not a sample; "
@@ -34,10 +34,11 @@ PPI_PEOPLE = ("human-only", "prediction-powered")
 def run_sample(declared, params: dict, model_rows: pd.DataFrame) -> str:
     """The kind of the model's subjects in a run: the study's declaration (a kind, or a function of the
     run's parameters), else read from the rows; a sampled method (or sampled session paths) is its own kind,
-    except over identical prompts, whose draws are never a sample."""
+    except over identical prompts, whose draws are never a sample, and over recorded people, whose paths follow
+    the people's own answers (nothing is drawn)."""
     kind = declared(params or {}) if callable(declared) else declared
     kind = kind or _from_rows(model_rows)
-    if kind != IDENTICAL_PROMPTS and _sampled(model_rows):
+    if kind not in (IDENTICAL_PROMPTS, RECORDED) and _sampled(model_rows):
         return SAMPLED_METHOD
     return kind
 

@@ -12,6 +12,7 @@ CENSUS = "census of a table"
 DRAWN = "drawn subjects"
 SAMPLED_METHOD = "sampled method"
 PEOPLE = "people"
+RECORDED = "recorded people"  # `subjects: people`, `paths: people`: each person's own prompts, nothing drawn
 VS_PEOPLE = " vs people"  # a model side tested against people: e.g. "drawn subjects vs people"
 SAMPLE_KINDS: dict[str, str] = {
     IDENTICAL_PROMPTS: "every subject read the same prompt: the subjects are copies of one prompt, not a sample; "
@@ -22,6 +23,9 @@ SAMPLE_KINDS: dict[str, str] = {
            "interval is over that draw",
     SAMPLED_METHOD: "answers (or session paths) were sampled from the model: the within-subject sampling noise is "
                     "part of every variance, beside the spread over subjects",
+    RECORDED: "each recorded person's own prompts (their condition, and in a session their own answers and the "
+              "feedback they received) were scored once: a census of the recorded people; the interval, with the "
+              "person as the unit, treats them as a sample of the population they came from",
     PEOPLE: "people's responses: the interval is over respondents, as in any survey",
 }
 

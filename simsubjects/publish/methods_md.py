@@ -122,6 +122,8 @@ def methods_text(study: str, title: str, manifests: list[dict], responses: pd.Da
                  tables: dict[str, pd.DataFrame], sample: str = "", min_validity: float = MIN_VALIDITY) -> str:
     """The Markdown of METHODS.md for one analysis."""
     model_rows = responses[responses["source"] != "human"] if "source" in responses else responses
+    if "method" in model_rows:  # a session's path and round records (method `session`) are no answers: count decisions
+        model_rows = model_rows[model_rows["method"].astype(str) != "session"]
     versions = (manifests[0].get("versions") if manifests else None) or {}
     version = str(versions.get("simsubjects", "")) if isinstance(versions, dict) else ""
     head = (f"We ran the study {md_text(title or study)} with simsubjects{' ' + md_text(version) if version else ''}"

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..collect.sample_kinds import RECORDED
 from ..collect.schema import SESSION_COLUMNS
 from ..collect.store import TRANSCRIPTS, atomic_write_bytes
 from ..collect.studies.registry import StudyDef
@@ -117,7 +118,8 @@ def session_def(study: SessionStudy, out=None) -> StudyDef:
         methods=("exact", "sampled"),
         columns=dict(SESSION_COLUMNS),  # their codebook labels
         levels=lambda responses, items: session_levels(study, responses),
-        sample=study.subjects_sample,  # identical prompts, a census of its subjects table, or drawn
+        # identical prompts, a census of its subjects table, or drawn; paths: people follows recorded people
+        sample=RECORDED if study.session.people else study.subjects_sample,
     )
 
 

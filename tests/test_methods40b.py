@@ -133,3 +133,63 @@ def test_beside_people_tests_are_one_family_with_holm():
     _, tests = beside_people(study, dec, dec.iloc[:0])
     assert len(tests) == 2 and set(tests["family"]) == {BESIDE_FAMILY}
     np.testing.assert_allclose(tests["p.value.holm"], _holm_by_family(tests), rtol=1e-12)
+
+
+def test_garden_path_wilcoxon_reports_v_as_methods_paired_does():
+    """Item 7: garden_path's signed-rank statistic is V, the rank sum of the positive differences (R's
+    wilcox.test and analyze.methods.paired.wilcoxon), not scipy's two-sided min(W+, W-) (unit: sentence)."""
+    from scipy import stats
+
+    from simsubjects.analyze.methods.paired import wilcoxon
+    from simsubjects.studies.garden_path.analysis import paired_tests
+
+    gp = np.array([0.9, 0.8, 0.85, 0.7, 0.6, 0.75, 0.4, 0.95])
+    ctl = np.array([0.2, 0.3, 0.1, 0.5, 0.65, 0.35, 0.45, 0.15])  # 6 of 8 differences positive: W+ > W-
+    sent = pd.DataFrame({"model": "m", "set": "s", "type": "t", "item": [f"i{k}" for k in range(8)],
+                         "garden_path": gp, "control": ctl, "difference": gp - ctl, "n_names": 1})
+    out = paired_tests(sent)
+    w = out[(out["test"] == "Wilcoxon signed-rank test") & (out["type"] == "t")].iloc[0]
+    v = stats.wilcoxon(gp - ctl, alternative="greater").statistic  # scipy's one-sided statistic is W+
+    assert w["statistic"] == v == wilcoxon(gp, ctl)["statistic"].iloc[0] > 8 * 9 / 4
+    assert w["p.value"] == pytest.approx(wilcoxon(gp, ctl)["p.value"].iloc[0], rel=1e-12)
+
+
+def test_w1_span_without_options_warns_and_options_give_the_whole_scale():
+    """Item 7: without options= the W1 span is the range of the positions the distributions list, so an
+    option no one chose narrows it; representativeness says so (a UserWarning). With the question's option
+    list the span is the whole scale (unit: question)."""
+    import warnings
+
+    from simsubjects.analyze.methods.representativeness import representativeness
+
+    model = pd.DataFrame({"model": "m", "key": "q", "position": [1.0, 2.0], "refusal": False, "weight": [0.5, 0.5]})
+    people = pd.DataFrame({"key": "q", "position": [1.0, 2.0], "refusal": False, "weight": [0.9, 0.1]})
+    with pytest.warns(UserWarning, match="no options= given"):
+        narrow = representativeness(model, people)
+    opts = pd.DataFrame({"key": "q", "position": [1.0, 2.0, 3.0, 4.0, 5.0], "refusal": False})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        whole = representativeness(model, people, options=opts)
+    assert narrow["mean_distance"].iloc[0] == pytest.approx(0.4)  # W1 = 0.4 over a span of 1
+    assert whole["mean_distance"].iloc[0] == pytest.approx(0.1)  # over the scale's span of 4
+
+
+def test_conjoint_model_vs_people_test_reports_clusters_and_says_when_they_are_few():
+    """Item 7: cj_anova reports the clusters (respondents) of each group and, where a group has fewer than
+    bench/cj_null.py's 60, a note that Naive-Fp's size is unchecked there and names clubSandwich's HTZ."""
+    from simsubjects.analyze.methods import conjoint as cj
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for group, k in (("people", 80), ("model", 12)):
+        for r in range(k):
+            for task in range(4):
+                for prof in range(2):
+                    a, b = rng.choice(["x", "y"]), rng.choice(["u", "v", "w"])
+                    rows.append({"group": group, "id": f"{group}{r}", "A": a, "B": b,
+                                 "chosen": float(rng.random() < 0.5 + 0.1 * (a == "y"))})
+    d = pd.DataFrame(rows)
+    out = cj.cj_anova(d, "chosen", ["A", "B"], "group", id="id").iloc[0]
+    assert out["n_clusters"] == 92 and out["n_clusters_min"] == 12
+    assert out["clusters_by_group"] == "people: 80; model: 12"
+    assert "few clusters in model (12)" in out["note"] and "HTZ" in out["note"]

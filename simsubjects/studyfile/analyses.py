@@ -221,7 +221,10 @@ def representativeness_table(study: Study, responses: pd.DataFrame, by: list[str
     h = human.groupby(["key", *by, "position", "refusal"], as_index=False, dropna=False)["w"].sum().rename(columns={"w": "weight"})
     mcols = [b for b in by if b in model.columns]
     m = model.groupby(["model", *mcols, "key", "position", "refusal"], as_index=False, dropna=False)["w"].sum()
-    out = representativeness(m.rename(columns={"w": "weight"}), h, by=by or None)
+    from .check_r import options_table
+
+    declared = options_table(study).rename(columns={"item": "key"})  # the span: each item's whole option list
+    out = representativeness(m.rename(columns={"w": "weight"}), h, by=by or None, options=declared)
     out = out.rename(columns={"se": "std.error", "ci_low": "conf.low", "ci_high": "conf.high"})
     return _resampled(study, d, out, by, mcols)
 

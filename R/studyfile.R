@@ -225,7 +225,8 @@ sf_amce <- function(responses, options, factors, baselines = NULL) {
                                              estimate = unname(m$coefficients[k]), std.error = unname(m$std.error[k]),
                                              statistic = unname(m$statistic[k]), df = unname(m$df[k]),
                                              p.value = unname(m$p.value[k]), conf.low = unname(m$conf.low[k]),
-                                             conf.high = unname(m$conf.high[k]), n = nrow(s), stringsAsFactors = FALSE)
+                                             conf.high = unname(m$conf.high[k]), n = length(unique(s$subject)),
+                                             n_trials = nrow(s), stringsAsFactors = FALSE)
     }
   }
   do.call(rbind, rows)

@@ -193,3 +193,27 @@ def test_conjoint_model_vs_people_test_reports_clusters_and_says_when_they_are_f
     assert out["n_clusters"] == 92 and out["n_clusters_min"] == 12
     assert out["clusters_by_group"] == "people: 80; model: 12"
     assert "few clusters in model (12)" in out["note"] and "HTZ" in out["note"]
+
+
+def test_n_counts_the_units_behind_the_estimate():
+    """Item 7: `n` has one definition (docs/conventions.md, "What n counts"): the units behind the estimate.
+    A two-sample test's n is both samples' units (it was min(nx, ny) in the built-ins' tables); a study-file
+    AMCE's n is its subjects (it was its trials), the trials in n_trials."""
+    from simsubjects.analyze.methods.tests import welch_t, welch_test
+    from simsubjects.studies.survey_bias.analysis import delta_tests
+    from simsubjects.studyfile.analyses import amce
+
+    assert welch_t([1.0, 2.0, 4.0], [1.0, 3.0, 2.0, 5.0, 7.0])["n"] == 8
+    row = welch_test([1.0, 2.0, 4.0], [1.0, 3.0, 2.0, 5.0, 7.0]).iloc[0]
+    assert (row["n"], row["n_x"], row["n_y"]) == (8, 3, 5)
+    deltas = pd.DataFrame({"model": "m", "bias": "b", "perturbation": "", "pairs_from": "b", "key": list("abcd"),
+                           "delta": [1.0, -2.0, 3.0, 4.0], "pct_first": [50.0, 40, 60, 70],
+                           "pct_second": [49.0, 42, 57, 66]})
+    t = delta_tests(deltas).set_index("test")["n"]
+    assert t["One-sample t-test"] == 4 and t["Welch two-sample t-test"] == 8  # questions; both forms' values
+    rng = np.random.default_rng(3)
+    trials = pd.DataFrame([{"source": "model", "model": "m", "subject": f"s{s}", "trial": f"s{s}t{k}",
+                            "frame": ("gain", "loss")[k % 2], "score": rng.normal(), "tw": 1.0}
+                           for s in range(10) for k in range(4)])
+    out = amce(trials, ["frame"], {"frame": ["gain", "loss"]})
+    assert (out["n"].iloc[0], out["n_trials"].iloc[0]) == (10, 40)

@@ -189,7 +189,8 @@ def amce(trials: pd.DataFrame, factors: list[str], levels: dict | None = None) -
                          else "AMCE (OLS, CR2 clustered by subject)", "term": term,
                          "contrast": f"{f}: {level} - {base[f]}", "estimate": r["estimate"], "std.error": r["std.error"],
                          "statistic": r["statistic"], "df": r["df"], "p.value": r["p.value"], "conf.low": r["conf.low"],
-                         "conf.high": r["conf.high"], "n": len(g), "unit": UNIT, "weights": "survey" if is_weighted else "none"})
+                         "conf.high": r["conf.high"], "n": int(g["subject"].nunique()), "n_trials": len(g), "unit": UNIT,
+                         "weights": "survey" if is_weighted else "none"})
     return pd.DataFrame(rows)
 
 

@@ -92,7 +92,7 @@ def welch(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) -
             rows.append({**key, "test": "Survey-weighted t-test (survey::svyttest)", **head,
                          **_surveyed(r, len(both), sd, "cohen_d_av")})
             continue
-        r = welch_t(x, y, n=len(x) + len(y))
+        r = welch_t(x, y)
         rows.append({**key, "test": r.pop("test"), **head,
                      **_tested(r, (x.mean() - y.mean()) / sd if sd > 0 else math.nan, "cohen_d_av")})
     return pd.DataFrame(rows)

@@ -97,6 +97,44 @@ sf_welch <- function(responses, options, factor, levels, by = "item") {
     } else {
       row <- .sf_t(mean(x) - mean(y), length(x) + length(y), function() stats::t.test(x, y))
     }
+    # Lakens' (2013) d_av: the difference over the mean of the two standard deviations (effectsize has
+    # no d_av); NA where no test was made
+    sdav <- (stats::sd(x) + stats::sd(y)) / 2
+    row$effect_size <- if (is.finite(row$statistic) && sdav > 0) row$estimate / sdav else NA_real_
+    rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), contrast = paste0(factor, ": ", levels[1], " - ", levels[2]),
+                                      row, stringsAsFactors = FALSE)
+  }
+  do.call(rbind, rows)
+}
+
+# Paired t-test over subjects of the mean score at levels[1] minus levels[2] (each subject's mean over its
+# trials at each level), with d_z = mean difference / sd of the differences; survey weights (a subject's
+# mean weight): survey::svyttest of the differences, design-based
+sf_paired <- function(responses, options, factor, levels, by = "item") {
+  d <- .sf_trial_scores(responses, options)
+  d <- d[!is.na(d$score), , drop = FALSE]
+  rows <- list()
+  if (!factor %in% names(d)) return(NULL)
+  for (s in .sf_groups(d, by)) {
+    if (all(is.na(s[[factor]]))) next
+    u <- .sf_units(s, factor)
+    x <- stats::setNames(u$score[u$f == levels[1]], u$subject[u$f == levels[1]])
+    y <- stats::setNames(u$score[u$f == levels[2]], u$subject[u$f == levels[2]])
+    both <- intersect(names(x), names(y))
+    if (length(both) < 2) next
+    diff <- unname(x[both] - y[both])
+    w <- as.numeric(tapply(u$tw, u$subject, mean)[both])
+    if (.sf_weighted(w)) {
+      des <- survey::svydesign(ids = ~1, weights = ~w, data = data.frame(diff = diff, w = w))
+      r <- survey::svyttest(diff ~ 0, des)
+      row <- data.frame(estimate = unname(r$estimate), std.error = unname(r$estimate / r$statistic),
+                        statistic = unname(r$statistic), df = unname(r$parameter), p.value = r$p.value,
+                        conf.low = r$conf.int[1], conf.high = r$conf.int[2], n = length(diff))
+    } else {
+      row <- .sf_t(mean(diff), length(diff), function() stats::t.test(x[both], y[both], paired = TRUE),
+                   df = length(diff) - 1)
+    }
+    row$effect_size <- if (is.finite(row$statistic) && stats::sd(diff) > 0) row$estimate / stats::sd(diff) else NA_real_
     rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), contrast = paste0(factor, ": ", levels[1], " - ", levels[2]),
                                       row, stringsAsFactors = FALSE)
   }
@@ -124,6 +162,7 @@ sf_one_sample <- function(responses, options, mu = 0, by = "item") {
     } else {
       row <- .sf_t(mean(x), length(x), function() stats::t.test(x), df = length(x) - 1)
     }
+    row$effect_size <- if (is.finite(row$statistic) && stats::sd(x) > 0) row$estimate / stats::sd(x) else NA_real_
     rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), row, stringsAsFactors = FALSE)
   }
   do.call(rbind, rows)
@@ -358,8 +397,8 @@ sf_order_effects <- function(responses, n_ordered) {
     rows[[length(rows) + 1]] <- data.frame(model = s$model[1], item = s$item[1], response = s$response[1],
                                            p_first = mean(f), p_last = mean(l), estimate = r$estimate,
                                            std.error = r$std.error, statistic = r$statistic, df = r$df,
-                                           p.value = r$p.value, n_first = length(f), n_last = length(l),
-                                           stringsAsFactors = FALSE)
+                                           p.value = r$p.value, conf.low = r$conf.low, conf.high = r$conf.high,
+                                           n_first = length(f), n_last = length(l), stringsAsFactors = FALSE)
   }
   per_item <- do.call(rbind, rows)
   if (is.null(per_item)) return(NULL)
@@ -404,7 +443,7 @@ sf_order_effects <- function(responses, n_ordered) {
 #'   (the ordinal value; \code{NA} for none), \code{refusal} (logical).
 #' @param analyses a list with one list per analysis of the file, in the file's order: \code{type},
 #'   \code{name} (the table's name), and as the type needs \code{factor}, \code{levels}, \code{mu},
-#'   \code{by}, \code{factors} and \code{baselines} (each factor's declared first level, the AMCE's baseline). Types without a twin here (\samp{paired}, \samp{summaries},
+#'   \code{by}, \code{factors} and \code{baselines} (each factor's declared first level, the AMCE's baseline). Types without a twin here (\samp{summaries},
 #'   \samp{function}) are skipped.
 #' @examples
 #' opts <- data.frame(item = "q", response = c("No", "Yes"), position = c(1, 2), refusal = FALSE)
@@ -434,12 +473,13 @@ replicate_study_file <- function(folder, options, analyses) {
     by <- if (is.null(a$by)) "item" else a$by
     res <- switch(a$type,
                   welch = sf_welch(r, options, a$factor, a$levels, by = by),
+                  paired = sf_paired(r, options, a$factor, a$levels, by = by),
                   one_sample = sf_one_sample(r, options, mu = if (is.null(a$mu)) 0 else a$mu, by = by),
                   chi_square = sf_chi_square(r, options, a$factor, by = by),
                   NULL)
-    if (a$type %in% c("welch", "one_sample", "chi_square")) {
+    if (a$type %in% c("welch", "paired", "one_sample", "chi_square")) {
       if (is.null(res) || !nrow(res)) next
-      k <- c("source", "model", by, if (a$type == "welch") "contrast")
+      k <- c("source", "model", by, if (a$type %in% c("welch", "paired")) "contrast")
       if (a$type == "chi_square") {  # the Python row's estimate is the statistic; its contrast names the table
         res$estimate <- res$statistic
         res$contrast <- paste(a$factor, "x response")

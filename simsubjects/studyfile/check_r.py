@@ -7,9 +7,12 @@ means and every test itself. Twins, per analysis type (docs/studies.md):
 * distribution — shares by item x condition x response, validity and n; the estimates' mean,
   median, sd and quartiles (quantile type 7); people_beside_model: R's shares and means set side by
   side as the Python table is;
-* welch — stats::t.test(x, y) on subject means (survey::svyttest with survey weights);
-* one_sample — stats::t.test(x) on subject means of score - mu (svyttest with survey weights);
-* chi_square — stats::chisq.test(correct = FALSE) on the subject-level expected counts, Cramér's V;
+* welch — stats::t.test(x, y) on subject means (survey::svyttest with survey weights), and d_av;
+* paired — stats::t.test(x, y, paired = TRUE) on each subject's means at the two levels (svyttest of the
+  differences with survey weights), and d_z;
+* one_sample — stats::t.test(x) on subject means of score - mu (svyttest with survey weights), and d;
+* chi_square — stats::chisq.test(correct = FALSE) on the subject-level expected counts, Cramér's V
+  (p.value.asymptotic; a model's permutation p.value is R's own draws, not compared);
 * amce — estimatr::lm_robust(score ~ factors, clusters = subject, se_type = "CR2");
 * representativeness — representativeness() of R/representativeness.R on the pooled distributions;
 * agreement — stats::cor.test of item means;
@@ -17,7 +20,7 @@ means and every test itself. Twins, per analysis type (docs/studies.md):
   means shown first and last, and the mean over items;
 * the Holm / BH columns of every table — p.adjust (analyze.check_r.check_r_rows).
 
-`paired`, `summaries` and `type: function` analyses have no twin here; their rows are absent, and the
+`summaries` and `type: function` analyses have no twin here; their rows are absent, and the
 check says so in one row each (`ok` stays true: nothing was compared).
 """
 
@@ -32,7 +35,7 @@ from ..analyze.methods.registry import TESTS
 from .spec import Study
 
 BROOM = {k: k for k in ("estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n")}
-NO_TWIN = ("summaries", "function")  # and the registry's tests without an R twin (paired)
+NO_TWIN = ("summaries", "function")  # and any registry test without an R twin
 
 
 def options_table(study: Study) -> pd.DataFrame:
@@ -171,8 +174,8 @@ def _order_effects(r, study: Study, responses, tables, tol, tol_p) -> list[dict]
     got = r.env.find("sf_order_effects")(r.to_r(responses[cols]), r.to_r(k))
     per_item, avg = r.to_py(got.rx2("per_item")), r.to_py(got.rx2("average"))
     keys = ["model", "item", "response"]
-    fields = {f: f for f in ("p_first", "p_last", "estimate", "std.error", "statistic", "df", "p.value", "n_first",
-                             "n_last")}
+    fields = {f: f for f in ("p_first", "p_last", "estimate", "std.error", "statistic", "df", "p.value", "conf.low",
+                             "conf.high", "n_first", "n_last")}  # the intervals too (issue 40, item 7)
     out = _rows("order_effects", _merge(tables["order_effects"], per_item, keys), keys, fields, tol, tol_p)
     out += _rows("order_effects_average", _merge(tables["order_effects_average"], avg, ["model"]), ["model"],
                  dict(BROOM), tol, tol_p)

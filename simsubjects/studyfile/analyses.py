@@ -408,10 +408,9 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
     if "shown_position" in responses.columns:
         tables.update(study_order_effects(study, responses))
     if tests:
-        tables["tests"] = tested = with_family(pd.concat([t for t in tests if len(t)] or
-                                                         [pd.DataFrame(columns=[*SYSTEM, *BROOM])], ignore_index=True))
-        for a in study.analyses:  # a named test's own table carries its rows' family and adjusted p-values
-            if a.get("name") in tables and a["type"] in TESTS and "analysis" in tested:
-                tables[a["name"]] = tested[tested["analysis"] == a["name"]].reset_index(drop=True)
+        # the family's adjusted p-values live in tests.csv only: a named test's own table is part of a family,
+        # and a reader (or --check-r's p.adjust) adjusting within that table alone would get other numbers
+        tables["tests"] = with_family(pd.concat([t for t in tests if len(t)] or
+                                                [pd.DataFrame(columns=[*SYSTEM, *BROOM])], ignore_index=True))
     tables["trials"] = trials
     return tables

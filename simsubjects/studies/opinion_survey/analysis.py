@@ -330,13 +330,13 @@ def check_r_opinion_survey(r, responses, items, tables, tol, tol_p) -> list[dict
     for (mname, prompt), g in md[md["prompt"].isin(["default", "personas"])].groupby(["model", "prompt"], sort=False):
         m = g.assign(model=f"{mname} | {prompt}")[cols]
         by = {"by": ["attribute", "group"]}
-        pq = rep.wasserstein_by_question(m, hd, **by)
+        pq = rep.wasserstein_by_question(m, hd, options=option_lists(m), **by)
         rq = r("wasserstein_by_question", m, hd, **by)
         keys = ["model", "attribute", "group", "key"]
         for row in pq.merge(rq, on=keys, how="outer", suffixes=("", "_r")).to_dict("records"):
             out.append(compare(_tag("opinion_survey W1/span", *[row[k] for k in keys]), row["distance"],
                                row["distance_r"], tol))
-        prep = rep.representativeness(m, hd, **by)
+        prep = rep.representativeness(m, hd, options=option_lists(m), **by)
         rrep = r("representativeness", m, hd, **by)
         for row in prep.merge(rrep, on=["model", "attribute", "group"], how="outer", suffixes=("", "_r")).to_dict("records"):
             tag = _tag("opinion_survey representativeness", row["model"], row["attribute"], row["group"])

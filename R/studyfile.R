@@ -141,6 +141,47 @@ sf_paired <- function(responses, options, factor, levels, by = "item") {
   do.call(rbind, rows)
 }
 
+# Check-all shares and numeric means (`type: summaries`; simsubjects/studyfile/summaries.py): per source x
+# model x condition x item, the mean over subjects of each subject's mean value (a check-all box: its
+# normalized P(Yes); a number: its answer) and the t interval over subjects. `kinds`: item, answer_kind
+sf_summaries <- function(responses, options, kinds) {
+  kind <- stats::setNames(as.character(kinds$answer_kind), as.character(kinds$item))[as.character(responses$item)]
+  out <- list()
+  check <- responses[kind %in% "yesno", , drop = FALSE]
+  if (nrow(check)) {
+    d <- .sf_shares(check)
+    first <- d[!duplicated(d$.trial), , drop = FALSE]
+    first$value <- as.numeric(tapply(ifelse(d$response %in% "Yes", d$share, 0), d$.trial, sum)[first$.trial])
+    out$selection_shares <- .sf_t_summary(first)
+  }
+  num <- responses[kind %in% "estimate", , drop = FALSE]
+  if (nrow(num) && "estimate" %in% names(num)) {
+    num <- num[!duplicated(.sf_id(num, .sf_key(num))), , drop = FALSE]
+    num$value <- suppressWarnings(as.numeric(num$estimate))
+    out$numeric_means <- .sf_t_summary(num)
+  }
+  Filter(function(x) !is.null(x) && nrow(x) > 0, out)
+}
+
+.sf_t_summary <- function(d) {
+  keys <- c("source", "model", "condition", "item")
+  for (k in keys) if (!k %in% names(d)) d[[k]] <- NA_character_
+  per <- stats::aggregate(d$value, by = lapply(d[c(keys, "subject")], function(v) ifelse(is.na(v), "\r", as.character(v))),
+                          FUN = mean)
+  rows <- lapply(split(per, .sf_id(per, keys)), function(g) {
+    x <- g$x[!is.na(g$x)]
+    n <- length(x)
+    if (!n) return(NULL)
+    se <- if (n > 1) stats::sd(x) / sqrt(n) else NA_real_
+    q <- if (n > 1) stats::qt(0.975, n - 1) else NA_real_
+    cbind(g[1, keys, drop = FALSE], estimate = mean(x), std.error = se, conf.low = mean(x) - q * se,
+          conf.high = mean(x) + q * se, n = n)
+  })
+  out <- do.call(rbind, Filter(Negate(is.null), rows))
+  if (!is.null(out)) for (k in keys) out[[k]][out[[k]] == "\r"] <- NA_character_
+  out
+}
+
 sf_one_sample <- function(responses, options, mu = 0, by = "item") {
   d <- .sf_trial_scores(responses, options)
   d <- d[!is.na(d$score), , drop = FALSE]

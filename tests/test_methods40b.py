@@ -220,3 +220,27 @@ def test_n_counts_the_units_behind_the_estimate():
                            for s in range(10) for k in range(4)])
     out = amce(trials, ["frame"], {"frame": ["gain", "loss"]})
     assert (out["n"].iloc[0], out["n_trials"].iloc[0]) == (10, 40)
+
+
+def test_summaries_have_an_r_twin(tmp_path):
+    """Item 7: `summaries` (check-all shares, numeric means; t interval over subjects) is compared with R's
+    sf_summaries by --check-r (before: "no R twin"). Data: the Qualtrics fixture's people."""
+    pytest.importorskip("rpy2", reason="rpy2 not installed")
+    from simsubjects.analyze.check_r import r_session
+    from simsubjects.cli.commands import main
+    from simsubjects.studyfile import load_study
+    from simsubjects.studyfile.design import build_trials
+    from simsubjects.studyfile.check_r import check_study_file
+
+    exp = __import__("pathlib").Path(__file__).parent / "data" / "qualtrics" / "experiment"
+    assert main(["study", "import", "qualtrics", str(exp / "framing_experiment.qsf"), str(tmp_path / "s"),
+                 "--responses", str(exp / "framing_experiment.csv"), "--finished-only"]) == 0
+    study = load_study(tmp_path / "s" / "study.yaml")
+    study.analyses[:] = [a for a in study.analyses if a["type"] == "summaries"]
+    assert study.analyses
+    _, items = build_trials(study)
+    check = pd.DataFrame(check_study_file(study, r_session(), study.human, items, None, 1e-8, 1e-6))
+    rows = check[check["statistic"].str.contains(r"\(summaries\)")]
+    assert len(rows) >= 5 and rows["ok"].all(), rows[~rows["ok"]]
+    assert not check["statistic"].str.contains("no R twin").any()
+    assert (rows["statistic"].str.contains("rows in only one") & (rows["r"] == 0)).any()

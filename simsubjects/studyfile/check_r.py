@@ -18,9 +18,10 @@ means and every test itself. Twins, per analysis type (docs/studies.md):
 * agreement — stats::cor.test of item means;
 * order effects (randomized or averaged option orders) — welch_test / one_sample_test of the subject
   means shown first and last, and the mean over items;
+* summaries — sf_summaries: check-all shares and numeric means, t interval over subjects;
 * the Holm / BH columns of every table — p.adjust (analyze.check_r.check_r_rows).
 
-`summaries` and `type: function` analyses have no twin here; their rows are absent, and the
+`type: function` analyses have no twin here; their rows are absent, and the
 check says so in one row each (`ok` stays true: nothing was compared).
 """
 
@@ -122,11 +123,33 @@ def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, to
             rr = call("sf_agreement", by=aby) if aby else call("sf_agreement")
             fields = {k: k for k in ("estimate", "p.value", "n", "mean_abs_difference")}
             out += _rows(label, _merge(tables[name], rr, ["model", *aby]), ["model", *aby], fields, tol, tol_p)
+        elif kind == "summaries" and items is not None and "answer_kind" in items.columns:
+            out += _summaries(r, rd, ro, items, tables, tol)
         elif kind in NO_TWIN or method is not None:
             out.append({"statistic": f"{label}: no R twin (not compared)", "python": math.nan, "r": math.nan,
                         "abs_diff": 0.0, "tolerance": 0.0, "ok": True})
     if "order_effects" in tables and len(tables["order_effects"]):
         out += _order_effects(r, study, responses, tables, tol, tol_p)
+    return out
+
+
+def _summaries(r, rd, ro, items, tables, tol) -> list[dict]:
+    """`summaries` (issue 40, item 7): R's sf_summaries against selection_shares and numeric_means."""
+    kinds = items[["item", "answer_kind"]].drop_duplicates("item").astype(str)
+    got = r.env.find("sf_summaries")(rd, ro, r.to_r(kinds))
+    names = list(got.names) if got.names is not r.ro.NULL else []
+    keys = ["source", "model", "condition", "item"]
+    fields = {k: k for k in ("estimate", "std.error", "conf.low", "conf.high", "n")}
+    out = []
+    for name in ("selection_shares", "numeric_means"):
+        if name not in tables and name not in names:
+            continue
+        py = tables.get(name, pd.DataFrame(columns=keys))
+        rr = r.to_py(got.rx2(name)) if name in names else None
+        py = py.assign(condition=py["condition"].fillna("")) if "condition" in py else py
+        if rr is not None:
+            rr["condition"] = rr["condition"].fillna("")
+        out += _rows(f"{name} (summaries)", _merge(py, rr, keys), keys, fields, tol, tol)
     return out
 
 

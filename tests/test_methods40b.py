@@ -37,18 +37,18 @@ def _p(responses: pd.DataFrame) -> float:
 
 
 def test_model_chi_square_has_its_size_under_a_null_and_power_on_a_clear_difference():
-    """Item 3, first half. 150 simulated model runs (20 subjects per level, each subject a probability vector
+    """Item 3, first half. 100 simulated model runs (20 subjects per level, each subject a probability vector
     over 3 answers): under a null (both levels from one Dirichlet) the share of p < 0.05 is near 0.05 (the
     old Pearson chi-square on expected counts gave about 0); with a clear difference (mean P(A) 0.5 vs 0.3)
     it rejects nearly always (the old test: about 0)."""
     rng = np.random.default_rng(40)
     same = np.array([4.0, 3.0, 3.0])
-    null = [_p(_model_run(rng, 20, {"gain": same, "loss": same})) for _ in range(150)]
+    null = [_p(_model_run(rng, 20, {"gain": same, "loss": same})) for _ in range(100)]
     size = np.mean(np.array(null) < 0.05)
-    assert 0.02 <= size <= 0.10, size  # binomial SE at 150 runs: 0.018
+    assert 0.01 <= size <= 0.11, size  # binomial SE at 100 runs: 0.022 (this seed: 0.08)
     alt = [_p(_model_run(rng, 20, {"gain": np.array([5.0, 2.5, 2.5]), "loss": np.array([3.0, 3.5, 3.5])}))
-           for _ in range(40)]
-    assert np.mean(np.array(alt) < 0.05) >= 0.8
+           for _ in range(25)]
+    assert np.mean(np.array(alt) < 0.05) >= 0.8  # this seed: 25 of 25
 
 
 def test_model_chi_square_p_is_seeded_and_never_0_and_keeps_the_asymptotic_p_beside():
@@ -91,19 +91,26 @@ def _holm_by_family(t: pd.DataFrame) -> np.ndarray:
     return want
 
 
-def test_qualtrics_arm_tests_are_one_family_per_source_and_model_with_holm(tmp_path):
+@pytest.fixture(scope="module")
+def qualtrics_study(tmp_path_factory):
+    """The Qualtrics fixture (tests/data/qualtrics/experiment) imported with its responses, once per module."""
+    from simsubjects.cli.commands import main
+
+    out = tmp_path_factory.mktemp("q") / "s"
+    exp = __import__("pathlib").Path(__file__).parent / "data" / "qualtrics" / "experiment"
+    assert main(["study", "import", "qualtrics", str(exp / "framing_experiment.qsf"), str(out),
+                 "--responses", str(exp / "framing_experiment.csv"), "--finished-only"]) == 0
+    return out / "study.yaml"
+
+
+def test_qualtrics_arm_tests_are_one_family_per_source_and_model_with_holm(qualtrics_study):
     """Item 6: the study-file `tests` table (here a Qualtrics import's per-item arm tests, on its people) names
     its family and carries Holm and BH p-values within it, equal to statsmodels' multipletests."""
-    from simsubjects.cli.commands import main
+    from simsubjects.analyze.methods.registry import TESTS
     from simsubjects.studyfile import load_study
     from simsubjects.studyfile.analyses import TESTS_FAMILY, analyze_study
 
-    exp = __import__("pathlib").Path(__file__).parent / "data" / "qualtrics" / "experiment"
-    assert main(["study", "import", "qualtrics", str(exp / "framing_experiment.qsf"), str(tmp_path / "s"),
-                 "--responses", str(exp / "framing_experiment.csv"), "--finished-only"]) == 0
-    from simsubjects.analyze.methods.registry import TESTS
-
-    study = load_study(tmp_path / "s" / "study.yaml")
+    study = load_study(qualtrics_study)
     study.analyses[:] = [a for a in study.analyses if a["type"] in TESTS]  # agreement needs a model side
     tables = analyze_study(study, study.human, pd.DataFrame())
     t = tables["tests"]
@@ -222,20 +229,16 @@ def test_n_counts_the_units_behind_the_estimate():
     assert (out["n"].iloc[0], out["n_trials"].iloc[0]) == (10, 40)
 
 
-def test_summaries_have_an_r_twin(tmp_path):
+def test_summaries_have_an_r_twin(qualtrics_study):
     """Item 7: `summaries` (check-all shares, numeric means; t interval over subjects) is compared with R's
     sf_summaries by --check-r (before: "no R twin"). Data: the Qualtrics fixture's people."""
     pytest.importorskip("rpy2", reason="rpy2 not installed")
     from simsubjects.analyze.check_r import r_session
-    from simsubjects.cli.commands import main
     from simsubjects.studyfile import load_study
-    from simsubjects.studyfile.design import build_trials
     from simsubjects.studyfile.check_r import check_study_file
+    from simsubjects.studyfile.design import build_trials
 
-    exp = __import__("pathlib").Path(__file__).parent / "data" / "qualtrics" / "experiment"
-    assert main(["study", "import", "qualtrics", str(exp / "framing_experiment.qsf"), str(tmp_path / "s"),
-                 "--responses", str(exp / "framing_experiment.csv"), "--finished-only"]) == 0
-    study = load_study(tmp_path / "s" / "study.yaml")
+    study = load_study(qualtrics_study)
     study.analyses[:] = [a for a in study.analyses if a["type"] == "summaries"]
     assert study.analyses
     _, items = build_trials(study)

@@ -13,9 +13,10 @@
 #' @param sentences the rows of \code{garden_path_sentences} to compare (e.g. one model and type).
 #' @details
 #' The paired t-test is the one-sample t-test of the differences (\code{\link{one_sample_test}}). The
-#' Wilcoxon signed-rank test follows scipy's defaults: the exact null distribution up to 50 sentences,
-#' no continuity correction, and the smaller of the two signed-rank sums as the statistic (R's
-#' \code{wilcox.test} reports the positive sum, V).
+#' Wilcoxon signed-rank test is the package's one (Python's \samp{analyze.methods.paired.wilcoxon}): zero
+#' differences dropped, the exact null distribution below 50 sentences without ties, else the normal
+#' approximation with continuity correction; the statistic is V, the rank sum of the positive differences
+#' (\code{wilcox.test}'s), not the smaller of the two sums.
 #' @return
 #' \code{garden_path_sentences}: one row per model, set, type and sentence (\code{item}) with
 #' \code{garden_path, control, difference}. \code{garden_path_tests}: two rows (\code{test} =
@@ -62,11 +63,13 @@ garden_path_tests <- function(sentences) {
   tt <- one_sample_test(d)  # the paired t-test: a one-sample test of the differences
   w <- data.frame(statistic = NA_real_, p.value = NA_real_)
   if (n >= 2 && any(d != 0)) {
-    # scipy's default: exact null distribution up to 50 pairs, no continuity correction, and the
-    # smaller of the two signed-rank sums as the statistic (R reports the positive one, V)
-    r <- suppressWarnings(stats::wilcox.test(d, exact = n <= 50, correct = FALSE))
-    v <- unname(r$statistic)
-    w <- data.frame(statistic = min(v, n * (n + 1) / 2 - v), p.value = r$p.value)
+    # as the package's signed-rank test (simsubjects/analyze/methods/paired.py wilcoxon): zero differences
+    # dropped, the exact null distribution below 50 pairs without ties, else the normal approximation with
+    # continuity correction; the statistic is V, the rank sum of the positive differences
+    nz <- d[d != 0]
+    exact <- length(nz) < 50 && !anyDuplicated(abs(nz))
+    r <- suppressWarnings(stats::wilcox.test(nz, exact = exact, correct = !exact))
+    w <- data.frame(statistic = unname(r$statistic), p.value = r$p.value)
   }
   rbind(cbind(base, test = "Paired t-test", tt[c("statistic", "df", "p.value")], stringsAsFactors = FALSE),
         cbind(base, test = "Wilcoxon signed-rank test", statistic = w$statistic, df = NA_real_,

@@ -97,10 +97,89 @@ sf_welch <- function(responses, options, factor, levels, by = "item") {
     } else {
       row <- .sf_t(mean(x) - mean(y), length(x) + length(y), function() stats::t.test(x, y))
     }
+    # Lakens' (2013) d_av: the difference over the mean of the two standard deviations (effectsize has
+    # no d_av); NA where no test was made
+    sdav <- (stats::sd(x) + stats::sd(y)) / 2
+    row$effect_size <- if (is.finite(row$statistic) && sdav > 0) row$estimate / sdav else NA_real_
     rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), contrast = paste0(factor, ": ", levels[1], " - ", levels[2]),
                                       row, stringsAsFactors = FALSE)
   }
   do.call(rbind, rows)
+}
+
+# Paired t-test over subjects of the mean score at levels[1] minus levels[2] (each subject's mean over its
+# trials at each level), with d_z = mean difference / sd of the differences; survey weights (a subject's
+# mean weight): survey::svyttest of the differences, design-based
+sf_paired <- function(responses, options, factor, levels, by = "item") {
+  d <- .sf_trial_scores(responses, options)
+  d <- d[!is.na(d$score), , drop = FALSE]
+  rows <- list()
+  if (!factor %in% names(d)) return(NULL)
+  for (s in .sf_groups(d, by)) {
+    if (all(is.na(s[[factor]]))) next
+    u <- .sf_units(s, factor)
+    x <- stats::setNames(u$score[u$f == levels[1]], u$subject[u$f == levels[1]])
+    y <- stats::setNames(u$score[u$f == levels[2]], u$subject[u$f == levels[2]])
+    both <- intersect(names(x), names(y))
+    if (length(both) < 2) next
+    diff <- unname(x[both] - y[both])
+    w <- as.numeric(tapply(u$tw, u$subject, mean)[both])
+    if (.sf_weighted(w)) {
+      des <- survey::svydesign(ids = ~1, weights = ~w, data = data.frame(diff = diff, w = w))
+      r <- survey::svyttest(diff ~ 0, des)
+      row <- data.frame(estimate = unname(r$estimate), std.error = unname(r$estimate / r$statistic),
+                        statistic = unname(r$statistic), df = unname(r$parameter), p.value = r$p.value,
+                        conf.low = r$conf.int[1], conf.high = r$conf.int[2], n = length(diff))
+    } else {
+      row <- .sf_t(mean(diff), length(diff), function() stats::t.test(x[both], y[both], paired = TRUE),
+                   df = length(diff) - 1)
+    }
+    row$effect_size <- if (is.finite(row$statistic) && stats::sd(diff) > 0) row$estimate / stats::sd(diff) else NA_real_
+    rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), contrast = paste0(factor, ": ", levels[1], " - ", levels[2]),
+                                      row, stringsAsFactors = FALSE)
+  }
+  do.call(rbind, rows)
+}
+
+# Check-all shares and numeric means (`type: summaries`; simsubjects/studyfile/summaries.py): per source x
+# model x condition x item, the mean over subjects of each subject's mean value (a check-all box: its
+# normalized P(Yes); a number: its answer) and the t interval over subjects. `kinds`: item, answer_kind
+sf_summaries <- function(responses, options, kinds) {
+  kind <- stats::setNames(as.character(kinds$answer_kind), as.character(kinds$item))[as.character(responses$item)]
+  out <- list()
+  check <- responses[kind %in% "yesno", , drop = FALSE]
+  if (nrow(check)) {
+    d <- .sf_shares(check)
+    first <- d[!duplicated(d$.trial), , drop = FALSE]
+    first$value <- as.numeric(tapply(ifelse(d$response %in% "Yes", d$share, 0), d$.trial, sum)[first$.trial])
+    out$selection_shares <- .sf_t_summary(first)
+  }
+  num <- responses[kind %in% "estimate", , drop = FALSE]
+  if (nrow(num) && "estimate" %in% names(num)) {
+    num <- num[!duplicated(.sf_id(num, .sf_key(num))), , drop = FALSE]
+    num$value <- suppressWarnings(as.numeric(num$estimate))
+    out$numeric_means <- .sf_t_summary(num)
+  }
+  Filter(function(x) !is.null(x) && nrow(x) > 0, out)
+}
+
+.sf_t_summary <- function(d) {
+  keys <- c("source", "model", "condition", "item")
+  for (k in keys) if (!k %in% names(d)) d[[k]] <- NA_character_
+  per <- stats::aggregate(d$value, by = lapply(d[c(keys, "subject")], function(v) ifelse(is.na(v), "\r", as.character(v))),
+                          FUN = mean)
+  rows <- lapply(split(per, .sf_id(per, keys)), function(g) {
+    x <- g$x[!is.na(g$x)]
+    n <- length(x)
+    if (!n) return(NULL)
+    se <- if (n > 1) stats::sd(x) / sqrt(n) else NA_real_
+    q <- if (n > 1) stats::qt(0.975, n - 1) else NA_real_
+    cbind(g[1, keys, drop = FALSE], estimate = mean(x), std.error = se, conf.low = mean(x) - q * se,
+          conf.high = mean(x) + q * se, n = n)
+  })
+  out <- do.call(rbind, Filter(Negate(is.null), rows))
+  if (!is.null(out)) for (k in keys) out[[k]][out[[k]] == "\r"] <- NA_character_
+  out
 }
 
 sf_one_sample <- function(responses, options, mu = 0, by = "item") {
@@ -124,13 +203,35 @@ sf_one_sample <- function(responses, options, mu = 0, by = "item") {
     } else {
       row <- .sf_t(mean(x), length(x), function() stats::t.test(x), df = length(x) - 1)
     }
+    row$effect_size <- if (is.finite(row$statistic) && stats::sd(x) > 0) row$estimate / stats::sd(x) else NA_real_
     rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), row, stringsAsFactors = FALSE)
   }
   do.call(rbind, rows)
 }
 
-# Pearson chi-square of level x response on expected counts, each subject counted once (its shares
-# averaged over its trials); survey weights rescaled to Kish's effective n; Cramér's V
+# A model's chi-square p-value: Pearson's statistic on the subjects' probability vectors referred to its
+# permutation distribution (levels reshuffled over subjects, each vector kept whole), (b + 1)/(R + 1), as
+# simsubjects/analyze/methods/contingency.py's monte_carlo_p; R's own random stream (set.seed(seed)), so
+# it agrees with Python's to Monte-Carlo error only (issue 40, item 3)
+.sf_permuted_p <- function(share, subject, f, response, R = 1999, seed = 0) {
+  u <- tapply(share, list(subject, as.character(response)), sum)
+  u[is.na(u)] <- 0
+  lv <- f[match(rownames(u), subject)]
+  stat <- function(labels) {
+    tab <- rowsum(u, labels)
+    tab <- tab[, colSums(tab) > 0, drop = FALSE]
+    e <- outer(rowSums(tab), colSums(tab)) / sum(tab)
+    sum((tab - e)^2 / e)
+  }
+  observed <- stat(lv)
+  set.seed(seed)
+  hits <- sum(replicate(R, stat(sample(lv)) >= observed - 1e-9))
+  (1 + hits) / (1 + R)
+}
+
+# Level x response, each subject counted once (its shares averaged over its trials); survey weights
+# rescaled to Kish's effective n; Cramér's V. People: Pearson chi-square's p-value; a model's rows: the
+# permutation p-value over subjects (.sf_permuted_p). p.value.asymptotic: chisq.test's p on every row.
 sf_chi_square <- function(responses, options, factor, by = "item") {
   tr <- .sf_trial_scores(responses, options)
   d <- .sf_shares(responses)
@@ -154,8 +255,11 @@ sf_chi_square <- function(responses, options, factor, by = "item") {
     tab <- tab[rowSums(tab) > 0, colSums(tab) > 0, drop = FALSE]
     if (min(dim(tab)) < 2) next
     r <- suppressWarnings(stats::chisq.test(tab, correct = FALSE))
+    model <- s$source[1] != "human" && !.sf_weighted(as.numeric(w))
+    p <- if (model) .sf_permuted_p(share, as.character(s$subject), f, s$response) else r$p.value
     rows[[length(rows) + 1]] <- cbind(.sf_key_cols(s, by), statistic = unname(r$statistic),
-                                      df = unname(r$parameter), p.value = r$p.value,
+                                      df = unname(r$parameter), p.value = p, p.value.asymptotic = r$p.value,
+                                      p.value.mc_se = if (model) sqrt(p * (1 - p) / 1999) else NA_real_,
                                       effect_size = sqrt(unname(r$statistic) / (sum(tab) * (min(dim(tab)) - 1))),
                                       n = length(unique(s$subject)), stringsAsFactors = FALSE)
   }
@@ -201,7 +305,8 @@ sf_amce <- function(responses, options, factors, baselines = NULL) {
                                              estimate = unname(m$coefficients[k]), std.error = unname(m$std.error[k]),
                                              statistic = unname(m$statistic[k]), df = unname(m$df[k]),
                                              p.value = unname(m$p.value[k]), conf.low = unname(m$conf.low[k]),
-                                             conf.high = unname(m$conf.high[k]), n = nrow(s), stringsAsFactors = FALSE)
+                                             conf.high = unname(m$conf.high[k]), n = length(unique(s$subject)),
+                                             n_trials = nrow(s), stringsAsFactors = FALSE)
     }
   }
   do.call(rbind, rows)
@@ -333,8 +438,8 @@ sf_order_effects <- function(responses, n_ordered) {
     rows[[length(rows) + 1]] <- data.frame(model = s$model[1], item = s$item[1], response = s$response[1],
                                            p_first = mean(f), p_last = mean(l), estimate = r$estimate,
                                            std.error = r$std.error, statistic = r$statistic, df = r$df,
-                                           p.value = r$p.value, n_first = length(f), n_last = length(l),
-                                           stringsAsFactors = FALSE)
+                                           p.value = r$p.value, conf.low = r$conf.low, conf.high = r$conf.high,
+                                           n_first = length(f), n_last = length(l), stringsAsFactors = FALSE)
   }
   per_item <- do.call(rbind, rows)
   if (is.null(per_item)) return(NULL)
@@ -379,7 +484,7 @@ sf_order_effects <- function(responses, n_ordered) {
 #'   (the ordinal value; \code{NA} for none), \code{refusal} (logical).
 #' @param analyses a list with one list per analysis of the file, in the file's order: \code{type},
 #'   \code{name} (the table's name), and as the type needs \code{factor}, \code{levels}, \code{mu},
-#'   \code{by}, \code{factors} and \code{baselines} (each factor's declared first level, the AMCE's baseline). Types without a twin here (\samp{paired}, \samp{summaries},
+#'   \code{by}, \code{factors} and \code{baselines} (each factor's declared first level, the AMCE's baseline). Types without a twin here (\samp{summaries},
 #'   \samp{function}) are skipped.
 #' @examples
 #' opts <- data.frame(item = "q", response = c("No", "Yes"), position = c(1, 2), refusal = FALSE)
@@ -409,17 +514,21 @@ replicate_study_file <- function(folder, options, analyses) {
     by <- if (is.null(a$by)) "item" else a$by
     res <- switch(a$type,
                   welch = sf_welch(r, options, a$factor, a$levels, by = by),
+                  paired = sf_paired(r, options, a$factor, a$levels, by = by),
                   one_sample = sf_one_sample(r, options, mu = if (is.null(a$mu)) 0 else a$mu, by = by),
                   chi_square = sf_chi_square(r, options, a$factor, by = by),
                   NULL)
-    if (a$type %in% c("welch", "one_sample", "chi_square")) {
+    if (a$type %in% c("welch", "paired", "one_sample", "chi_square")) {
       if (is.null(res) || !nrow(res)) next
-      k <- c("source", "model", by, if (a$type == "welch") "contrast")
+      k <- c("source", "model", by, if (a$type %in% c("welch", "paired")) "contrast")
       if (a$type == "chi_square") {  # the Python row's estimate is the statistic; its contrast names the table
         res$estimate <- res$statistic
         res$contrast <- paste(a$factor, "x response")
       }
       res$analysis <- name
+      # a permutation p-value's Monte-Carlo error on every row (NA: an exact p), so .sf_bind keeps the column
+      # that check_results reads (R/check.R)
+      if (is.null(res$p.value.mc_se)) res$p.value.mc_se <- NA_real_
       tests[[length(tests) + 1]] <- res
       test_keys <- union(test_keys, k)
       if (!is.null(a$name)) out[[name]] <- .sf_keys(res, k)  # a named test is also its own table, as in Python

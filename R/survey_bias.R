@@ -195,7 +195,7 @@ delta_tests <- function(deltas, conf.level = 0.95) {
     cols <- c("term", "estimate", "std.error", "statistic", "df", "p.value", "conf.low",
               "conf.high", "method")
     rows[[length(rows) + 1]] <- cbind(base, one[cols], n = one$n)
-    rows[[length(rows) + 1]] <- cbind(base, welch[cols], n = min(welch$n1, welch$n2))
+    rows[[length(rows) + 1]] <- cbind(base, welch[cols], n = welch$n1 + welch$n2)
   }
   out <- do.call(rbind, rows)
   rownames(out) <- NULL

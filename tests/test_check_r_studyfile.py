@@ -157,7 +157,10 @@ def test_survey_weighted_tests_match_r(tmp_path):
     for name in ("welch_1", "one_sample_3", "chi_square_4", "amce"):
         rows = check[check["statistic"].str.startswith(name) & check["statistic"].str.contains("human")]
         assert len(rows), name
-    assert check["statistic"].str.contains("paired_2 \\(paired\\): no R twin").any()
+    # issue 40, item 7: paired has an R twin (sf_paired), and the t-tests' effect sizes are compared
+    assert not check["statistic"].str.contains("no R twin").any()
+    for name in ("welch_1", "paired_2", "one_sample_3"):
+        assert check["statistic"].str.match(f"{name} .* effect_size$").any(), name
 
 
 def test_agreement_by_group_is_a_row_per_group_and_matches_r(tmp_path):
@@ -283,7 +286,14 @@ def test_analysis_r_reproduces_the_study_file_tables(runs, tmp_path):
             nums = [c for c in r.columns if c not in keys and c in py.columns and c != "n"
                     and pd.api.types.is_numeric_dtype(r[c]) and pd.api.types.is_numeric_dtype(py[c])]
             assert nums, (ex, p.name)
+            # a model's chi_square p.value permutes subjects (issue 40, item 3): R's random stream is not
+            # Python's, so those rows agree to 4 Monte-Carlo standard errors (p.value.mc_se, R's only)
+            mc = m["p.value.mc_se"].notna() if "p.value.mc_se" in m else pd.Series(False, index=m.index)
             for c in nums:
-                assert np.allclose(m[f"{c}_r"], m[c], rtol=0, atol=1e-10, equal_nan=True), (ex, p.name, c)
-                compared += int(m[c].notna().sum())
+                exact = ~mc if c == "p.value" else pd.Series(True, index=m.index)
+                assert np.allclose(m.loc[exact, f"{c}_r"], m.loc[exact, c], rtol=0, atol=1e-10, equal_nan=True), \
+                    (ex, p.name, c)
+                compared += int(m.loc[exact, c].notna().sum())
+            if mc.any():
+                assert ((m["p.value_r"] - m["p.value"]).abs()[mc] <= 4 * m["p.value.mc_se"][mc]).all(), (ex, p.name)
     assert compared > 100

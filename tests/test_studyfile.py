@@ -241,7 +241,10 @@ def test_tests_match_independent_references(tmp_path):
     o_ref = stats.ttest_1samp(tr.groupby("subject")["score"].mean() - 3, 0)
     assert o["statistic"] == pytest.approx(o_ref.statistic, rel=1e-10) and o["n"] == 30
     # chi-square on expected counts with each subject counted once (its two trials' shares halved)
-    c = t.loc["Pearson chi-square"]
+    # (a model's rows: the permutation test of the same statistic since issue 40, item 3)
+    from simsubjects.analyze.methods.subjects import PERMUTATION_TEST
+
+    c = t.loc[PERMUTATION_TEST]
     table = responses.pivot_table(index="frame", columns="response", values="weight", aggfunc="sum") / 2
     chi2 = stats.chi2_contingency(table.to_numpy(), correction=False)[0]
     assert table.to_numpy().sum() == pytest.approx(30) and c["n"] == 30 and isinstance(c["n"], (int, np.integer))

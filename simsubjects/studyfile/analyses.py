@@ -189,7 +189,8 @@ def amce(trials: pd.DataFrame, factors: list[str], levels: dict | None = None) -
                          else "AMCE (OLS, CR2 clustered by subject)", "term": term,
                          "contrast": f"{f}: {level} - {base[f]}", "estimate": r["estimate"], "std.error": r["std.error"],
                          "statistic": r["statistic"], "df": r["df"], "p.value": r["p.value"], "conf.low": r["conf.low"],
-                         "conf.high": r["conf.high"], "n": len(g), "unit": UNIT, "weights": "survey" if is_weighted else "none"})
+                         "conf.high": r["conf.high"], "n": int(g["subject"].nunique()), "n_trials": len(g), "unit": UNIT,
+                         "weights": "survey" if is_weighted else "none"})
     return pd.DataFrame(rows)
 
 
@@ -221,7 +222,10 @@ def representativeness_table(study: Study, responses: pd.DataFrame, by: list[str
     h = human.groupby(["key", *by, "position", "refusal"], as_index=False, dropna=False)["w"].sum().rename(columns={"w": "weight"})
     mcols = [b for b in by if b in model.columns]
     m = model.groupby(["model", *mcols, "key", "position", "refusal"], as_index=False, dropna=False)["w"].sum()
-    out = representativeness(m.rename(columns={"w": "weight"}), h, by=by or None)
+    from .check_r import options_table
+
+    declared = options_table(study).rename(columns={"item": "key"})  # the span: each item's whole option list
+    out = representativeness(m.rename(columns={"w": "weight"}), h, by=by or None, options=declared)
     out = out.rename(columns={"se": "std.error", "ci_low": "conf.low", "ci_high": "conf.high"})
     return _resampled(study, d, out, by, mcols)
 
@@ -363,6 +367,20 @@ def full_prompt(responses: pd.DataFrame) -> pd.DataFrame:
     return responses[responses["ablation"].fillna("").astype(str) == ""].drop(columns="ablation")
 
 
+TESTS_FAMILY = "study-file tests of a source x model"
+
+
+def with_family(tests: pd.DataFrame) -> pd.DataFrame:
+    """Holm and BH over every test the file names (welch, paired, one_sample, chi_square; a Qualtrics import's
+    per-item arm tests among them), one family per source x model: the rows test the file's hypotheses on
+    one set of subjects, so a reader who scans the table for p < 0.05 is protected (Holm 1979) whatever the
+    number of items and analyses (issue 40, item 6). `family` names it; p.value.holm, p.value.bh beside
+    p.value (analyze/methods/multiplicity.add_adjusted, as order effects have)."""
+    from ..analyze.methods.multiplicity import add_adjusted
+
+    return add_adjusted(tests, by=SYSTEM, family=TESTS_FAMILY) if len(tests) else tests
+
+
 def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Every analysis the file lists (the response distribution always), on the full prompt's rows; the
     --ablate twins' rows (issue 39) enter the fit tables only."""
@@ -403,7 +421,9 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
 
         tables.update(fit_tables(study, scored))
     if tests:
-        tables["tests"] = pd.concat([t for t in tests if len(t)] or [pd.DataFrame(columns=[*SYSTEM, *BROOM])],
-                                    ignore_index=True)
+        # the family's adjusted p-values live in tests.csv only: a named test's own table is part of a family,
+        # and a reader (or --check-r's p.adjust) adjusting within that table alone would get other numbers
+        tables["tests"] = with_family(pd.concat([t for t in tests if len(t)] or
+                                                [pd.DataFrame(columns=[*SYSTEM, *BROOM])], ignore_index=True))
     tables["trials"] = trials
     return tables

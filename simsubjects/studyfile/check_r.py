@@ -7,19 +7,23 @@ means and every test itself. Twins, per analysis type (docs/studies.md):
 * distribution — shares by item x condition x response, validity and n; the estimates' mean,
   median, sd and quartiles (quantile type 7); people_beside_model: R's shares and means set side by
   side as the Python table is;
-* welch — stats::t.test(x, y) on subject means (survey::svyttest with survey weights);
-* one_sample — stats::t.test(x) on subject means of score - mu (svyttest with survey weights);
-* chi_square — stats::chisq.test(correct = FALSE) on the subject-level expected counts, Cramér's V;
+* welch — stats::t.test(x, y) on subject means (survey::svyttest with survey weights), and d_av;
+* paired — stats::t.test(x, y, paired = TRUE) on each subject's means at the two levels (svyttest of the
+  differences with survey weights), and d_z;
+* one_sample — stats::t.test(x) on subject means of score - mu (svyttest with survey weights), and d;
+* chi_square — stats::chisq.test(correct = FALSE) on the subject-level expected counts, Cramér's V
+  (p.value.asymptotic; a model's permutation p.value is R's own draws, not compared);
 * amce — estimatr::lm_robust(score ~ factors, clusters = subject, se_type = "CR2");
 * representativeness — representativeness() of R/representativeness.R on the pooled distributions;
 * agreement — stats::cor.test of item means;
 * order effects (randomized or averaged option orders) — welch_test / one_sample_test of the subject
   means shown first and last, and the mean over items;
+* summaries — sf_summaries: check-all shares and numeric means, t interval over subjects;
 * the Holm / BH columns of every table — p.adjust (analyze.check_r.check_r_rows);
 * fit_people (model rows) and fit_study (against the uniform choice) of a run that scored people
   (design.subjects: people, issue 39) — sf_fit_people / sf_fit_study of R/fit.R, from the responses.
 
-`paired`, `summaries` and `type: function` analyses have no twin here; their rows are absent, and the
+`type: function` analyses have no twin here; their rows are absent, and the
 check says so in one row each (`ok` stays true: nothing was compared).
 """
 
@@ -34,7 +38,7 @@ from ..analyze.methods.registry import TESTS
 from .spec import Study
 
 BROOM = {k: k for k in ("estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n")}
-NO_TWIN = ("summaries", "function")  # and the registry's tests without an R twin (paired)
+NO_TWIN = ("summaries", "function")  # and any registry test without an R twin
 
 
 def options_table(study: Study) -> pd.DataFrame:
@@ -123,6 +127,8 @@ def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, to
             rr = call("sf_agreement", by=aby) if aby else call("sf_agreement")
             fields = {k: k for k in ("estimate", "p.value", "n", "mean_abs_difference")}
             out += _rows(label, _merge(tables[name], rr, ["model", *aby]), ["model", *aby], fields, tol, tol_p)
+        elif kind == "summaries" and items is not None and "answer_kind" in items.columns:
+            out += _summaries(r, rd, ro, items, tables, tol)
         elif kind in NO_TWIN or method is not None:
             out.append({"statistic": f"{label}: no R twin (not compared)", "python": math.nan, "r": math.nan,
                         "abs_diff": 0.0, "tolerance": 0.0, "ok": True})
@@ -154,6 +160,26 @@ def _fit(r, responses, tables, tol) -> list[dict]:
 
 def _blank(df):
     return df.assign(ablation=df["ablation"].fillna("")) if df is not None and "ablation" in df else df
+
+
+def _summaries(r, rd, ro, items, tables, tol) -> list[dict]:
+    """`summaries` (issue 40, item 7): R's sf_summaries against selection_shares and numeric_means."""
+    kinds = items[["item", "answer_kind"]].drop_duplicates("item").astype(str)
+    got = r.env.find("sf_summaries")(rd, ro, r.to_r(kinds))
+    names = list(got.names) if got.names is not r.ro.NULL else []
+    keys = ["source", "model", "condition", "item"]
+    fields = {k: k for k in ("estimate", "std.error", "conf.low", "conf.high", "n")}
+    out = []
+    for name in ("selection_shares", "numeric_means"):
+        if name not in tables and name not in names:
+            continue
+        py = tables.get(name, pd.DataFrame(columns=keys))
+        rr = r.to_py(got.rx2(name)) if name in names else None
+        py = py.assign(condition=py["condition"].fillna("")) if "condition" in py else py
+        if rr is not None:
+            rr["condition"] = rr["condition"].fillna("")
+        out += _rows(f"{name} (summaries)", _merge(py, rr, keys), keys, fields, tol, tol)
+    return out
 
 
 def _nonempty(df):
@@ -200,8 +226,8 @@ def _order_effects(r, study: Study, responses, tables, tol, tol_p) -> list[dict]
     got = r.env.find("sf_order_effects")(r.to_r(responses[cols]), r.to_r(k))
     per_item, avg = r.to_py(got.rx2("per_item")), r.to_py(got.rx2("average"))
     keys = ["model", "item", "response"]
-    fields = {f: f for f in ("p_first", "p_last", "estimate", "std.error", "statistic", "df", "p.value", "n_first",
-                             "n_last")}
+    fields = {f: f for f in ("p_first", "p_last", "estimate", "std.error", "statistic", "df", "p.value", "conf.low",
+                             "conf.high", "n_first", "n_last")}  # the intervals too (issue 40, item 7)
     out = _rows("order_effects", _merge(tables["order_effects"], per_item, keys), keys, fields, tol, tol_p)
     out += _rows("order_effects_average", _merge(tables["order_effects_average"], avg, ["model"]), ["model"],
                  dict(BROOM), tol, tol_p)

@@ -262,7 +262,19 @@ def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
                       "estimate": est, "statistic": stat, "df": df, "p.value": p, "conf.low": low,
                       "conf.high": high, "n_model": len(model), "n_people": len(human),
                       "unit": "subject / person", "note": note})
-    return pd.DataFrame(rows), pd.DataFrame(tests)
+    return pd.DataFrame(rows), _with_family(pd.DataFrame(tests))
+
+
+BESIDE_FAMILY = "model - people tests of a session (every cell of the human table)"
+
+
+def _with_family(tests: pd.DataFrame) -> pd.DataFrame:
+    """Holm and BH over the session's model - people tests (one per measure x cell of the human table), one
+    family: a reader scanning the cells for a difference is protected (issue 40, item 6). A test without a
+    p-value (its `note`) stays out of the family, as R's p.adjust leaves NA out."""
+    from ..analyze.methods.multiplicity import add_adjusted
+
+    return add_adjusted(tests, family=BESIDE_FAMILY) if len(tests) else tests
 
 
 def side_by_side(bp: pd.DataFrame, human: str) -> pd.DataFrame:

@@ -466,8 +466,29 @@ def cj_anova(data: pd.DataFrame, outcome: str, features: list[str], by: str, *, 
     p = float(stats.f.sf(F, q, df2)) if q and df2 > 0 else np.nan
     test = CJ_ANOVA_TEST if se_type == "CR2" else CJ_ANOVA_TEST.replace("CR2", se_type).replace(
         " (clubSandwich Naive-Fp)", "")
+    per_group = df.groupby(by, sort=False)[id].nunique()
     return pd.DataFrame([{"by": by, "test": test, "statistic": F, "df": q, "df.residual": df2, "p.value": p,
-                          "n": full.n, "n_clusters": n_clusters, "unit": "respondent (cluster)"}])
+                          "n": full.n, "n_clusters": n_clusters, "unit": "respondent (cluster)",
+                          "clusters_by_group": "; ".join(f"{g}: {k}" for g, k in per_group.items()),
+                          "n_clusters_min": int(per_group.min()), "note": _few_clusters(per_group)}])
+
+
+CJ_NULL_CLUSTERS = 60  # respondents per group in bench/cj_null.py, where F(q, G - p) was checked (docs/benchmarks.md)
+
+
+def _few_clusters(per_group: pd.Series) -> str:
+    """Why Naive-Fp is kept, and where its size is unchecked. clubSandwich's HTZ (Hotelling's T^2
+    approximation, Tipton & Pustejovsky 2015) is the small-sample reference for few clusters; it is not
+    computed here: no Python library computes it, a hand-written one would need checking against
+    clubSandwich first, and F(q, G - p) with CR2 held its size (4.9-5.8% at 5%) in bench/cj_null.py's nulls
+    at CJ_NULL_CLUSTERS respondents per group. Below that in some group the note says so."""
+    small = per_group[per_group < CJ_NULL_CLUSTERS]
+    if small.empty:
+        return ""
+    groups = ", ".join(f"{g} ({k})" for g, k in small.items())
+    return (f"few clusters in {groups}: F(q, G - p) (Naive-Fp) held its size in simulations at "
+            f"{CJ_NULL_CLUSTERS} respondents per group only; with fewer it may reject too often. "
+            "clubSandwich::Wald_test(test = \"HTZ\") in R is the small-sample test")
 
 
 cj_wald = cj_anova  # the name this test had (issue 25); one test, one name: cj_anova

@@ -44,9 +44,11 @@ class Method:
 
 
 TESTS = {m.name: m for m in (
-    Method("welch", frozenset({"factor", "levels", "by"}), "sf_welch", BROOM, ("contrast",)),
-    Method("paired", frozenset({"factor", "levels", "by"}), None, BROOM, ("contrast",)),
-    Method("one_sample", frozenset({"mu", "by"}), "sf_one_sample", BROOM, ()),
+    # the t-tests' effect sizes (d_av, d_z, d) are compared too (issue 40, item 7)
+    Method("welch", frozenset({"factor", "levels", "by"}), "sf_welch", (*BROOM, "effect_size"), ("contrast",)),
+    Method("paired", frozenset({"factor", "levels", "by"}), "sf_paired", (*BROOM, "effect_size"), ("contrast",)),
+    Method("one_sample", frozenset({"mu", "by"}), "sf_one_sample", (*BROOM, "effect_size"), ()),
     Method("chi_square", frozenset({"factor", "by"}), "sf_chi_square",
-           ("statistic", "df", "p.value", "effect_size", "n"), ()),
+           # a model's p.value is a permutation p (R's own random stream): compared through chisq.test's
+           ("statistic", "df", "p.value.asymptotic", "effect_size", "n"), ()),
 )}

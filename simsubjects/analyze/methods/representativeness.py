@@ -76,6 +76,12 @@ def option_spans(options: pd.DataFrame | None, model: pd.DataFrame, human: pd.Da
     (the package's readers list every option, zero-weight ones included).
     """
     if options is None:
+        # an option no one chose is missing from a distribution that lists chosen answers only (people's
+        # counts, sampled draws): the span shrinks and W1/span grows. Said, not guessed (issue 40, item 7)
+        warnings.warn("representativeness: no options= given, so each question's W1 span is the range of the "
+                      "positions listed in the two distributions; an option that neither lists (no one chose it) "
+                      "narrows the span and inflates W1/span: pass options= (key, position[, refusal]), the "
+                      "questions' whole option lists", UserWarning, stacklevel=3)
         listed = pd.concat([model[["key", "position"]], human[["key", "position"]]], ignore_index=True)
     else:
         for col in ("key", "position"):

@@ -92,7 +92,7 @@ def welch(trials: pd.DataFrame, factor: str, levels: list[str], by: list[str]) -
             rows.append({**key, "test": "Survey-weighted t-test (survey::svyttest)", **head,
                          **_surveyed(r, len(both), sd, "cohen_d_av")})
             continue
-        r = welch_t(x, y, n=len(x) + len(y))
+        r = welch_t(x, y)
         rows.append({**key, "test": r.pop("test"), **head,
                      **_tested(r, (x.mean() - y.mean()) / sd if sd > 0 else math.nan, "cohen_d_av")})
     return pd.DataFrame(rows)
@@ -175,11 +175,15 @@ def _expected_counts(g: pd.DataFrame, factor: str, trials: pd.DataFrame) -> tupl
 
 
 def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: list[str]) -> pd.DataFrame:
-    """Pearson chi-square of factor level x response on expected counts, each subject counted once (so a
-    row of the table sums to the subjects at that level, not to their trials), with Cramér's V
-    (tests.pearson_chi2). A group whose table has one row or one column (all one answer) has no row, nor
-    has a group of numbers (estimates: welch compares their means). A sparse table also gets a Monte-Carlo
-    p-value and a note (`_sparse`)."""
+    """Factor level x response, each subject counted once (so a row of the table sums to the subjects at
+    that level, not to their trials), with Cramér's V. People's rows (0/1 answers): Pearson chi-square on
+    the counts (tests.pearson_chi2), a sparse table also with a Monte-Carlo p-value and a note (`_sparse`).
+    A model's rows: the same statistic on the subjects' probability vectors, its p-value by permuting
+    subjects between levels (`_permuted`): referred to the chi-square distribution, expected counts made of
+    probabilities have size and power near 0 (issue 40, item 3). `p.value.asymptotic` is the chi-square
+    distribution's p-value on every row (for people, p.value itself; R's chisq.test twin compares it).
+    A group whose table has one row or one column (all one answer) has no row, nor has a group of numbers
+    (estimates: welch compares their means)."""
     df = shares(responses)
     rows = []
     for key, g in df.groupby([*SYSTEM, *by], sort=False):
@@ -192,13 +196,40 @@ def chi_square(responses: pd.DataFrame, trials: pd.DataFrame, factor: str, by: l
         r = pearson_chi2(table.to_numpy(float))
         if r is None:
             continue
-        rows.append({**key, "test": r["test"] + (" (survey-weighted, Kish effective n)" if is_weighted else ""),
-                     "contrast": f"{factor} x response", **{k: r[k] for k in BROOM}, "n": n, "unit": UNIT,
+        model = key["source"] != "human" and not is_weighted
+        test = PERMUTATION_TEST if model else r["test"] + (" (survey-weighted, Kish effective n)" if is_weighted else "")
+        extra = _permuted(per_trial, factor, table) if model else _sparse(per_trial, factor, table, is_weighted)
+        rows.append({**key, "test": test, "contrast": f"{factor} x response", **{k: r[k] for k in BROOM},
+                     "p.value.asymptotic": r["p.value"], "n": n, "unit": UNIT,
                      "weights": "survey" if is_weighted else "none",
                      **({"n_effective": r["total"]} if is_weighted else {}),
-                     "effect_size": r["effect_size"], "effect_size_type": r["effect_size_type"],
-                     **_sparse(per_trial, factor, table, is_weighted)})
+                     "effect_size": r["effect_size"], "effect_size_type": r["effect_size_type"], **extra})
     return pd.DataFrame(rows)
+
+
+PERMUTATION_TEST = "Permutation test of Pearson's chi-square on subjects' answer probabilities"
+
+
+def _per_level(g: pd.DataFrame, factor: str, table: pd.DataFrame) -> list[np.ndarray]:
+    """Each level's subjects' answer-share vectors (subjects x responses, in `table`'s columns)."""
+    u = g.pivot_table(index=[UNIT, factor], columns="response", values="share", aggfunc="sum", fill_value=0)
+    u = u.reindex(columns=list(table.columns), fill_value=0)
+    return [u.xs(lv, level=factor).to_numpy(float) for lv in table.index]
+
+
+def _permuted(g: pd.DataFrame, factor: str, table: pd.DataFrame) -> dict:
+    """A model's p.value: Pearson's statistic on the subjects' probability vectors, referred to its
+    permutation distribution over subjects (levels reshuffled, each subject's vector kept whole), p =
+    (b + 1)/(R + 1), seed 0 (contingency.monte_carlo_p). Under the null that a subject's expected answer does
+    not depend on its level this test has its nominal size, whatever the subjects' spread; the chi-square
+    distribution assumes multinomial counts, which a sum of probabilities is not (its variance is smaller,
+    so the asymptotic p-value is near 1 and the test rejects nothing: issue 40, item 3)."""
+    from .contingency import MC_RESAMPLES, monte_carlo_p
+
+    table = table.loc[table.sum(axis=1) > 0, table.sum(axis=0) > 0]
+    return {"p.value": monte_carlo_p(_per_level(g, factor, table)), "p.value.monte_carlo": math.nan,
+            "note": f"p.value permutes the subjects' levels ({MC_RESAMPLES} draws, seed 0): a model's answers are "
+                    "probabilities, not counts, so the chi-square distribution does not apply (p.value.asymptotic)"}
 
 
 def _sparse(g: pd.DataFrame, factor: str, table: pd.DataFrame, is_weighted: bool) -> dict:
@@ -217,8 +248,5 @@ def _sparse(g: pd.DataFrame, factor: str, table: pd.DataFrame, is_weighted: bool
             "chi-square p.value cannot be trusted")
     if is_weighted:  # permuting weighted subjects is not a design-based test: flagged only
         return {"p.value.monte_carlo": math.nan, "note": note + "; survey weights: no Monte-Carlo p-value"}
-    u = g.pivot_table(index=[UNIT, factor], columns="response", values="share", aggfunc="sum", fill_value=0)
-    u = u[[c for c in table.columns if c in u.columns]]
-    per_level = [u.xs(lv, level=factor).to_numpy(float) for lv in table.index]
-    return {"p.value.monte_carlo": monte_carlo_p(per_level),
+    return {"p.value.monte_carlo": monte_carlo_p(_per_level(g, factor, table)),
             "note": note + f"; p.value.monte_carlo permutes the subjects' levels ({MC_RESAMPLES} draws, seed 0)"}

@@ -118,10 +118,12 @@ def paired_t(x, y, conf: float = 0.95) -> dict:
 
 def welch_t(x, y, conf: float = 0.95, n: int | None = None) -> dict:
     """Welch's two-sample t-test of mean(x) - mean(y) (scipy.stats.ttest_ind, equal_var=False; R's t.test).
-    `n`: the row's n (default min(nx, ny), the built-ins' convention; the study files report nx + ny)."""
+    `n`: the units behind the estimate, nx + ny (docs/conventions.md, "What n counts"; it was min(nx, ny)
+    in the built-ins' tables and nx + ny in the study files' before issue 40); callers name each side's
+    count beside it (n_x/n_y, n_first/n_last, n_model/n_people)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     nx, ny = len(x), len(y)
-    n = min(nx, ny) if n is None else n
+    n = nx + ny if n is None else n
     est = (x.mean() - y.mean()) if nx and ny else math.nan
     if nx < 2 or ny < 2:
         return {"test": "Welch two-sample t-test", **no_test(est, n, False)}

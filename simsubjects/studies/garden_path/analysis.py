@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from simsubjects.analyze.methods.paired import wilcoxon
 from simsubjects.analyze.methods.tests import mean_se, paired_t
 from simsubjects.analyze.tidy import prob_of
 
@@ -19,19 +19,16 @@ SET_TITLES = {"published": "Christianson et al. (2001) sentences\n(cf. Figure 10
               "novel": "novel sentences (cf. Figure 12a)", "both": "all sentences"}
 KEEP = ["model", "item", "condition", "subject", "set", "type"]
 
-
 def ungrammatical_probs(responses: pd.DataFrame) -> pd.DataFrame:
     """One row per trial: normalized P(ungrammatical), validity Z and design columns."""
     p = prob_of(responses[responses["source"] == "model"], "ungrammatical", keep=KEEP)
     return p.rename(columns={"condition": "version"})
-
 
 def _with_all_sets(df: pd.DataFrame) -> pd.DataFrame:
     """The rows once per set and once more as set "both" (when both sets are present)."""
     if df["set"].nunique() < 2:
         return df
     return pd.concat([df, df.assign(set="both")], ignore_index=True)
-
 
 def validity(p: pd.DataFrame) -> pd.DataFrame:
     rows = []
@@ -42,7 +39,6 @@ def validity(p: pd.DataFrame) -> pd.DataFrame:
         rows.append({"model": m, "set": s, "version": "all", "validity": g["validity"].mean(),
                      "min": g["validity"].min(), "n_trials": len(g)})
     return pd.DataFrame(rows).sort_values(["model", "set", "version"], ignore_index=True)
-
 
 def per_sentence(p: pd.DataFrame) -> pd.DataFrame:
     """One row per model x sentence: mean P(ungrammatical) over names, GP and control side by side."""
@@ -57,7 +53,6 @@ def per_sentence(p: pd.DataFrame) -> pd.DataFrame:
     wide.columns.name = None
     return wide[["model", "set", "type", "item", "garden_path", "control", "difference", "n_names"]]
 
-
 def by_type(sent: pd.DataFrame) -> pd.DataFrame:
     """Figure 10a: mean and SEM across sentences of the per-sentence P(ungrammatical), by type and version."""
     long = sent.melt(id_vars=["model", "set", "type", "item"], value_vars=["garden_path", "control"],
@@ -69,7 +64,6 @@ def by_type(sent: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows).rename(columns={"mean": "mean_p_ungrammatical",  "n": "n_sentences"})
     return out[["model", "set", "type", "version", "mean_p_ungrammatical", "std.error", "sd", "n_sentences"]]
 
-
 def paired_tests(sent: pd.DataFrame) -> pd.DataFrame:
     """Garden path vs control across sentences: count of GP > control, Wilcoxon signed-rank, paired t."""
     out = []
@@ -80,9 +74,11 @@ def paired_tests(sent: pd.DataFrame) -> pd.DataFrame:
         base = {"model": m, "set": s, "type": t, "n_sentences": len(d), "n_gp_greater": int((d > 0).sum()),
                 "n_gp_lower": int((d < 0).sum()), "mean_difference": d.mean()}
         if len(d) >= 2 and np.any(d != 0):
-            w = stats.wilcoxon(d)
-            out.append({**base, "test": "Wilcoxon signed-rank test", "statistic": float(w.statistic),
-                        "df": np.nan, "p.value": float(w.pvalue)})
+            # the package's one signed-rank test: V, the rank sum of the positive differences (R's
+            # wilcox.test), not scipy's min(W+, W-), which names no direction (issue 40, item 7)
+            w = wilcoxon(g["garden_path"].to_numpy(float), g["control"].to_numpy(float)).iloc[0]
+            out.append({**base, "test": "Wilcoxon signed-rank test", "statistic": float(w["statistic"]),
+                        "df": np.nan, "p.value": float(w["p.value"])})
             # the package's one paired t-test; differences without spread: no statistic (tests.no_test)
             tt = paired_t(g["garden_path"].to_numpy(float), g["control"].to_numpy(float))
             out.append({**base, "test": "Paired t-test", "statistic": tt["statistic"], "df": tt["df"],
@@ -94,7 +90,6 @@ def paired_tests(sent: pd.DataFrame) -> pd.DataFrame:
             "test", "statistic", "df", "p.value"]
     return pd.DataFrame(out, columns=cols)
 
-
 def analyze_garden_path(responses: pd.DataFrame, items: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     p = ungrammatical_probs(responses)
     sent = per_sentence(p)
@@ -104,7 +99,6 @@ def analyze_garden_path(responses: pd.DataFrame, items: pd.DataFrame | None = No
         "per_sentence": sent,
         "paired_tests": paired_tests(sent),
     }
-
 
 def plot_garden_path(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list:
     """Figure 10a/12a (bars by type with SEM) and 10b/12b (GP vs control per sentence)."""
@@ -157,7 +151,6 @@ def plot_garden_path(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, o
     fig.savefig(paths[-1], dpi=120)
     plt.close(fig)
     return paths
-
 
 def summary(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     bt = tables["by_type"]

@@ -152,6 +152,13 @@ def _interval(units: pd.DataFrame | None, hd: pd.DataFrame, row: dict) -> dict:
         "boot_unit": BOOT_UNIT, "n_respondents": r["n_respondents"], "n_subjects": r["n_subjects"]}
 
 
+def option_lists(dist: pd.DataFrame) -> pd.DataFrame:
+    """Each question's options (key, position, refusal) as a distribution lists them: the model's exact
+    distributions (model_distribution) and the bundled people's (every option, zero-weight ones included)
+    list every option of the question, so their positions span the whole scale (W1's span)."""
+    return dist[["key", "position", "refusal"]].drop_duplicates()
+
+
 def representativeness_table(md: pd.DataFrame, hd: pd.DataFrame, units: pd.DataFrame | None = None) -> pd.DataFrame:
     """Rep of every model x prompt (default, personas) to every human group and Overall; with `units`
     (prompt_units) and people who carry their counts (`n_respondents`), the interval from resampling
@@ -160,7 +167,7 @@ def representativeness_table(md: pd.DataFrame, hd: pd.DataFrame, units: pd.DataF
     rows = []
     for (model, prompt), g in m.groupby(["model", "prompt"], sort=False):
         r = rep.representativeness(g[["key", "position", "refusal", "weight"]].assign(model=model), hd,
-                                   by=["attribute", "group"])
+                                   by=["attribute", "group"], options=option_lists(md))
         rows.append(r.assign(prompt=prompt))
     out = _broom(pd.concat(rows, ignore_index=True))
     out = out[["model", "prompt", "attribute", "group", "estimate", "std.error", "conf.low", "conf.high",
@@ -175,7 +182,8 @@ def distances(md: pd.DataFrame, hd: pd.DataFrame, prompt: str, attribute: str, g
     h = hd[(hd["attribute"] == attribute) & (hd["group"] == group)]
     if m.empty or h.empty:
         return pd.DataFrame(columns=["model", "key", "distance"])
-    return rep.wasserstein_by_question(m, h, by=["attribute", "group"])[["model", "key", "distance"]]
+    return rep.wasserstein_by_question(m, h, by=["attribute", "group"], options=option_lists(md))[
+        ["model", "key", "distance"]]
 
 
 def steerability(md: pd.DataFrame, hd: pd.DataFrame) -> pd.DataFrame:
@@ -229,7 +237,7 @@ def human_baseline(hd: pd.DataFrame) -> pd.DataFrame:
     if overall.empty or groups.empty:
         return pd.DataFrame(columns=["attribute", "group", "estimate", "std.error", "conf.low", "conf.high", "n"])
     m = groups.assign(model=groups["attribute"] + "=" + groups["group"])[["model", "key", "position", "refusal", "weight"]]
-    r = _broom(rep.representativeness(m, overall))
+    r = _broom(rep.representativeness(m, overall, options=option_lists(hd)))
     r[["attribute", "group"]] = r["model"].str.split("=", n=1, expand=True)
     return r[["attribute", "group", "estimate", "std.error", "conf.low", "conf.high", "n"]]
 
@@ -322,13 +330,13 @@ def check_r_opinion_survey(r, responses, items, tables, tol, tol_p) -> list[dict
     for (mname, prompt), g in md[md["prompt"].isin(["default", "personas"])].groupby(["model", "prompt"], sort=False):
         m = g.assign(model=f"{mname} | {prompt}")[cols]
         by = {"by": ["attribute", "group"]}
-        pq = rep.wasserstein_by_question(m, hd, **by)
+        pq = rep.wasserstein_by_question(m, hd, options=option_lists(m), **by)
         rq = r("wasserstein_by_question", m, hd, **by)
         keys = ["model", "attribute", "group", "key"]
         for row in pq.merge(rq, on=keys, how="outer", suffixes=("", "_r")).to_dict("records"):
             out.append(compare(_tag("opinion_survey W1/span", *[row[k] for k in keys]), row["distance"],
                                row["distance_r"], tol))
-        prep = rep.representativeness(m, hd, **by)
+        prep = rep.representativeness(m, hd, options=option_lists(m), **by)
         rrep = r("representativeness", m, hd, **by)
         for row in prep.merge(rrep, on=["model", "attribute", "group"], how="outer", suffixes=("", "_r")).to_dict("records"):
             tag = _tag("opinion_survey representativeness", row["model"], row["attribute"], row["group"])

@@ -202,7 +202,9 @@ def delta_tests(deltas: pd.DataFrame) -> pd.DataFrame:
     """Per (model, bias, perturbation): one-sample t of mean Δ vs 0, and Welch of first vs second form.
 
     Columns: model, bias, perturbation, setting, test, estimate, std.error, statistic, df, p.value,
-    conf.low, conf.high, n (questions), pairs_from. Questions with a missing form are left out.
+    conf.low, conf.high, n, pairs_from. n counts the values behind the estimate (docs/conventions.md): the
+    questions for the one-sample test of the deltas, both forms' values (2 x questions) for Welch's.
+    Questions with a missing form are left out.
     """
     rows = []
     for (model, bias, pert), d in deltas.groupby(GROUP, sort=False):

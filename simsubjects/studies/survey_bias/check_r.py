@@ -81,16 +81,18 @@ def _check_representativeness(r: RSession, rep, responses, items, tol) -> list[d
         groups.append(["attribute", "group"])
     out = []
     mcols = ["model", "key", "position", "weight", "refusal"]
+    # the model's exact distributions list every option of a question: their positions are its span
+    opts = model[["key", "position", "refusal"]].drop_duplicates()
     for by in groups:
         kw = {} if by is None else {"by": by}
-        pq = rep.wasserstein_by_question(model, hdist, **kw)
+        pq = rep.wasserstein_by_question(model, hdist, options=opts, **kw)
         rq = r("wasserstein_by_question", model[mcols], hdist, **kw)
         keys = ["model", *(by or []), "key"]
         mq = pq.merge(rq, on=keys, how="outer", suffixes=("", "_r"))
         for row in mq.to_dict("records"):
             out.append(compare(_tag("survey_bias representativeness", *[row[k] for k in keys], "W1/span"),
                                row["distance"], row["distance_r"], tol))
-        prep = rep.representativeness(model, hdist, **kw)
+        prep = rep.representativeness(model, hdist, options=opts, **kw)
         rrep = r("representativeness", model[mcols], hdist, **kw)
         mr = prep.merge(rrep, on=["model", *(by or [])], how="outer", suffixes=("", "_r"))
         for row in mr.to_dict("records"):

@@ -34,6 +34,12 @@ sf_fit_people <- function(responses) {
                uniform = log(1 / nrow(g)), hit = !any(g$p > pa),
                brier = sum(g$p^2) - 2 * pa + 1, stringsAsFactors = FALSE)
   }))
+  .fit_by_person(per)
+}
+
+# One row per model x ablation x person from one row per scored decision (model, ablation, person, loglik,
+# uniform, hit, brier): the summaries both twins share.
+.fit_by_person <- function(per) {
   key <- paste(per$model, per$ablation, per$person, sep = "\r")
   out <- per[!duplicated(key), c("model", "ablation", "person")]
   k <- paste(out$model, out$ablation, out$person, sep = "\r")
@@ -45,6 +51,26 @@ sf_fit_people <- function(responses) {
   out$brier <- as.numeric(tapply(per$brier, key, mean)[k])
   rownames(out) <- NULL
   out
+}
+
+# The same per person for a session with paths: people (teacher forcing): each decision of the subject is
+# its rows (condition "decision", player "subject") of one trial and step; p = the option's weight over the
+# decision's options; the person's recorded answer is the option the path went on with (drawn = 1). A
+# decision without one (an answer that matched no option) is not scored, as in Python's unmatched list.
+sf_fit_session_people <- function(responses) {
+  d <- as.data.frame(responses, stringsAsFactors = FALSE)
+  d$ablation <- if ("ablation" %in% names(d)) .fit_blank(d$ablation) else ""
+  m <- d[d$source == "model" & d$condition == "decision" & d$player == "subject", , drop = FALSE]
+  dec <- paste(m$model, m$ablation, m$trial, m$step, m$item, sep = "\r")
+  m$p <- m$weight / stats::ave(m$weight, dec, FUN = sum)
+  per <- do.call(rbind, lapply(split(m, dec), function(g) {
+    if (sum(g$drawn == 1) != 1) return(NULL)
+    pa <- g$p[g$drawn == 1]
+    data.frame(model = g$model[1], ablation = g$ablation[1], person = g$subject[1], loglik = log(pa),
+               uniform = log(1 / nrow(g)), hit = !any(g$p > pa), brier = sum(g$p^2) - 2 * pa + 1,
+               stringsAsFactors = FALSE)
+  }))
+  .fit_by_person(per)
 }
 
 # McFadden's pseudo-R^2 against the uniform choice per model x ablation: 1 - sum(loglik) / sum(loglik_uniform)

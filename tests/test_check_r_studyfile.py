@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # example -> (its subjects table, rows kept): the tiny scale; 8 subjects are 2 per cell of the 2x2
 TINY = {"vignette_2x2": ("participants.csv", 8), "opinion_survey": ("personas.csv", 4),
         "estimation": ("people.csv", 3)}
-SESSIONS = {"pd_tft", "pd_dalbo", "trust_bdm", "pd_noisy"}
+SESSIONS = {"pd_tft", "pd_dalbo", "trust_bdm", "pd_noisy", "pd_dalbo_people"}
 # a built-in study's own file (examples/milgram is `collect milgram`'s): its R check is the built-in's,
 # tests/test_check_r.py; tests/test_milgram_studyfile.py runs it on the file's run
 BUILTIN_FILES = {"milgram"}

@@ -265,3 +265,21 @@ def test_dalbo_people_example_is_a_fresh_computation_from_the_article_data():
     study = load_session(folder / "study.yaml")
     rec = study.session.recorded
     assert len(rec) == len(fresh) and set(rec["choice"]) <= {"J", "F"} and set(rec["partner"]) <= {"J", "F"}
+
+
+@pytest.mark.r
+def test_check_r_agrees_on_the_session_fit_with_every_twin(people_run, capsys):
+    """`analyze --check-r` of a paths: people run: R/fit.R's sf_fit_session_people recomputes every person's
+    log-likelihoods from the rows (the recorded answer: drawn = 1) for the full prompt and each twin."""
+    pytest.importorskip("rpy2")
+    from simsubjects.cli.commands import main
+
+    _, _, folder = people_run
+    assert main(["analyze", str(folder / "run"), "--no-plots", "--check-r"]) == 0
+    check = pd.read_csv(folder / "run" / "analysis" / "check_r.csv")
+    fit = check[check["statistic"].str.startswith("fit_people |")]
+    people = pd.read_csv(folder / "run" / "analysis" / "fit_people.csv")
+    n_model = int((people["kind"] == "model").sum())
+    assert n_model == 4 * len(people.loc[people["kind"] == "model", "person"].unique())  # full + 3 twins
+    assert len(fit) == 6 * n_model and fit["ok"].all()
+    assert check[check["statistic"].str.startswith("fit_study |")]["ok"].all()

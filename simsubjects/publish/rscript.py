@@ -17,7 +17,7 @@ from simsubjects.studyfile.origin import file_of
 from simsubjects.publish.rpackage import package_root
 from simsubjects.studyfile.analyses import declared_levels
 from simsubjects.studyfile.door import load_any
-from simsubjects.studyfile.check_r import options_table
+from simsubjects.studyfile.analyses import options_table
 from simsubjects.collect.studies.registry import studies
 
 

@@ -222,8 +222,6 @@ def representativeness_table(study: Study, responses: pd.DataFrame, by: list[str
     h = human.groupby(["key", *by, "position", "refusal"], as_index=False, dropna=False)["w"].sum().rename(columns={"w": "weight"})
     mcols = [b for b in by if b in model.columns]
     m = model.groupby(["model", *mcols, "key", "position", "refusal"], as_index=False, dropna=False)["w"].sum()
-    from .check_r import options_table
-
     declared = options_table(study).rename(columns={"item": "key"})  # the span: each item's whole option list
     out = representativeness(m.rename(columns={"w": "weight"}), h, by=by or None, options=declared)
     out = out.rename(columns={"se": "std.error", "ci_low": "conf.low", "ci_high": "conf.high"})
@@ -379,6 +377,17 @@ def with_family(tests: pd.DataFrame) -> pd.DataFrame:
     from ..analyze.methods.multiplicity import add_adjusted
 
     return add_adjusted(tests, by=SYSTEM, family=TESTS_FAMILY) if len(tests) else tests
+
+
+def options_table(study: Study) -> pd.DataFrame:
+    """item, response, position, refusal of every option the file declares (a judge's for free text)."""
+    rows = []
+    for it in study.items:
+        r = it.response.judge if it.response.kind == "free_text" else it.response
+        for o in (r.options if r else []):
+            rows.append({"item": it.id, "response": o.label,
+                         "position": math.nan if o.position is None else float(o.position), "refusal": bool(o.refusal)})
+    return pd.DataFrame(rows, columns=["item", "response", "position", "refusal"])
 
 
 def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.DataFrame]:

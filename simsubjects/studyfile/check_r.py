@@ -35,21 +35,11 @@ import pandas as pd
 
 from ..analyze.check_r import _tag, compare, compare_fields
 from ..analyze.methods.registry import TESTS
+from .analyses import analyze_study, declared_levels, full_prompt, options_table, people_beside_model
 from .spec import Study
 
 BROOM = {k: k for k in ("estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n")}
 NO_TWIN = ("summaries", "function")  # and any registry test without an R twin
-
-
-def options_table(study: Study) -> pd.DataFrame:
-    """item, response, position, refusal of every option the file declares (a judge's for free text)."""
-    rows = []
-    for it in study.items:
-        r = it.response.judge if it.response.kind == "free_text" else it.response
-        for o in (r.options if r else []):
-            rows.append({"item": it.id, "response": o.label,
-                         "position": math.nan if o.position is None else float(o.position), "refusal": bool(o.refusal)})
-    return pd.DataFrame(rows, columns=["item", "response", "position", "refusal"])
 
 
 def _columns(study: Study, responses: pd.DataFrame) -> list[str]:
@@ -85,8 +75,6 @@ def _rows(label: str, m: pd.DataFrame, keys: list[str], fields: dict, tol, tol_p
 
 def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, tol, tol_p) -> list[dict]:
     """Every analysis of `study` with an R twin, Python (`tables`, as analyze computed them) against R."""
-    from .analyses import analyze_study, full_prompt
-
     tables = tables or analyze_study(study, responses, items)
     fit = _fit(r, responses, tables, tol) if "fit_people" in tables else []
     responses = full_prompt(responses)  # the --ablate twins' rows enter the fit tables only (issue 39)
@@ -110,8 +98,6 @@ def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, to
             fields = {k: k for k in method.compared}
             out += _rows(label, _merge(py, _nonempty(rr), keys), keys, fields, tol, tol_p)
         elif kind == "amce":
-            from .analyses import declared_levels
-
             declared = declared_levels(study, a["factors"])
             rr = call("sf_amce", list(a["factors"]), [declared.get(str(f), [""])[0] for f in a["factors"]])
             keys = ["source", "model", "term"]
@@ -137,12 +123,23 @@ def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, to
     return out + fit
 
 
-def _fit(r, responses, tables, tol) -> list[dict]:
+def check_session_fit(r, responses, tables, tol) -> list[dict]:
+    """`analyze --check-r` of a session with paths: people: its fit tables against R/fit.R's
+    sf_fit_session_people (each decision's rows, the recorded answer the path followed: drawn = 1)."""
+    if "fit_people" not in tables:
+        return []
+    return _fit(r, responses, tables, tol, "sf_fit_session_people",
+                ("source", "model", "trial", "step", "item", "subject", "player", "condition", "response",
+                 "weight", "drawn", "ablation"))
+
+
+def _fit(r, responses, tables, tol, twin: str = "sf_fit_people",
+         columns=("source", "model", "method", "trial", "subject", "item", "condition", "response", "weight",
+                  "ablation")) -> list[dict]:
     """Issue 39: every person's log-likelihoods (R/fit.R, from the tidy responses, not from Python's
     decision frame) and the pseudo-R^2 against the uniform choice, per model x ablation."""
-    cols = [c for c in ("source", "model", "method", "trial", "subject", "item", "condition", "response", "weight",
-                        "ablation") if c in responses.columns]
-    people = r.env.find("sf_fit_people")(r.to_r(responses[cols]))
+    cols = [c for c in columns if c in responses.columns]
+    people = r.env.find(twin)(r.to_r(responses[cols]))
     rp, rs = r.to_py(people), r.to_py(r.env.find("sf_fit_study")(people))
     py = tables["fit_people"]
     py = py[py["kind"] == "model"]
@@ -207,8 +204,6 @@ def _distribution(r, rd, ro, tables, tol) -> list[dict]:
                   {f: f for f in ("mean", "median", "sd", "q25", "q75", "validity", "n", "n_valid")})
         out += _rows(name, _merge(py, rr, k), k, fields, tol, tol)
     if "people_beside_model" in tables:  # R's shares and means, set side by side as the Python table is
-        from .analyses import people_beside_model
-
         py, k = tables["people_beside_model"], ["item", "condition", "response", "measure"]
         rr = people_beside_model(from_r)
         fields = {c: c for c in py.columns if c not in k}

@@ -12,6 +12,7 @@ from ..collect.sample_kinds import RECORDED
 from ..collect.schema import SESSION_COLUMNS
 from ..collect.store import TRANSCRIPTS, atomic_write_bytes
 from ..collect.studies.registry import StudyDef
+from .check_r import check_session_fit
 from .runcopy import copy_files, shown_spec
 from .design import items_table
 from .session import SessionStudy, decisions_per_path, leaves
@@ -120,6 +121,9 @@ def session_def(study: SessionStudy, out=None) -> StudyDef:
         levels=lambda responses, items: session_levels(study, responses),
         # identical prompts, a census of its subjects table, or drawn; paths: people follows recorded people
         sample=RECORDED if study.session.people else study.subjects_sample,
+        # analyze --check-r of paths: people: the fit tables against R/fit.R (other session tables have no twin)
+        check_r=(lambda r, responses, items, tables, tol, tol_p: check_session_fit(r, responses, tables, tol))
+        if study.session.people else None,
     )
 
 

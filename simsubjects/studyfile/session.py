@@ -363,7 +363,7 @@ def _payoffs(c: Checker, d: dict, path, b: Block, sess: Session) -> None:
                                           f"{did_you_mean(iid, [x.id for x in b.items])}")
         if pl not in b.players:
             raise c.err((*p, "moves", 1), f"{pl!r} is not a player of block {b.id}{did_you_mean(pl, b.players)}")
-        hidden = _may_be_hidden(b, it)
+        hidden = hidden_items(b, len(b.items)).get(it.id)
         if hidden:  # a hidden item has no answer: its round would have no payoff (issue 42)
             raise c.err((*p, "moves", 0), f"{iid!r} may be hidden ({hidden}); a payoff matrix needs an item "
                                           "every round shows: use payoff rules that read it only where it is shown")
@@ -423,20 +423,6 @@ def _item(c: Checker, v, path, s, named, default, seen) -> SItem:
             it.skip_to.append((_parse(c, o["if"], (*w, "if")) if o.get("if") is not None else None,
                                c.text(o, "to", w, required=True)))
     return it
-
-
-def _may_be_hidden(b: Block, it: SItem) -> str:
-    """Why `it` may be left out of a round (its show_if, or an earlier item's skip_to past it), or ""."""
-    if it.show_if is not None and X.constant(it.show_if) is not True:
-        return f"show_if: {it.show_if.text}"
-    ids = [x.id for x in b.items]
-    at = ids.index(it.id)
-    for x in b.items[:at]:
-        for cond, to in x.skip_to:
-            past = to in ENDS or (to in ids and ids.index(to) > at)
-            if past and (cond is None or X.constant(cond) is not False):
-                return f"{x.id}'s skip_to {to}"
-    return ""
 
 
 def _number_ok(c: Checker, v, path):
@@ -603,19 +589,24 @@ def _check_block(c: Checker, s: SessionStudy, b: Block, base, known, hidden, pla
 
 
 def maybe_hidden(b: Block, k: int) -> set[str]:
-    """The items of block `b` before its k-th item (k = len(items): after the block's items) that a
-    path reaching that point may not have shown: a show_if that is not always true, or a skip_to
-    over them that lands at or before k (`end_block` lands after the items; `end` ends the session,
-    so nothing after it is shown)."""
+    """The items of block `b` before its k-th item that a path reaching that point may not have shown."""
+    return set(hidden_items(b, k))
+
+
+def hidden_items(b: Block, k: int) -> dict[str, str]:
+    """{item id: why} for the items of block `b` before its k-th item (k = len(items): after the block's
+    items) that a path reaching that point may not have shown: a show_if that is not always true, or a
+    skip_to over them, whose condition is not never-true, that lands at or before k (`end_block` lands
+    after the items; `end` ends the session, so nothing after it is shown)."""
     ids = [it.id for it in b.items]
-    out = set()
+    out: dict[str, str] = {}
     for i, it in enumerate(b.items[:k]):
         if it.show_if is not None and X.constant(it.show_if) is not True:
-            out.add(it.id)
-        for _, to in it.skip_to:
+            out.setdefault(it.id, f"show_if: {it.show_if.text}")
+        for cond, to in it.skip_to:
             j = len(ids) if to == "end_block" else ids.index(to) if to in ids else None
-            if j is not None and j <= k:
-                out.update(ids[i + 1:j])
+            if j is not None and j <= k and (cond is None or X.constant(cond) is not False):
+                out.update({x: f"{it.id}'s skip_to {to}" for x in ids[i + 1:j] if x not in out})
     return out
 
 

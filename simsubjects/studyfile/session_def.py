@@ -27,27 +27,11 @@ def session_trials(study: SessionStudy, paths: int | None = None) -> pd.DataFram
     return out
 
 
-COLUMN_LABELS = {  # the session columns of the responses table (docs/studies.md, "Paths and rows")
-    "round": "Round of the block (1, 2, ...)",
-    "step": "Decision's number in its path (round rows: decisions so far)",
-    "path": "Path of the subject (1..K; enumerated: the first leaf under the row)",
-    "parent": "Trial id of the decision before (empty for the first)",
-    "block": "Block of the session",
-    "player": "Who decided: subject, or a model player's name",
-    "drawn": "1 on the option the path went on with (enumerated: every option, 1)",
-    "reach": "Model's probability of the path's history up to this row",
-    "continued": "1 when another round followed, else 0",
-    "question": "Question as shown (placeholders filled)",
-    "block_order": "Order of the blocks on this path",
-    "item_order": "Order of the block's items and players in this round",
-}
-
-
 def column_labels(study: SessionStudy) -> dict[str, str]:
     """Variable labels of a session's columns (.rds/.dta/.sav, codebooks): the fixed ones, one column per
     item (its text), per player (its moves), per payoff and per variable."""
     sess = study.session
-    out = dict(COLUMN_LABELS)
+    out = dict(SESSION_COLUMNS)
     for b in sess.blocks:
         out.update({it.id: f"Answer to {it.id}: {it.item.text}" for it in b.items})
         out.update({n: f"Payoff {n} (block {b.id})" for n in b.payoff_names()})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .option_order import COLUMN_LABELS as OPTION_ORDER_LABELS
+from simsubjects.errors import UserError
 
 CORE_COLUMNS: dict[str, str] = {
     "study": "Registered study name (ultimatum, garden_path, wisdom, milgram, survey_bias, moca, ...)",
@@ -62,7 +63,7 @@ def labels(study: str | None = None) -> dict[str, str]:
     """Variable labels of a study's responses/items columns: core, collection and its declared design columns."""
     out = {**CORE_COLUMNS, **COLLECTION_COLUMNS}
     if study:
-        from simsubjects.collect.studies.registry import studies
+        from simsubjects.collect.studies.registry import studies  # lazy: imports collect.studies.registry, datasets
 
         decl = studies().get(study)
         if decl is not None:
@@ -76,8 +77,6 @@ def empty_responses(extra: list[str] | None = None) -> pd.DataFrame:
 
 def check_responses(df: pd.DataFrame, where: str = "responses") -> pd.DataFrame:
     """Raise if a responses table lacks a core column; return it with core columns first."""
-    from simsubjects.errors import UserError
-
     missing = [c for c in CORE_COLUMNS if c not in df.columns]
     if missing:
         raise UserError(f"{where}: missing column(s) {', '.join(missing)}; expected the tidy schema of docs/schema.md")

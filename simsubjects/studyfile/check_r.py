@@ -79,7 +79,7 @@ def _rows(label: str, m: pd.DataFrame, keys: list[str], fields: dict, tol, tol_p
 
 def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, tol, tol_p) -> list[dict]:
     """Every analysis of `study` with an R twin, Python (`tables`, as analyze computed them) against R."""
-    from .analyses import analyze_study
+    from .analyses import analyze_study  # lazy: imports threadpoolctl
 
     tables = tables or analyze_study(study, responses, items)
     opts = options_table(study)
@@ -102,7 +102,7 @@ def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, to
             fields = {k: k for k in method.compared}
             out += _rows(label, _merge(py, _nonempty(rr), keys), keys, fields, tol, tol_p)
         elif kind == "amce":
-            from .analyses import declared_levels
+            from .analyses import declared_levels  # lazy: imports threadpoolctl
 
             declared = declared_levels(study, a["factors"])
             rr = call("sf_amce", list(a["factors"]), [declared.get(str(f), [""])[0] for f in a["factors"]])
@@ -152,7 +152,7 @@ def _distribution(r, rd, ro, tables, tol) -> list[dict]:
                   {f: f for f in ("mean", "median", "sd", "q25", "q75", "validity", "n", "n_valid")})
         out += _rows(name, _merge(py, rr, k), k, fields, tol, tol)
     if "people_beside_model" in tables:  # R's shares and means, set side by side as the Python table is
-        from .analyses import people_beside_model
+        from .analyses import people_beside_model  # lazy: imports threadpoolctl
 
         py, k = tables["people_beside_model"], ["item", "condition", "response", "measure"]
         rr = people_beside_model(from_r)

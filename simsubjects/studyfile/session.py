@@ -20,6 +20,8 @@ from .runcopy import without_credentials
 from .session_tree import context_domains, problems, read_names, walk_block
 from .spec import (NAME, SESSION_RESERVED, Checker, Item, Response, Study, _design, _prompt, parse_response,
                    placeholders, study_header)
+from .bounds import growth
+from .spec import _plain, _table
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "response", "response_types", "design",
        "session", "analyses", "human"}
@@ -483,8 +485,6 @@ def _check(c: Checker, s: SessionStudy) -> None:
 
 def _growth(c, s: SessionStudy) -> None:
     """A variable that passes its range on every path (bounds.py: interval arithmetic over the rounds)."""
-    from .bounds import growth
-
     _, g = growth(s)
     if g is not None and g.every_path:
         limit = "2^63 (a whole number)" if g.iv.whole else "the float range"
@@ -693,7 +693,6 @@ def _people(c: Checker, d: dict, s: SessionStudy) -> None:
     persona column, compared with the subjects' own (docs/studies.md, "People beside the model")."""
     if d.get("human") is None:
         return
-    from .spec import _plain, _table
 
     p = ("human",)
     h = c.mapping(d["human"], p, HUMAN, required=("file", "columns"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,7 @@ from ..collect.studies.registry import StudyDef
 from .runcopy import copy_files, shown_spec
 from .design import items_table
 from .session import SessionStudy, decisions_per_path, leaves
+from .bounds import summary
 
 
 def session_trials(study: SessionStudy, paths: int | None = None) -> pd.DataFrame:
@@ -75,8 +77,8 @@ CAPTIONS = {
 
 
 def session_def(study: SessionStudy, out=None) -> StudyDef:
-    from .session_run import collect_session
-    from .session_analysis import analyze_session, plot_session
+    from .session_run import collect_session  # lazy: imports tqdm, envwrap
+    from .session_analysis import analyze_session, plot_session  # lazy: imports scipy, numpy
 
     kept: list[dict] = []  # the collection's transcript records (collect_session's sink)
 
@@ -136,7 +138,6 @@ def describe_session(study: SessionStudy) -> str:
     if sess.variables:
         lines.append("variables: " + ", ".join(f"{k} = {v!r}" for k, v in sess.variables.items()))
     lines.append(f"decisions per path: at most {decisions_per_path(sess)}")
-    from .bounds import summary
 
     lines += summary(study)
     if study.people is not None:
@@ -150,9 +151,7 @@ def first_prompts(study: SessionStudy, show: int = 3) -> list[str]:
     (or chat turns) and the completions scored. No model: each answer is drawn by the path's seeded
     generator as if every option were equally likely (as `--dry-run` walks a session), so a later
     prompt shows one possible history; a real run draws from the model's distribution."""
-    from types import SimpleNamespace
-
-    from .session_run import SessionRun, _advance, _draw
+    from .session_run import SessionRun, _advance, _draw  # lazy: imports tqdm, envwrap
 
     run = SessionRun(study, SimpleNamespace(info=SimpleNamespace(spec="check")), "exact", 1, 1,
                      chat=bool(study.chat_template))

@@ -13,14 +13,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
+import json
 
 import pandas as pd
+import numpy as np
 
 from simsubjects.analyze.methods.registry import TESTS
 from simsubjects.collect.schema import COLLECTION_COLUMNS, CORE_COLUMNS, SESSION_COLUMNS
 from .load import Source, StudyFileError, did_you_mean, read_source
 from .limits import MAX_COUNT, MAX_ORDERINGS, MAX_SEED, MAX_TRIALS
 from .tables import read_table
+from ..collect.untrusted import is_ident
+from .named import NAMED
 
 SLUG = re.compile(r"^[a-z][a-z0-9_-]*$")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # placeholders, factor and attribute names
@@ -462,7 +466,6 @@ def _prompt(c: Checker, d: dict, s: Study) -> None:
 def _table(c: Checker, s: Study, name, path) -> pd.DataFrame:
     rel = c.typed(name, path, str, "a file name")
     if rel.startswith("builtin:"):
-        from .named import NAMED
 
         key = rel.removeprefix("builtin:")
         if key not in NAMED:
@@ -676,9 +679,6 @@ def _responses_by_level(c: Checker, v, path, s: Study, named) -> tuple[str, dict
 
 def _cells(value) -> list:
     """A table cell that holds a list: a list (parquet, a built-in table), JSON text "[...]", or "a | b"."""
-    import json
-
-    import numpy as np
 
     if isinstance(value, (list, tuple, np.ndarray)):  # parquet gives arrays
         return list(value.tolist() if isinstance(value, np.ndarray) else value)
@@ -983,8 +983,6 @@ RESERVED_TABLES = {"trials", "distribution", "estimates", "tests", "order_effect
 def _analysis_name(c: Checker, a: dict, path, s: Study) -> None:
     """An analysis's name becomes NAME.csv in the analysis folder: an identifier, never a path
     (docs/robustness.md); checked here (study check, collect) and again at analyze on the run's copy."""
-    from ..collect.untrusted import is_ident
-
     if "name" not in a:
         return
     name = a["name"]

@@ -18,10 +18,9 @@ from .load import did_you_mean
 from .players import Player, parse_player
 from .runcopy import without_credentials
 from .session_tree import context_domains, problems, read_names, walk_block
-from .spec import (NAME, SESSION_RESERVED, Checker, Item, Response, Study, _design, _prompt, parse_response,
-                   placeholders, study_header)
+from .spec import (NAME, SESSION_RESERVED, Checker, Item, Response, Study, _design, _plain, _prompt, _table,
+                   parse_response, placeholders, response_types, study_header)
 from .bounds import growth
-from .spec import _plain, _table
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "response", "response_types", "design",
        "session", "analyses", "human"}
@@ -144,12 +143,7 @@ def load_session(file, seed: int | None = None) -> SessionStudy:
     _prompt(c, {"prompt": d.get("prompt") or {"template": "${question}\n${options}"}}, s)
     if isinstance(d.get("prompt"), dict) and "template" not in d["prompt"]:
         s.template = "${question}\n${options}"
-    named = {}
-    for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
-        if not NAME.fullmatch(str(k)):
-            raise c.err(("response_types", k), "a response type name is letters, digits and _")
-        named[k] = parse_response(c, v, ("response_types", k), named)
-    default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
+    named, default = response_types(c, d)
     g = d.get("design") or {}
     c.mapping(g, ("design",), {"subjects", "seed"})
     _design(c, {"design": g}, s, seed)

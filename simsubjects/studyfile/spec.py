@@ -414,12 +414,7 @@ def load_study(file, seed: int | None = None, allow_code: bool = False) -> Study
     s.files[src.file.name] = src.file
     s.raw[src.file.name] = src.raw
     _prompt(c, d, s)
-    named = {}
-    for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
-        if not NAME.fullmatch(str(k)):
-            raise c.err(("response_types", k), "a response type name is letters, digits and _")
-        named[k] = parse_response(c, v, ("response_types", k), named)
-    default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
+    named, default = response_types(c, d)
     _design(c, d, s, seed)
     _items(c, d, s, named, default)
     _order(c, d, s)
@@ -447,6 +442,17 @@ def _check_size(c: Checker, s: Study) -> None:
         raise c.err(("design",), f"up to {bound} trials ({len(s.subjects)} subjects x {len(s.items)} items x "
                                  f"{within} cells x {s.repetitions} repetitions x {orders} orderings); a study file "
                                  f"has at most {MAX_TRIALS}")
+
+
+def response_types(c: Checker, d: dict) -> tuple[dict[str, Response], Response | None]:
+    """A file's named `response_types` and its default `response` (a study file's and a session's alike)."""
+    named: dict[str, Response] = {}
+    for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
+        if not NAME.fullmatch(str(k)):
+            raise c.err(("response_types", k), "a response type name is letters, digits and _")
+        named[k] = parse_response(c, v, ("response_types", k), named)
+    default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
+    return named, default
 
 
 def _prompt(c: Checker, d: dict, s: Study) -> None:

@@ -38,7 +38,8 @@ def column_difference(name: str, col: str, a: pd.Series, b: pd.Series, tol: floa
     if numeric:
         x, y = num_a.to_numpy(float), num_b.to_numpy(float)
         both = ~na & ~nb
-        gap = np.where(both, np.abs(x - y), 0.0)
+        with np.errstate(invalid="ignore"):  # inf - inf: equal infinities are caught just below
+            gap = np.where(both, np.abs(x - y), 0.0)
         # inf == inf is no difference; inf beside a number is
         gap = np.where(both & (x == y), 0.0, gap)
         bad = (na != nb) | (both & ~(gap <= tol))

@@ -48,3 +48,10 @@ def test_a_missing_folder_is_one_line_and_exit_2(tmp_path, capsys):
     assert diff_runs.main([str(tmp_path), str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nope" in err[0]
+
+
+def test_equal_infinities_are_equal_and_inf_beside_a_number_is_not():
+    a = pd.Series(["inf", "1", "-inf"])
+    assert diff_runs.column_difference("t.csv", "x", a, a, 1e-9) is None
+    row = diff_runs.column_difference("t.csv", "x", a, pd.Series(["inf", "1", "5"]), 1e-9)
+    assert row["rows"] == 1 and row["example"] == "row 2: '-inf' -> '5'"

@@ -69,16 +69,22 @@ def table_differences(name: str, a: pd.DataFrame, b: pd.DataFrame, tol: float) -
     return out
 
 
+def read_table(path: Path) -> pd.DataFrame:
+    """Every cell as text, so a column is judged numeric on its whole content, not pandas' guess; an empty
+    file (a table with no columns) is an empty table."""
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=True)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
 def diff_runs(a: Path, b: Path, tol: float = 1e-9) -> pd.DataFrame:
     """Every difference between the CSV tables of run folders `a` and `b` (see the module's text)."""
     fa, fb = csv_files(a), csv_files(b)
     rows = [{"file": f, "column": "", "kind": f"file only in {side}", "rows": 0, "max_abs_diff": np.nan,
              "example": ""} for side, only in (("A", fa - fb), ("B", fb - fa)) for f in sorted(only)]
     for f in sorted(fa & fb):
-        # every cell as text first, so a column is judged numeric on its whole content, not pandas' guess
-        ta = pd.read_csv(a / f, dtype=str, keep_default_na=True)
-        tb = pd.read_csv(b / f, dtype=str, keep_default_na=True)
-        rows += table_differences(f, ta, tb, tol)
+        rows += table_differences(f, read_table(a / f), read_table(b / f), tol)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

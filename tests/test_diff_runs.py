@@ -55,3 +55,10 @@ def test_equal_infinities_are_equal_and_inf_beside_a_number_is_not():
     assert diff_runs.column_difference("t.csv", "x", a, a, 1e-9) is None
     row = diff_runs.column_difference("t.csv", "x", a, pd.Series(["inf", "1", "5"]), 1e-9)
     assert row["rows"] == 1 and row["example"] == "row 2: '-inf' -> '5'"
+
+
+def test_an_empty_table_beside_an_empty_table_is_equal(tmp_path):
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "t.csv").write_text("")
+    assert diff_runs.diff_runs(tmp_path / "a", tmp_path / "b").empty

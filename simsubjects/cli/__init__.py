@@ -8,7 +8,7 @@ the heavy command module is needed. `main` and `cli` of this package still resol
 
 def __getattr__(name):
     if name in ("main", "cli"):
-        from . import commands
+        from . import commands  # lazy: off --help's path (click)
 
         return getattr(commands, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

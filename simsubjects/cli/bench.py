@@ -13,6 +13,8 @@ from simsubjects.cli.engines import budget_of, check_engine_options, engine_of, 
 from simsubjects.cli.options import _check_model, _model_kwargs, echo_table, model_options
 from simsubjects.errors import UserError
 from simsubjects.collect.defaults import SAMPLES
+from simsubjects.cli.engines import report_fit
+from simsubjects.cli.options import _dry_run_report, _tokenizer
 
 RECORD = "bench.json"  # OUT/bench.json: which corpora and findings `bench run` ran (read by `bench report`)
 
@@ -26,10 +28,10 @@ def bench_group():
 @click.argument("corpus", required=False, default="all")
 def list_cmd(corpus):
     """Every finding of CORPUS (default: all bundled corpora; or a folder of finding files)."""
-    from simsubjects.bench.corpus import load_corpus
+    from simsubjects.bench.corpus import load_corpus  # lazy: off --help's path (pandas, pyarrow)
 
     fs = load_corpus(corpus)
-    import pandas as pd
+    import pandas as pd  # lazy: off --help's path (pandas, pyarrow)
 
     df = pd.DataFrame([{"finding": f.id, "corpus": f.corpus, "citation": f.citation, "year": f.year,
                         "runnable": "yes" if f.runnable else "no", "why not": f.reason or ""} for f in fs])
@@ -37,7 +39,7 @@ def list_cmd(corpus):
 
 
 def _load(corpora: tuple[str, ...]) -> list:
-    from simsubjects.bench.corpus import load_corpus
+    from simsubjects.bench.corpus import load_corpus  # lazy: off --help's path (pandas, pyarrow)
 
     found, seen = [], set()
     for c in corpora:
@@ -49,7 +51,7 @@ def _load(corpora: tuple[str, ...]) -> list:
 
 
 def _run(corpora, findings, **kw):
-    from simsubjects.bench import run as bench_run
+    from simsubjects.bench import run as bench_run  # lazy: off --help's path (bench)
 
     if not corpora:
         raise UserError("bench run: name a corpus (all, a bundled name, or a folder of finding files)")
@@ -80,7 +82,7 @@ def _run(corpora, findings, **kw):
 
 
 def _record(out: Path, corpora, chosen) -> None:
-    from simsubjects.collect.store import atomic_write_json
+    from simsubjects.collect.store import atomic_write_json  # lazy: off --help's path (pandas, numpy)
 
     out.mkdir(parents=True, exist_ok=True)
     where = [c if c == "all" or not Path(c).is_dir() else str(Path(c).resolve()) for c in corpora]
@@ -95,9 +97,7 @@ def _record(out: Path, corpora, chosen) -> None:
 
 
 def _dry(bench_run, planned, kw) -> None:
-    from simsubjects.cli.engines import report_fit
-    from simsubjects.cli.options import _dry_run_report, _tokenizer
-    from simsubjects.collect.dryrun import check_prices
+    from simsubjects.collect.dryrun import check_prices  # lazy: off --help's path (pandas, pyarrow)
 
     check_prices(kw["price_in"], kw["price_out"])
     rows, model = bench_run.dry_run(planned, kw["model"], _tokenizer(kw), kw["batch_size"])
@@ -183,8 +183,8 @@ bench_group.add_command(_run_command())
 @click.option("--check-r", is_flag=True, help="Recompute the effect sizes and across-finding statistics in R.")
 def report_cmd(folder, cutoff, check_r):
     """Score the runs in FOLDER: FOLDER/scorecard.csv, across.csv and bench_report.html."""
-    from simsubjects.bench import run as bench_run
-    from simsubjects.bench import score
+    from simsubjects.bench import run as bench_run  # lazy: off --help's path (bench)
+    from simsubjects.bench import score  # lazy: off --help's path (scipy, pandas)
 
     out = Path(folder)
     try:
@@ -198,10 +198,10 @@ def report_cmd(folder, cutoff, check_r):
     table = score.across(card, cutoff)
     check = None
     if check_r:
-        from simsubjects.bench.check_r import check_bench
+        from simsubjects.bench.check_r import check_bench  # lazy: off --help's path (scipy, pandas)
 
         check = check_bench(card, table)
-    from simsubjects.publish.bench_report import write_report
+    from simsubjects.publish.bench_report import write_report  # lazy: off --help's path (scipy, pandas)
 
     paths = write_report(out, card, table, check)
     click.echo(f"scored {len(card)} of {len(findings)} findings; wrote {', '.join(map(str, paths))}")

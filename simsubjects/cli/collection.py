@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import click
+
 from .engines import batch_files, budget_of, check_engine_options, engine_of, report_fit
 from .options import _model_kwargs, _report_collection, dry_run_command, echo_table
 
@@ -37,7 +39,7 @@ def collect_study(study, kw: dict, params: dict, method: str, *, validate: Calla
     if kw.get("validate"):
         (validate or (lambda: validity_rates(study, kw, params)))()
         return None
-    from simsubjects.collect.pipeline import run_study
+    from simsubjects.collect.pipeline import run_study  # lazy: imports pandas, numpy
 
     _, manifest = run_study(study, kw["model"], kw["out"], params=params, method=method, n=kw["n"],
                             overwrite=kw["overwrite"],
@@ -53,14 +55,13 @@ def collect_study(study, kw: dict, params: dict, method: str, *, validate: Calla
 def validity_rates(study, kw: dict, params: dict, n: int = 20) -> None:
     """--validate: validity rates of a small sample, by condition (the study's own validate where it
     has one); outcomes are never shown (no p-hacking)."""
-    from simsubjects.collect.models import ChoiceRequest, load_model
+    from simsubjects.collect.models import ChoiceRequest, load_model  # lazy: looked up per call (tests replace load_model)
 
     trials, _ = study.make(**params)
     model = load_model(kw["model"], **_model_kwargs(kw))
     if study.validate is not None:
         echo_table("validity rates (outcomes hidden)", study.validate(model, trials, params))
         return
-    import click
 
     sample = trials.sample(n=min(n, len(trials)), random_state=params["seed"])
     res = model.choose([ChoiceRequest(p, tuple(o)) for p, o in zip(sample["prompt"], sample["options"])])

@@ -22,6 +22,7 @@ from simsubjects.cli.options import (  # noqa: F401 - the options collect STUDY,
     run_options)
 from simsubjects.errors import UserError
 from simsubjects.collect.untrusted import term
+from simsubjects.cli.ppi import check_ppi_inputs, ppi_requested, ppi_table
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -46,7 +47,7 @@ def datasets():
 @datasets.command("list")
 def datasets_list():
     """List the bundled datasets with size, source and license."""
-    from simsubjects.collect.studies.registry import declared_datasets
+    from simsubjects.collect.studies.registry import declared_datasets  # lazy: off --help's path (collect.studies.registry, datasets)
 
     df = _pandas().DataFrame([{"name": d.name, "n": d.n, "license": d.license, "description": d.description}
                        for d in declared_datasets().values()])
@@ -57,8 +58,8 @@ def datasets_list():
 @click.argument("name")
 def datasets_show(name):
     """Show one dataset's description, files, source, license and citation."""
-    from simsubjects.collect.studies.registry import declared_datasets
-    from simsubjects.datasets import checksum, get
+    from simsubjects.collect.studies.registry import declared_datasets  # lazy: off --help's path (collect.studies.registry, datasets)
+    from simsubjects.datasets import checksum, get  # lazy: off --help's path (datasets.registry, datasets)
 
     d = declared_datasets().get(name) or get(name)
     click.echo(f"{d.name}: {d.description}\n  n: {d.n}\n  source: {d.source}\n  license: {d.license}\n"
@@ -73,7 +74,7 @@ def datasets_show(name):
 def datasets_import(kind, prompts_dir, out):
     """Read released files: BiasMonkey question files (PROMPTS_DIR) into the survey-bias item table, or an
     OpinionQA folder (<ATTRIBUTE>_data.json count files or a wave folder, with info.csv) into tidy human rows."""
-    from simsubjects.studies.survey_bias.design import read_biasmonkey_questions
+    from simsubjects.studies.survey_bias.design import read_biasmonkey_questions  # lazy: off --help's path (scipy, pandas)
 
     if out and not Path(out).parent.is_dir():
         raise UserError(f"--out {out}: the folder {Path(out).parent} does not exist")
@@ -83,10 +84,10 @@ def datasets_import(kind, prompts_dir, out):
     summary = items.groupby(["bias", "perturbation", "form"]).size().rename("items").reset_index()
     echo_table(f"{len(items)} items from {prompts_dir}", summary)
     if out:
-        from simsubjects.collect.store import atomic_write_bytes, atomic_write_parquet
-        from simsubjects.publish.export import flatten
+        from simsubjects.collect.store import atomic_write_bytes, atomic_write_parquet  # lazy: off --help's path (pandas, numpy)
+        from simsubjects.publish.export import flatten  # lazy: off --help's path (pandas, xarray)
 
-        from simsubjects.collect.store import write_error
+        from simsubjects.collect.store import write_error  # lazy: off --help's path (pandas, numpy)
 
         try:
             if str(out).endswith(".csv"):
@@ -99,7 +100,7 @@ def datasets_import(kind, prompts_dir, out):
 
 
 def _import_opinionqa(folder, out) -> None:
-    from simsubjects.datasets.opinionqa import read_opinionqa
+    from simsubjects.datasets.opinionqa import read_opinionqa  # lazy: off --help's path (pandas, numpy)
 
     human = read_opinionqa(folder)
     summary = human.groupby(["attribute", "group"], sort=False).agg(questions=("key", "nunique"),
@@ -107,7 +108,7 @@ def _import_opinionqa(folder, out) -> None:
     summary["respondents"] = summary["respondents"] / summary["questions"]  # mean weight per question
     echo_table(f"{human['key'].nunique()} questions from {folder}", summary.rename(columns={"respondents": "mean weight"}))
     if out:
-        from simsubjects.collect.store import atomic_write_bytes, atomic_write_parquet
+        from simsubjects.collect.store import atomic_write_bytes, atomic_write_parquet  # lazy: off --help's path (pandas, numpy)
 
         if str(out).endswith(".csv"):
             atomic_write_bytes(Path(out), human.to_csv(index=False).encode("utf-8"))
@@ -125,9 +126,9 @@ def _import_opinionqa(folder, out) -> None:
 @click.option("--overwrite", is_flag=True, help="Replace a run folder that holds a different run.")
 def import_responses(kind, results_dir, model, out, prompts, overwrite):
     """Turn released per-sample response files into a run folder, so `analyze` runs unchanged."""
-    from simsubjects.studies.survey_bias.biasmonkey import read_biasmonkey_responses
-    from simsubjects.collect.store import RunStore, stable_hash
-    from simsubjects.collect.schema import check_responses
+    from simsubjects.studies.survey_bias.biasmonkey import read_biasmonkey_responses  # lazy: off --help's path (scipy, pandas)
+    from simsubjects.collect.store import RunStore, stable_hash  # lazy: off --help's path (pandas, numpy)
+    from simsubjects.collect.schema import check_responses  # lazy: off --help's path (pandas, numpy)
 
     identity = {"study": "survey_bias", "imported": kind, "model": model, "files": stable_hash(str(results_dir))}
     RunStore.check_out(out, identity, overwrite=overwrite)
@@ -156,7 +157,7 @@ class StudyGroup(CollectGroup):
     a STUDY.yaml study file is one too (CollectGroup)."""
 
     def list_commands(self, ctx):
-        from simsubjects.collect.studies.registry import studies
+        from simsubjects.collect.studies.registry import studies  # lazy: off --help's path (collect.studies.registry, datasets)
 
         return sorted({*super().list_commands(ctx), *(s.name.replace("_", "-") for s in studies().values())})
 
@@ -164,7 +165,7 @@ class StudyGroup(CollectGroup):
         cmd = super().get_command(ctx, name)
         if cmd is not None:
             return cmd
-        from simsubjects.collect.studies.registry import get_study
+        from simsubjects.collect.studies.registry import get_study  # lazy: looked up per call (tests replace get_study)
 
         try:
             study = get_study(name)
@@ -189,7 +190,7 @@ def _collect_command(study, name: str | None = None):
     unset_omitted = {o.param: o.omit_unset for o in study.options}
 
     def run(**kw):
-        from simsubjects.cli.collection import collect_study
+        from simsubjects.cli.collection import collect_study  # lazy: off --help's path (cli.collection)
 
         _check_model(kw)
         params = {o.param: kw.pop(o.param) for o in study.options}
@@ -226,8 +227,7 @@ def _collect_command(study, name: str | None = None):
 @ppi_options
 def analyze(dirs, out, no_plots, check_r, allow_code, min_validity, **ppi):
     """Analyze one run folder (or several of one study, to compare models)."""
-    from simsubjects.publish.analysis import analyze_runs
-    from simsubjects.cli.ppi import check_ppi_inputs, ppi_requested, ppi_table
+    from simsubjects.publish.analysis import analyze_runs  # lazy: looked up per call (tests replace analyze_runs)
 
     check_ppi_inputs(ppi)
     mixed = ppi_table(list(dirs), ppi) if ppi_requested(ppi) else None  # bad input fails before any output
@@ -236,7 +236,7 @@ def analyze(dirs, out, no_plots, check_r, allow_code, min_validity, **ppi):
     def extra_tables(study, responses, items, tables):  # written into the same set as the tables
         more = {} if mixed is None else {"ppi": mixed}
         if check_r:
-            from simsubjects.analyze.check_r import check_r as run_check
+            from simsubjects.analyze.check_r import check_r as run_check  # lazy: off --help's path (scipy, pandas)
 
             checked["table"] = more["check_r"] = run_check(study, responses, items, tables)
         checked["more"] = more  # written beside the tables: counted with them below
@@ -266,7 +266,7 @@ def analyze(dirs, out, no_plots, check_r, allow_code, min_validity, **ppi):
 @click.option("--out", default=None, type=click.Path(file_okay=False), help="Folder (default: RUN_DIR/export).")
 def export(run_dir, to, out):
     """Export a run's tables for R, Stata, SPSS or spreadsheets, with a codebook."""
-    from simsubjects.publish.export import export_run
+    from simsubjects.publish.export import export_run  # lazy: off --help's path (pandas, xarray)
 
     paths = export_run(run_dir, [f.strip() for f in to.split(",") if f.strip()], out)
     click.echo("\n".join(str(p) for p in paths))
@@ -306,12 +306,12 @@ def replicate(papers, **kw):
       simsubjects replicate aher2023 --model smollm2 --scale 0.002 --out runs/aher2023
       simsubjects replicate my_study/study.yaml --model smollm2 --out runs/my_replication
     """
-    from .replicate import replicate as run_replicate
+    from .replicate import replicate as run_replicate  # lazy: off --help's path (scipy, pandas)
 
     _check_model(kw)
     only = [s for s in (kw["only"] or "").split(",") if s.strip()]
     if kw["dry_run"]:
-        from simsubjects.cli.dryrun import check_prices, dry_run_replicate
+        from simsubjects.cli.dryrun import check_prices, dry_run_replicate  # lazy: off --help's path (pandas, numpy)
 
         check_prices(kw["price_in"], kw["price_out"])
         rows, model = dry_run_replicate(list(papers), kw["model"], scale=kw["scale"], seed=kw["seed"],
@@ -339,7 +339,7 @@ def replicate(papers, **kw):
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="HTML file (default: RUN_DIR/report.html).")
 def report(run_dir, out):
     """Render a run folder or a replication folder as one self-contained HTML report; prints its path."""
-    from simsubjects.publish.report import render_report
+    from simsubjects.publish.report import render_report  # lazy: off --help's path (scipy, pandas)
 
     click.echo(str(render_report(run_dir, out=out)))
 
@@ -366,7 +366,7 @@ def main(argv=None) -> int:
     """Exit codes: 0 done; 1 a finding (--check-r differences, a failed study in replicate);
     2 bad input or a refused write (one line naming what to fix); 70 an internal error (one line
     with the path of a log holding the traceback; see simsubjects.cli.crash); 130 interrupted."""
-    from .crash import INTERNAL_ERROR, one_line, os_error_line, redact, single_line, write_log
+    from .crash import INTERNAL_ERROR, one_line, os_error_line, redact, single_line, write_log  # lazy: off --help's path (redact, cli.crash)
 
     batch_gc()
     try:

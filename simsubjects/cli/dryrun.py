@@ -16,7 +16,7 @@ def dry_run_replicate(paper_names, spec, *, scale: float, seed: int = 0, method:
                       n: int | None = None, only: list[str] | None = None, batch_size: int = BATCH_SIZE,
                       chat_template: bool = False, tokenizer=None) -> tuple[list[dict], DryModel]:
     """`replicate --dry-run`: every study's counted collection with replicate()'s sizes and methods."""
-    from simsubjects.cli.replicate import plan_all
+    from simsubjects.cli.replicate import plan_all  # lazy: imports scipy, numpy
 
     if not (0 < scale <= 1):
         raise UserError(f"--scale {scale:g}: must be in (0, 1]; 1 is the paper's full design")

@@ -7,10 +7,13 @@ collect/ray_engine.py.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from simsubjects.cli.options import with_options
 from simsubjects.errors import UserError
+from .options import _tokenizer
 
 
 def engine_options(f):
@@ -47,7 +50,7 @@ def engine_options(f):
 
 def check_engine_options(kw: dict) -> None:
     """Conflicts and values, before anything loads."""
-    from simsubjects.collect.budget import check_budget
+    from simsubjects.collect.budget import check_budget  # lazy: off --help's path (collect.budget)
 
     exclusive = [name for name, on in (("--batch-export", kw.get("batch_export")), ("--batch-import", kw.get("batch_import")),
                                        ("--dry-run", kw.get("dry_run")), ("--validate", kw.get("validate"))) if on]
@@ -56,7 +59,7 @@ def check_engine_options(kw: dict) -> None:
     if kw.get("max_cost") is not None and (kw.get("batch_export") or kw.get("batch_import")):
         raise UserError("--max-cost: a batch file is priced by its provider; use --dry-run --max-cost to check it fits")
     check_budget(kw.get("max_cost"), kw.get("price_in"), kw.get("price_out"))
-    from simsubjects.collect.ray_engine import check_engine
+    from simsubjects.collect.ray_engine import check_engine  # lazy: off --help's path (collect.ray_engine)
 
     if kw.get("engine") == "ray" and (kw.get("batch_export") or kw.get("batch_import") or kw.get("validate")):
         raise UserError("--engine ray: collects; drop it with --batch-export, --batch-import or --validate")
@@ -73,11 +76,10 @@ def engine_of(kw: dict) -> dict | None:
 
 
 def budget_of(kw: dict):
-    from simsubjects.collect.budget import Budget
+    from simsubjects.collect.budget import Budget  # lazy: off --help's path (collect.budget)
 
     if kw.get("max_cost") is None:
         return None
-    from .options import _tokenizer
 
     return Budget(kw["max_cost"], kw.get("price_in") or 0.0, kw.get("price_out") or 0.0, _tokenizer(kw))
 
@@ -86,7 +88,7 @@ def report_fit(rows, kw: dict) -> None:
     """--dry-run --max-cost: does the whole run fit under the cap?"""
     if kw.get("max_cost") is None:
         return
-    from simsubjects.collect.budget import Budget
+    from simsubjects.collect.budget import Budget  # lazy: off --help's path (collect.budget)
 
     b = Budget(kw["max_cost"], kw.get("price_in") or 0.0, kw.get("price_out") or 0.0)
     price = b.price(sum(r["prompt_tokens"] for r in rows), sum(r["completion_tokens_max"] for r in rows))
@@ -98,11 +100,9 @@ def report_fit(rows, kw: dict) -> None:
 def batch_files(study, params: dict, method: str, kw: dict) -> bool:
     """--batch-export / --batch-import; True when one of them ran (the command is then done).
     `params`: the run's parameters, chat_template included (cli/collection.py)."""
-    from pathlib import Path
-
     if not (kw.get("batch_export") or kw.get("batch_import")):
         return False
-    from simsubjects.collect.batch import export_batch, import_batch, plan_requests
+    from simsubjects.collect.batch import export_batch, import_batch, plan_requests  # lazy: off --help's path (pandas, numpy)
 
     plan = plan_requests(study, kw["model"], kw["out"], params=params, method=method, n=kw["n"],
                          batch_size=kw["batch_size"], base_url=kw.get("base_url"))

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # annotations only: pandas is imported on first use
 def _pandas():
     """pandas with the CLI's display options, imported on first use: `--help`, `--version` and
     `preload` never pay its ~0.8 s import."""
-    import pandas as pd
+    import pandas as pd  # lazy: off --help's path (pandas, pyarrow)
 
     pd.set_option("display.width", 160)
     pd.set_option("display.max_columns", 20)
@@ -106,7 +106,7 @@ def run_options(f):
 def dry_run_command(study, spec, params: dict, method: str, kw: dict) -> list[dict]:
     """`collect ... --dry-run` for a built-in study, a study file or a session: the prices checked, the
     collection counted by the tokenizer (no weights, nothing written), the table printed; its rows."""
-    from simsubjects.collect.dryrun import check_prices, dry_run_study
+    from simsubjects.collect.dryrun import check_prices, dry_run_study  # lazy: off --help's path (pandas, pyarrow)
 
     check_prices(kw["price_in"], kw["price_out"])
     rows, model = dry_run_study(study, spec, params, method=method, n=kw["n"], batch_size=kw["batch_size"],
@@ -116,9 +116,9 @@ def dry_run_command(study, spec, params: dict, method: str, kw: dict) -> list[di
 
 
 def _dry_run_report(rows, model, spec: str, kw: dict) -> None:
-    from simsubjects.collect.dryrun import describe, price_table
+    from simsubjects.collect.dryrun import describe, price_table  # lazy: off --help's path (pandas, pyarrow)
 
-    from simsubjects.redact import redact
+    from simsubjects.redact import redact  # lazy: off --help's path (redact)
 
     spec = redact(str(spec))  # a URL's credentials are never shown
     df = price_table(rows, model.local, kw["price_in"], kw["price_out"])
@@ -165,14 +165,14 @@ def _check_model(kw: dict) -> None:
     """The model spec, --base-url and --timeout, checked before anything is built or loaded. The command's
     edge: kw["model"] is parsed here, once, into a ModelSpec that everything below takes."""
     kw["model"] = _parse_model(kw["model"])
-    from simsubjects.collect.models import check_model_options
+    from simsubjects.collect.models import check_model_options  # lazy: off --help's path (numpy)
 
     check_model_options(kw["model"], kw.get("base_url"), kw.get("timeout"))
 
 
 def _parse_model(spec):
     """--model (or --judge-model, --tokenizer) text -> a ModelSpec; parsed only in the command layer."""
-    from simsubjects.collect.models import ModelSpec, parse_spec
+    from simsubjects.collect.models import ModelSpec, parse_spec  # lazy: off --help's path (numpy)
 
     return spec if isinstance(spec, ModelSpec) else parse_spec(spec)
 
@@ -184,7 +184,7 @@ def _tokenizer(kw: dict):
 
 def echo_table(title: str, df: pd.DataFrame, floatfmt: str = "{:.4g}") -> None:
     _pandas()
-    from simsubjects.collect.untrusted import term
+    from simsubjects.collect.untrusted import term  # lazy: off --help's path (collect.untrusted, errors)
 
     click.echo(f"\n== {term(title)} ==")
     if df.empty:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
+import math
 
 import click
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:  # annotations only: pandas is imported on first use
 
 from simsubjects.cli.options import with_options
 from simsubjects.errors import UserError
+from simsubjects.cli.options import echo_table
 
 # numpy and pandas are imported where used: `simsubjects --help` and the preload client stay light
 
@@ -51,7 +53,7 @@ def ppi_options(f):
 
 
 def read_table(path, what: str) -> pd.DataFrame:
-    import pandas as pd
+    import pandas as pd  # lazy: off --help's path (pandas, pyarrow)
 
     p = Path(path)
     if not p.is_file():
@@ -84,9 +86,9 @@ def model_predictions(responses: pd.DataFrame, unit: str, response: str | None,
     """One row per unit: the model's mean prediction over its trials: the probability of `response`; else
     the answer as a number; else (survey items) the expected ordinal position over the substantive
     options, the score of a study file's analyses."""
-    import pandas as pd
+    import pandas as pd  # lazy: off --help's path (pandas, pyarrow)
 
-    from simsubjects.analyze.tidy import prob_of, shares
+    from simsubjects.analyze.tidy import prob_of, shares  # lazy: off --help's path (pandas, pyarrow)
 
     rows = responses[responses["source"] == "model"]
     if rows.empty:
@@ -120,11 +122,11 @@ def model_predictions(responses: pd.DataFrame, unit: str, response: str | None,
 
 def ppi_table(dirs, kw: dict) -> pd.DataFrame:
     """`analyze --ppi-human`: the side-by-side table of the run(s), computed before anything is written."""
-    import numpy as np
-    import pandas as pd
+    import numpy as np  # lazy: off --help's path (numpy)
+    import pandas as pd  # lazy: off --help's path (pandas, pyarrow)
 
-    from simsubjects.analyze.methods.ppi import mixed_subjects
-    from simsubjects.collect.store import load_run
+    from simsubjects.analyze.methods.ppi import mixed_subjects  # lazy: off --help's path (scipy, pandas)
+    from simsubjects.collect.store import load_run  # lazy: off --help's path (pandas, numpy)
 
     runs = [load_run(d) for d in dirs]
     responses = pd.concat([r for _, r, _ in runs], ignore_index=True)
@@ -163,7 +165,7 @@ def ppi_table(dirs, kw: dict) -> pd.DataFrame:
 
 
 def write_ppi(table: pd.DataFrame, outdir: Path) -> None:
-    from simsubjects.collect.store import atomic_write_bytes
+    from simsubjects.collect.store import atomic_write_bytes  # lazy: off --help's path (pandas, numpy)
 
     atomic_write_bytes(Path(outdir) / "ppi.csv", table.to_csv(index=False).encode("utf-8"))
 
@@ -220,9 +222,8 @@ def plan_command(pilot, outcome, prediction, unit, estimand, x, term, where, wid
       simsubjects plan runs/moca/analysis/ppi_stories.csv --where task=causal \\
         --estimand difference --x agent_awareness --width 0.2 --effect 0.1 --subsample 50
     """
-    from simsubjects.analyze.methods.plan import plan, read_pilot
+    from simsubjects.analyze.methods.plan import plan, read_pilot  # lazy: off --help's path (scipy, pandas)
 
-    import math
 
     for name, v in (("--width", width), ("--effect", effect)):  # nan and inf pass click's float types
         if v is not None and not math.isfinite(v):
@@ -241,7 +242,6 @@ def plan_command(pilot, outcome, prediction, unit, estimand, x, term, where, wid
     table = plan(df, outcome=outcome, prediction=prediction, estimand=estimand, x=xs, term=term, n_model=n_model,
                  subsample=subsample, seed=seed, width=width, effect=effect, target_power=target_power,
                  humans=humans, level=level)
-    from simsubjects.cli.options import echo_table
 
     n_lab = int(df[outcome].notna().sum()) if not subsample else subsample
     echo_table(f"plan for {table['term'].iloc[0]} from a pilot of {n_lab} human units "
@@ -256,7 +256,7 @@ def plan_command(pilot, outcome, prediction, unit, estimand, x, term, where, wid
 
 
 def _n(v) -> str:
-    import numpy as np
+    import numpy as np  # lazy: off --help's path (numpy)
 
     return "more than available" if not np.isfinite(v) else f"{int(v)}"
 

@@ -42,6 +42,14 @@ import socket
 import struct
 import sys
 import time
+import atexit
+import importlib
+import io
+import select
+import stat
+import threading
+
+from simsubjects import __version__
 
 IDLE_MINUTES = 30
 ANSWER_SECONDS = 60  # a server forks within milliseconds; even a swamped machine answers in far less
@@ -86,8 +94,6 @@ def import_env(environ=None) -> dict:
 
 def fingerprint() -> dict:
     """What the server's imports depend on; a client runs through it only when all of it is equal."""
-    from simsubjects import __version__
-
     # interpreter options too (-X importtime, -W error, -O): such a run wants its own imports; -P
     # (safe_path) is the server's own and only decides sys.path[0], which the child takes from the client
     flags = {f: getattr(sys.flags, f) for f in sys.flags.__match_args__ if f != "safe_path"}
@@ -101,7 +107,7 @@ def fingerprint() -> dict:
 def package_signature(package: str) -> list:
     """sha256 over the package's .py files (names and contents) and their number: an edit or an
     upgrade retires the server, also one that keeps a file's mtime (touch -r, a copy with -p)."""
-    import hashlib
+    import hashlib  # lazy: off --help's path (hashlib)
 
     h, count = hashlib.sha256(), 0
     for folder, dirs, files in os.walk(package):
@@ -163,8 +169,6 @@ def read_reply(f) -> dict | None:
 def runtime_dir_ok(d: str | None = None) -> bool:
     """The runtime folder is this user's own: a real folder (not a link), owned by us, mode 0700. Checked
     before any connect: in a shared folder another user could otherwise place a socket there."""
-    import stat
-
     try:
         st = os.lstat(runtime_dir() if d is None else d)
     except OSError:
@@ -320,7 +324,7 @@ def _signal_child(pid: int, signum: int) -> None:
 # --- starting and stopping (simsubjects preload start|stop|status) --------------------------------
 def private_dir() -> str:
     """The runtime folder, created 0700 and refused when another user owns it or it is a link."""
-    from simsubjects.errors import UserError
+    from simsubjects.errors import UserError  # lazy: off --help's path (errors)
 
     d = runtime_dir()
     os.makedirs(d, mode=0o700, exist_ok=True)
@@ -333,9 +337,9 @@ def private_dir() -> str:
 
 def start(idle_minutes: float = IDLE_MINUTES, wait: float = 300.0) -> tuple[dict, bool]:
     """Start a server unless one answers; (its status, whether it was started now)."""
-    import subprocess
+    import subprocess  # lazy: off --help's path (fcntl, locale)
 
-    from simsubjects.errors import UserError
+    from simsubjects.errors import UserError  # lazy: off --help's path (errors)
 
     if not hasattr(socket, "SO_PEERCRED"):  # the server checks each caller's user id this way
         raise UserError("simsubjects preload needs Linux (unix sockets with SO_PEERCRED)")
@@ -382,16 +386,15 @@ def stop(wait: float = 10.0) -> dict | None:
 
 # --- the server ------------------------------------------------------------------------------------
 def _preload() -> None:
-    import gc
-    import importlib
+    import gc  # lazy: off --help's path (gc)
 
     for name in PRELOAD_MODULES:
         importlib.import_module(name)
-    from simsubjects.collect.studies.registry import _package_modules
+    from simsubjects.collect.studies.registry import _package_modules  # lazy: off --help's path (collect.studies.registry, datasets)
 
     for name in _package_modules():  # the bundled studies; user study files are read per run
         importlib.import_module(name)
-    import torch
+    import torch  # lazy: off --help's path (torch, numpy)
 
     assert not torch.cuda.is_initialized()  # CUDA must first start in a child
     gc.collect()
@@ -434,8 +437,6 @@ class Server:
         _log(f"serving {self.path}: imports took {self.import_seconds} s; idle timeout {idle_minutes:g} min")
 
     def status(self) -> dict:
-        import threading
-
         return {"pid": os.getpid(), "socket": self.path, "uptime_s": round(time.time() - self.started, 1),
                 "idle_timeout_s": self.idle, "idle_s": round(time.monotonic() - self.last, 1), "runs": self.runs,
                 "running": len(self.children), "import_seconds": self.import_seconds,
@@ -456,8 +457,6 @@ class Server:
         _log(f"stopping ({why}); {len(self.children)} run(s) still running")
 
     def loop(self) -> None:
-        import select
-
         while True:
             if self.asked:
                 self.stop(self.asked)
@@ -543,8 +542,6 @@ class Server:
 
     def _refuse(self, msg: dict, peer: int = 0) -> str | None:
         """Why this request runs in the client's own process instead (the client is told only this)."""
-        import threading
-
         theirs = msg.get("fingerprint", {})
         for key in ("python", "package", "version", "env", "interpreter"):
             if theirs.get(key) != self.fingerprint[key]:
@@ -631,8 +628,6 @@ def _read_request(fd: int) -> dict:
 
 def run_child(msg: dict, fds: list[int], import_set: dict, main) -> int:
     """In the forked child: become the client's process (folder, environment, umask, stdio), run the CLI."""
-    import atexit
-
     msg = {**msg, **_read_request(fds[3])}
     fds = fds[:3]
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP):
@@ -670,8 +665,6 @@ def run_child(msg: dict, fds: list[int], import_set: dict, main) -> int:
 
 def _reopen_streams(streams: list) -> None:
     """sys.stdin/stdout/stderr as the client's Python built them (encoding, errors, buffering)."""
-    import io
-
     for fd, name, spec in zip((0, 1, 2), ("stdin", "stdout", "stderr"), streams):
         if spec is None:
             setattr(sys, name, None)

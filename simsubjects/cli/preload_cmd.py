@@ -25,7 +25,7 @@ def preload_group():
               help="Stop after this many minutes without a run.")
 def preload_start(idle_minutes):
     """Start the preload server (no-op when one already runs); waits until it answers."""
-    from .preload import start
+    from .preload import start  # lazy: off --help's path (cli.preload)
 
     status, started = start(idle_minutes)
     what = f"started in {status['import_seconds']:g} s" if started else "already running"
@@ -36,7 +36,7 @@ def preload_start(idle_minutes):
 @preload_group.command("stop")
 def preload_stop():
     """Stop the preload server; runs in progress finish first."""
-    from .preload import stop
+    from .preload import stop  # lazy: off --help's path (cli.preload)
 
     answer = stop()
     click.echo("no preload server" if answer is None else f"preload server {answer['pid']} stopped")
@@ -45,7 +45,7 @@ def preload_stop():
 @preload_group.command("status")
 def preload_status():
     """Show whether a preload server answers (exit 0) or not (exit 1), its pid, runs and idle time."""
-    from .preload import request
+    from .preload import request  # lazy: off --help's path (cli.preload)
 
     status = request("ping")
     if status is None:

@@ -36,6 +36,11 @@ from simsubjects.studyfile.origin import file_of
 from simsubjects.collect.untrusted import shell_join
 from simsubjects.publish.readme import readme
 from simsubjects.publish.rscript import r_script
+from simsubjects.collect.store import check_writable
+from simsubjects.collect.untrusted import ALLOW_CODE
+from simsubjects.studyfile import is_study_file
+from simsubjects.studyfile.adapter import replicate_row
+from simsubjects.studyfile.door import load_any
 
 EXPORT_FORMATS = ["parquet", "csv", "rds", "dta", "sav"]
 
@@ -129,8 +134,7 @@ def plan(paper_names, model, out, *, scale: float, seed: int, method: str, n: in
          model_options: dict | None, show_progress: bool, batch_size: int, allow_code: bool) -> Replication:
     """Every check that needs no model, in order: scale, method, the model's spec, the papers' studies,
     code in study files, the folder (docs/robustness.md: bad input fails before the model loads)."""
-    from simsubjects.collect.models import model_spec
-    from simsubjects.collect.store import check_writable
+    from simsubjects.collect.models import model_spec  # lazy: imports collect.models.hf, collect.models
 
     if not (0 < scale <= 1):
         raise UserError(f"--scale {scale:g}: must be in (0, 1]; 1 is the paper's full design")
@@ -153,7 +157,7 @@ def plan(paper_names, model, out, *, scale: float, seed: int, method: str, n: in
 
 
 def _load(rep: Replication, log):
-    from simsubjects.collect.models import load_model
+    from simsubjects.collect.models import load_model  # lazy: looked up per call (tests replace load_model)
 
     log(f"loading {rep.public} ...")
     t0 = time.perf_counter()
@@ -189,7 +193,7 @@ def collect(rep: Replication, row, lm, log) -> dict:
 def analyze(rep: Replication, entry: dict, analyses: dict) -> dict:
     """The study's analysis into out/<study>/analysis/; returns {step: error} (one study's failure must not
     lose the others' runs)."""
-    from simsubjects.publish.analysis import analyze_runs
+    from simsubjects.publish.analysis import analyze_runs  # lazy: looked up per call (tests replace analyze_runs)
 
     name, errors = entry["study"], {}
     try:
@@ -208,7 +212,7 @@ def analyze(rep: Replication, entry: dict, analyses: dict) -> dict:
 def export(rep: Replication, entry: dict) -> dict:
     """Every format in one export (the tables are read and prepared once); a format that fails costs only
     itself. Returns {"export FORMAT": error}."""
-    from simsubjects.publish.export import export_run
+    from simsubjects.publish.export import export_run  # lazy: imports xarray, rdata
 
     t0 = time.perf_counter()
     failed: dict[str, str] = {}
@@ -233,9 +237,9 @@ def _finish(entry: dict, errors: dict, log) -> None:
 
 def package(rep: Replication, entries: list[dict], analyses: dict, lm, cli_options: dict | None) -> dict:
     """The folder's manifest, R package copy, analysis.R, analysis.do, README.md and report.html."""
-    from simsubjects.collect.pipeline import versions
-    from simsubjects.publish.report import render_report  # report never imports replicate (both read simsubjects.papers)
-    from simsubjects.publish.stata import do_script
+    from simsubjects.collect.pipeline import versions  # lazy: imports tqdm, envwrap
+    from simsubjects.publish.report import render_report  # lazy: imports collect.models.hf, analyze.order_effects; report never imports replicate (both read simsubjects.papers)
+    from simsubjects.publish.stata import do_script  # lazy: imports tqdm, envwrap
 
     out = rep.out
     manifest = {
@@ -271,9 +275,6 @@ def package(rep: Replication, entries: list[dict], analyses: dict, lm, cli_optio
 def _code_files(rows, allow_code: bool) -> dict[str, str]:
     """{study name: its study file} whose `type: function` analyses run (--allow-code: the user's own files);
     without the flag, a study file that names code is refused before the model loads."""
-    from simsubjects.studyfile.door import load_any
-    from simsubjects.collect.untrusted import ALLOW_CODE
-
     code = {}
     for paper, _, study, params in rows:
         loaded = load_any(paper.key) if "studyfile" in params else None
@@ -307,7 +308,6 @@ def plan_all(paper_names, scale: float, only: list[str], out: Path, seed: int = 
         papers = resolve_papers([n for n in paper_names if not _is_study_file(n)])
         rows = plan_studies(papers, scale, only)
     for f in files:
-        from simsubjects.studyfile.adapter import replicate_row
 
         row = replicate_row(f, out, seed or None)
         if any(r[2].name == row[2].name for r in rows):
@@ -319,6 +319,4 @@ def plan_all(paper_names, scale: float, only: list[str], out: Path, seed: int = 
 
 
 def _is_study_file(name) -> bool:
-    from simsubjects.studyfile import is_study_file
-
     return is_study_file(name)

@@ -4,13 +4,14 @@ in cli/, because it reads the command's options (docs/architecture.md: studyfile
 
 from __future__ import annotations
 
+from ..errors import UserError
+
 
 def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     """`collect SESSION.yaml`: checked whole before the model loads; the run resumes like any other."""
-    from ..errors import UserError
-    from ..studyfile.adapter import file_parameters
-    from ..studyfile.session import load_session
-    from ..studyfile.session_def import session_def
+    from ..studyfile.adapter import file_parameters  # lazy: imports pandas, pyarrow
+    from ..studyfile.session import load_session  # lazy: imports pandas, numpy
+    from ..studyfile.session_def import session_def  # lazy: imports pandas, numpy
 
     study = load_session(path, seed=kw["seed"] if seeded else None)
     bad = [u for u in (kw["base_url"] or "").split(",") if u and not u.startswith(("http://", "https://"))]
@@ -22,7 +23,7 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
         raise UserError(f"--paths: {path} replays recorded people (session.paths: people): one path each")
     ablate = list(dict.fromkeys(kw.get("ablate") or ()))
     _check_ablate(path, study, ablate)
-    from ..studyfile.session import size_error
+    from ..studyfile.session import size_error  # lazy: imports pandas, numpy
 
     why = size_error(study.session, len(study.subjects), kw.get("paths"))
     if why:
@@ -35,15 +36,15 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
     method = kw["method"] or "exact"
     if method not in ("exact", "sampled"):
         raise UserError(f"--method {method}: a session supports exact, sampled")
-    from ..collect.models.incremental import SCORER
+    from ..collect.models.incremental import SCORER  # lazy: imports torch, transformers
 
     # a local model scores a session's growing prompts with reused keys/values: another order of
     # float sums than the packed scorer, so the scorer is part of the run's identity
     params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": kw.get("paths"),
               "session_scorer": SCORER, **({"chat_template": True} if kw["chat_template"] else {}),
               **({"ablate": ablate} if ablate else {})}  # absent without --ablate: old runs keep their identity
-    from .collection import collect_study
-    from .options import _parse_model
+    from .collection import collect_study  # lazy: imports click
+    from .options import _parse_model  # lazy: imports click
 
     kw["model"] = _parse_model(kw["model"])  # the command's edge: parsed once
     if kw.get("engine") == "ray":

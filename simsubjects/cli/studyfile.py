@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+import tempfile
 
 import click
 
@@ -29,8 +30,8 @@ class CollectGroup(click.Group):
 
 def file_command(path: str) -> click.Command:
     """`collect STUDY.yaml`: the options of every collection, plus --method, --n and --judge-model."""
-    from simsubjects.cli.engines import engine_options
-    from simsubjects.cli.options import ABLATE_OPTION, N_OPTION, model_options
+    from simsubjects.cli.engines import engine_options  # lazy: off --help's path (collect.defaults, cli.engines)
+    from simsubjects.cli.options import ABLATE_OPTION, N_OPTION, model_options  # lazy: off --help's path (cli.options, collect.defaults)
 
     def run(**kw):
         _collect_file(path, kw)
@@ -50,20 +51,20 @@ def file_command(path: str) -> click.Command:
 
 
 def _collect_file(path: str, kw: dict) -> None:
-    from simsubjects.cli.options import _model_kwargs, echo_table
-    from simsubjects.studyfile.adapter import KEY, file_parameters, order_parameters, study_def
-    from simsubjects.studyfile.design import build_trials
-    from simsubjects.studyfile.door import load_any
+    from simsubjects.cli.options import _model_kwargs, echo_table  # lazy: off --help's path (cli.options, collect.defaults)
+    from simsubjects.studyfile.adapter import KEY, file_parameters, order_parameters, study_def  # lazy: off --help's path (pandas, pyarrow)
+    from simsubjects.studyfile.design import build_trials  # lazy: off --help's path (pandas, pyarrow)
+    from simsubjects.studyfile.door import load_any  # lazy: off --help's path (pandas, pyarrow)
 
     # --seed given: it replaces design.seed (before the seeded tables are drawn)
     seeded = click.get_current_context().get_parameter_source("seed").name != "DEFAULT"
     loaded = load_any(path, seed=kw["seed"] if seeded else None)  # every check that needs no model, first
     if loaded.kind == "session":
-        from .session_cmd import collect_session_file
+        from .session_cmd import collect_session_file  # lazy: off --help's path (cli.session_cmd)
 
         return collect_session_file(path, kw, seeded)
     if loaded.kind == "obedience":  # Milgram obedience (the built-in milgram studies are such files)
-        from .obedience_cmd import collect_obedience_file
+        from .obedience_cmd import collect_obedience_file  # lazy: off --help's path (cli.obedience_cmd)
 
         return collect_obedience_file(path, kw, seeded)
     if kw.get("paths") is not None:
@@ -76,14 +77,14 @@ def _collect_file(path: str, kw: dict) -> None:
     options = _model_kwargs(kw)
     judge_loader = None
     if kw["judge_model"]:
-        from ..collect.models import load_model
-        from .options import _parse_model
+        from ..collect.models import load_model  # lazy: looked up per call (tests replace load_model)
+        from .options import _parse_model  # lazy: off --help's path (cli.options, collect.defaults)
 
         judge = _parse_model(kw["judge_model"])  # parsed once, here; the params keep the text
 
         def judge_loader():
             return load_model(judge, **options)
-    from simsubjects.studyfile.adapter import check_out
+    from simsubjects.studyfile.adapter import check_out  # lazy: off --help's path (pandas, pyarrow)
 
     if kw.get("out"):
         check_out(study, kw["out"])  # before the model loads
@@ -96,13 +97,13 @@ def _collect_file(path: str, kw: dict) -> None:
     params = {KEY: file_parameters(study), "seed": study.seed, "chat_template": kw["chat_template"],
               "judge_model": kw["judge_model"], **order_parameters(study, None if kw["dry_run"] else kw["out"]),
               **_ablate(study, kw.get("ablate") or (), path)}
-    from .collection import collect_study
-    from .options import _parse_model
+    from .collection import collect_study  # lazy: off --help's path (cli.options, cli.engines)
+    from .options import _parse_model  # lazy: off --help's path (cli.options, collect.defaults)
 
     kw["model"] = _parse_model(kw["model"])  # the command's edge: parsed once, where run_study parsed it before
 
     def validate():
-        from ..collect.models import load_model
+        from ..collect.models import load_model  # lazy: looked up per call (tests replace load_model)
 
         trials, _ = build_trials(study)
         model = load_model(kw["model"], **options)
@@ -144,9 +145,9 @@ def study_group():
 @click.option("--show", default=3, show_default=True, type=click.IntRange(0), help="Rendered prompts to print.")
 def check(study_file, show):
     """Validate STUDY_FILE and print its design (trials, requests, prompt tokens, prompts); no model loads."""
-    from simsubjects.studyfile.check import describe
+    from simsubjects.studyfile.check import describe  # lazy: off --help's path (pandas, pyarrow)
 
-    from simsubjects.collect.untrusted import term
+    from simsubjects.collect.untrusted import term  # lazy: off --help's path (collect.untrusted, collect)
 
     click.echo(term(describe(study_file, show), keep_newlines=True))  # study text never drives the terminal
 
@@ -160,9 +161,9 @@ def schema():
     \b
       simsubjects study schema > study.schema.json
     """
-    import json
+    import json  # lazy: off --help's path (json)
 
-    from simsubjects.studyfile.schema import schema as study_schema
+    from simsubjects.studyfile.schema import schema as study_schema  # lazy: off --help's path (pandas, pyarrow)
 
     click.echo(json.dumps(study_schema(), indent=1, sort_keys=True))
 
@@ -181,7 +182,6 @@ def new(kind, folder):
             if not parent.is_dir():
                 raise UserError(f"{folder}: {parent} is a file, not a folder")
             break
-    import tempfile
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     # a fresh staging folder of our own: a user's `.NAME.tmp` beside it is never touched (issue 28)
@@ -234,7 +234,7 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, dem
       simsubjects study import qualtrics survey.qsf my_study --responses export.csv
       simsubjects study check my_study/study.yaml
     """
-    from ..studyfile.qualtrics.write import import_qualtrics
+    from ..studyfile.qualtrics.write import import_qualtrics  # lazy: off --help's path (yaml)
 
     tags = [t.strip() for t in demographics.split(",") if t.strip()] if demographics else None
     if (dedupe or id_column) and not responses:

@@ -42,6 +42,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
+import stat
 
 from ..errors import UserError
 from ..redact import mask_secrets, redact
@@ -49,6 +50,14 @@ from .models.base import (ChoiceRequest, ChoiceResult, CompletionRequest, Comple
                           ModelInfo)
 from .runner import cache_key
 from .store import OverlayCache, RunStore, atomic_write_bytes
+from . import choice
+from .models import check_model_options
+from .models.openai_api import openai_fingerprint
+from .models.openai_scoring import (Inexact, _chat_top, _completion_top, _echo_tokens,
+                                    _prompt_logprob_tokens, _suffix_logprob, _total_logprob)
+from .models.openai_transport import DEFAULT_BASE_URL, is_openai_host
+from .runner import collect_trials
+from .store import CACHE
 
 FORMATS = ("auto", "chat-top", "completions-top", "completions-echo", "completions-prompt-logprobs")
 TOP_K = 20  # the most top log-probabilities the OpenAI chat API returns
@@ -109,12 +118,7 @@ def plan_requests(study, spec, out, *, params: dict, method: str, n: int, batch_
                   base_url: str | None = None) -> Plan:
     """Run `study`'s collection against the recorder, through the run folder's cache (if any).
     `spec`: the command line's parsed ModelSpec."""
-    from .models import check_model_options
-    from .models.openai_api import openai_fingerprint
-    from .models.openai_transport import DEFAULT_BASE_URL, is_openai_host
-    from .pipeline import numeric_identity
-    from .runner import collect_trials
-    from .store import CACHE
+    from .pipeline import numeric_identity  # lazy: imports collect.pipeline, collect.option_order
 
     backend = check_model_options(spec, base_url, None)
     if backend != "openai":
@@ -296,8 +300,6 @@ MAX_RESULTS_BYTES = 2 * MAX_BYTES  # an output file is larger than its input (lo
 def _read_regular(p: Path) -> bytes:
     """A results file's bytes: a regular file of bounded size; a FIFO, a device (/dev/zero) or a
     folder is refused before it is opened, so nothing blocks or fills memory."""
-    import stat
-
     try:
         st = p.stat()
     except OSError as e:
@@ -336,9 +338,9 @@ def check_models(bodies: dict[str, tuple[str, dict]], asked: str) -> None:
 
 def _parse(where: str, body: dict):
     """The body as the openai SDK's response object (what the direct path's parsers read)."""
-    import pydantic
-    from openai.types import Completion
-    from openai.types.chat import ChatCompletion
+    import pydantic  # lazy: imports typing_extensions, pydantic_core
+    from openai.types import Completion  # lazy: imports openai, pydantic
+    from openai.types.chat import ChatCompletion  # lazy: imports openai, pydantic
 
     kind = ChatCompletion if body.get("object") == "chat.completion" else Completion
     try:
@@ -349,10 +351,6 @@ def _parse(where: str, body: dict):
 
 
 def answers_from(plan: Plan, bodies: dict[str, tuple[str, dict]], cached: set) -> Imported:
-    from . import choice
-    from .models.openai_scoring import (Inexact, _chat_top, _completion_top, _echo_tokens,
-                                        _prompt_logprob_tokens, _suffix_logprob, _total_logprob)
-
     answers, failed, missing = {}, {}, []
     for key, (method, req) in plan.asked.items():
         if key in cached:
@@ -414,7 +412,6 @@ def import_batch(plan: Plan, out, paths: Sequence) -> Imported:
     store_root = Path(out)
     # answers the cache holds are kept as they are (never overwritten by a result file)
     cached = set()
-    from .store import CACHE
 
     if (store_root / CACHE).is_file():
         c = RunStore(store_root).cache()

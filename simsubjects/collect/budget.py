@@ -28,6 +28,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
+from pathlib import Path
 
 from ..errors import UserError
 
@@ -47,7 +48,7 @@ PLAUSIBLE_SHARE = 0.25  # a server's prompt count below a quarter of ours is not
 
 
 def check_budget(max_cost, price_in, price_out) -> None:
-    from .dryrun import check_prices
+    from .dryrun import check_prices  # lazy: imports pandas, pyarrow
 
     check_prices(price_in, price_out)
     if max_cost is None:
@@ -69,7 +70,7 @@ class Budget:
         return (prompt_tokens * (self.price_in or 0.0) + completion_tokens * (self.price_out or 0.0)) / 1e6
 
     def wrap(self, model, spec, chat_template: bool = False, remaining: Callable | None = None):
-        from .dryrun import dry_model
+        from .dryrun import dry_model  # lazy: imports pandas, pyarrow
 
         return BudgetedModel(model, self, dry_model(spec, chat_template=chat_template, tokenizer=self.tokenizer),
                              remaining)
@@ -181,7 +182,7 @@ class BudgetedModel:
         prompt = after["prompt_tokens"] - before["prompt_tokens"]
         completion = after["completion_tokens_max"] - before["completion_tokens_max"]
         if sampled_bound:  # a local model draws up to CAP_FACTOR x n times, each round resending the prompt
-            from .choice import CAP_FACTOR
+            from .choice import CAP_FACTOR  # lazy: imports numpy
 
             prompt, completion = prompt * CAP_FACTOR * sampled_bound, completion * CAP_FACTOR
         return self.budget.price(prompt, completion)
@@ -232,11 +233,9 @@ def remaining_estimate(study, model, out, trials, params: dict, *, method: str, 
                        budget: Budget, counter) -> tuple[int, float]:
     """(requests, estimated price) of what the run folder's cache still lacks: the study's collection
     against the dry counter, keyed like the real model, through the cache read-only."""
-    from pathlib import Path
-
-    from .store import OverlayCache
-    from .runner import collect_trials
-    from .store import RunStore
+    from .store import OverlayCache  # lazy: imports pandas, numpy
+    from .runner import collect_trials  # lazy: imports pandas, numpy
+    from .store import RunStore  # lazy: imports pandas, numpy
 
     fp = model.fingerprint()
     counter.fingerprint = lambda: fp  # the real keys, so the cache's answers count as done

@@ -26,6 +26,7 @@ from ..errors import UserError
 from ..redact import redact
 from .models import ModelSpec, smollm2_path
 from .models.base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult, ModelInfo
+from simsubjects.collect.models.hf import HFModel
 
 ADAPTIVE = ("milgram",)  # study names starting so: the number of steps depends on the answers
 
@@ -102,8 +103,6 @@ EMBEDDED_TOKENIZER = ModelSpec("smollm2", "embedded", "smollm2")
 def dry_model(spec: ModelSpec, *, chat_template: bool = False, tokenizer: ModelSpec | None = None, **_) -> DryModel:
     """The stand-in for `spec` (parsed): its own tokenizer for a local model; for an API model the
     tokenizer of `tokenizer` (a parsed local spec; default the embedded model's, an approximation)."""
-    from simsubjects.collect.models.hf import HFModel
-
     local = spec.backend != "openai"
     source = spec if local else (tokenizer or EMBEDDED_TOKENIZER)
     if source.backend == "openai":
@@ -118,7 +117,7 @@ def dry_model(spec: ModelSpec, *, chat_template: bool = False, tokenizer: ModelS
 
 def dry_collect(study, model: DryModel, params: dict, *, method: str, n: int, batch_size: int) -> dict:
     """Run `study`'s collection against the dry model, as pipeline.run_study does; its usage."""
-    from simsubjects.collect.runner import collect_trials
+    from simsubjects.collect.runner import collect_trials  # lazy: imports tqdm, envwrap
 
     trials, _items = study.make(**params)
     params = {**params, "method": method, "n": n if method != "exact" else None}

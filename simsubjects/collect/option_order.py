@@ -38,6 +38,7 @@ from typing import Sequence
 import pandas as pd
 
 from simsubjects.errors import UserError
+from .seeds import rng_from_text as rng
 
 MODES = ("fixed", "random", "cyclic", "all")
 # a study file's option_order.mode -> the mode drawn here ("reversed": the source order backwards)
@@ -97,8 +98,6 @@ def before_one_module(k: int, file_mode: str, max_orderings: int, seed, key: tup
     """The orders a study file's run drew before this module served study files (commit 31822bf): numpy
     generators seeded by sha256 of the parts. Only to resume such a run folder as it was recorded; new
     runs draw with `orderings`. `key`: (subject, item, condition, repetition)."""
-    from .seeds import rng_from_text as rng
-
     ident = tuple(range(k))
     if file_mode == "as_listed" or k < 2:
         return [ident]

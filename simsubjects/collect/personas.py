@@ -89,7 +89,7 @@ class Respondents:
 
 
 def _read_table(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
-    from simsubjects.studyfile.limits import table_file  # climbs (docs/architecture.md): one set of table bounds
+    from simsubjects.studyfile.limits import table_file  # lazy: imports yaml; climbs (docs/architecture.md): one set of table bounds
 
     suffix = path.suffix.lower()
     why = table_file(path)  # size and special files, before any read (docs/robustness.md)
@@ -100,7 +100,7 @@ def _read_table(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
             # keep_default_na=False: an answer such as "None" stays text (only empty cells are missing)
             return pd.read_csv(path, dtype=str, keep_default_na=False), {}
         if suffix in (".sav", ".dta"):
-            import pyreadstat
+            import pyreadstat  # lazy: optional (narwhals, pyreadstat)
 
             reader = pyreadstat.read_sav if suffix == ".sav" else pyreadstat.read_dta
             df, meta = reader(str(path), apply_value_formats=True)
@@ -205,7 +205,7 @@ def render(row: dict, attributes: list[str], fmt: str, groups: dict[str, list[st
         return "Answer the following question as if " + " and ".join(_phrases(row, attrs, "portray")) + "."
     if fmt == "qa":
         return "\n\n".join(qa_context(a, str(row[a]), list((groups or {}).get(a, [row[a]]))) for a in attrs)
-    from simsubjects.collect.studies.registry import fill_template
+    from simsubjects.collect.studies.registry import fill_template  # lazy: imports collect.studies.registry, datasets
 
     return fill_template(fmt, "--persona-format template", **{k: str(v) for k, v in row.items()})
 
@@ -312,7 +312,7 @@ def rake(resp: Respondents, margins: dict[str, dict[str, float]], tol: float = 1
     Iterative proportional fitting by ipfn (a maintained implementation), started from the table's
     weights. Raises when it does not converge (margins that contradict each other in the sample).
     """
-    from ipfn import ipfn
+    from ipfn import ipfn  # lazy: imports ipfn
 
     _check_margins(resp, margins)
     attrs = list(margins)

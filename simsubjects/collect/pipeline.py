@@ -10,8 +10,10 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from importlib.metadata import PackageNotFoundError, version
 
 import pandas as pd
+import numpy
 
 from .. import __version__
 from ..datasets.registry import as_dataset, checksum
@@ -22,15 +24,15 @@ from .models import BACKENDS, ModelSpec, check_model_options, load_model, model_
 from .defaults import BATCH_SIZE, SAMPLES
 from .runner import collect_trials
 from .store import RunStore, stable_hash
+from .budget import remaining_estimate
+from .resume_record import keep_first_record  # a finished run keeps its own record (issue 25)
+from simsubjects.collect.store import write_error
 
 
 def versions() -> dict:
     """The versions a run records. torch and transformers are read from their installed metadata (the same
     strings as their __version__), not imported: a run on a server's model never needs them, and importing
     them costs a collection several seconds. None: not installed."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    import numpy
 
     def installed(name: str) -> str | None:
         try:
@@ -72,8 +74,6 @@ def numeric_identity(backend: str, batch_size: int) -> dict:
 @contextmanager
 def refused_writes(out):
     """sqlite3's and the file system's refusals (disk full, read-only) as a UserError naming --out."""
-    from simsubjects.collect.store import write_error
-
     try:
         yield
     except sqlite3.Error as e:
@@ -88,8 +88,6 @@ def refused_writes(out):
 
 
 def _budgeted(model, budget, study, spec, out, trials, params, method, n, batch_size):
-    from .budget import remaining_estimate
-
     wrapped = budget.wrap(model, spec, chat_template=bool(params.get("chat_template")))
     wrapped.remaining = lambda: remaining_estimate(study, model, out, trials, params, method=method, n=n,
                                                    batch_size=batch_size, budget=budget, counter=wrapped.counter)
@@ -122,7 +120,7 @@ def _run_study(study, spec: ModelSpec, out, *, params: dict, method: str = "exac
     RunStore.check_out(out, {"study": study.name, "parameters": params, **numerics}, overwrite=overwrite)
     created = not Path(out).exists()
     if model is None and engine and engine.get("name") == "ray":  # a pool of actors (collect/ray_engine.py)
-        from .ray_engine import RayEngine
+        from .ray_engine import RayEngine  # lazy: looked up per call (tests replace RayEngine)
 
         model = RayEngine(spec, mo, address=engine.get("address"), actors=engine.get("actors"),
                           threads=engine.get("threads", 1), batch_size=batch_size)
@@ -178,7 +176,6 @@ def _run_study(study, spec: ModelSpec, out, *, params: dict, method: str = "exac
     if budget is not None:  # --max-cost: what was charged, and whether the server's or the local count priced it
         manifest["budget"] = model.record()
     manifest = redact_obj(manifest)  # what is written and shown: no URL credentials, no key, scrubbed server ids
-    from .resume_record import keep_first_record  # a finished run keeps its own record (issue 25)
 
     manifest = keep_first_record(getattr(store, "previous_manifest", None), manifest)
     store.finish(responses, items, manifest, records)

@@ -21,9 +21,13 @@ import os
 import re
 from pathlib import Path
 from typing import Sequence
+import atexit
+import shutil
+import tempfile
 
 from ..errors import UserError
 from .defaults import BATCH_SIZE
+from ..redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +36,15 @@ class ModelActor:
     """One model in one Ray worker process (wrapped by ray.remote in RayEngine)."""
 
     def __init__(self, spec, options: dict, threads: int):
-        import torch
+        import torch  # lazy: imports torch, numpy
 
         torch.set_num_threads(max(1, int(threads)))
-        from .models import load_model
+        from .models import load_model  # lazy: looked up per call (tests replace load_model)
 
         self.model = load_model(spec, **options)
 
     def describe(self) -> dict:
-        import socket
+        import socket  # lazy: imports array, select
 
         info = self.model.info
         return {"fingerprint": self.model.fingerprint(), "spec": info.spec, "backend": info.backend,
@@ -63,7 +67,7 @@ class ModelActor:
 
 def _ray():
     try:
-        import ray
+        import ray  # lazy: optional (ray, wcwidth)
     except ImportError:
         raise UserError("--engine ray needs Ray: pip install 'simsubjects[ray]' (or pip install ray)") from None
     return ray
@@ -94,7 +98,6 @@ RAY_ADDRESS = re.compile(r"(auto|local|(ray://)?(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9.-]
 def check_address(address: str | None) -> None:
     if address is None:
         return
-    from ..redact import redact
 
     if not RAY_ADDRESS.fullmatch(address) or (address[-1].isdigit() and int(address.rsplit(":", 1)[1]) > 65535):
         raise UserError(f"--ray-address {redact(address)[:80]}: not a Ray address; give auto, HOST:PORT of a Ray "
@@ -106,16 +109,13 @@ def private_ray_dir() -> str:
     (after Ray's own shutdown), so its logs do not outlive the run outside --out (issue 42: they were
     left in /tmp/ray). Ray's token for such a cluster is kept in it too (mode 0600, read through
     RAY_AUTH_TOKEN_PATH) unless the user set one: Ray would otherwise write ~/.ray/auth_token 0644."""
-    import atexit
-    import secrets
-    import shutil
-    import tempfile
+    import secrets  # lazy: imports base64, hashlib
 
     # mode 0700; short: Ray's unix sockets live 70 bytes below it, within sockaddr_un's 107
     base = tempfile.gettempdir()
     d = tempfile.mkdtemp(prefix="simsubjects-ray-", dir=base if len(base) <= 16 else "/tmp")  # Ray makes it 0777
     def remove() -> None:  # Ray stopped first (its own exit hook, registered at import, would run later)
-        import ray
+        import ray  # lazy: imports ray, wcwidth
 
         ray.shutdown()
         shutil.rmtree(d, ignore_errors=True)
@@ -135,7 +135,7 @@ class RayEngine:
 
     def __init__(self, spec, options: dict, *, address: str | None = None, actors: int | None = None,
                  threads: int = 1, batch_size: int = BATCH_SIZE):
-        from .models import model_spec
+        from .models import model_spec  # lazy: imports numpy
 
         spec = model_spec(spec)  # the command line's ModelSpec, or a script's text (the Python API's edge)
         ray = _ray()
@@ -155,7 +155,7 @@ class RayEngine:
                 # gRPC errors depending on what (if anything) answers at the address: each means no cluster there
                 if address is None:
                     raise
-                from ..redact import redact
+                from ..redact import redact  # lazy: optional (redact)
 
                 raise UserError(f"--ray-address {redact(str(address))[:80]}: no Ray cluster there "
                                 f"({type(e).__name__}: {redact(str(e))[:160]}); start one with `ray start --head` "
@@ -182,7 +182,7 @@ class RayEngine:
     # -- the LanguageModel interface --------------------------------------------------------------
     @property
     def info(self):
-        from .models.base import ModelInfo
+        from .models.base import ModelInfo  # lazy: imports numpy
 
         d = self.described[0]
         return ModelInfo(spec=d["spec"], backend=d["backend"], name=d["name"], revision=d["revision"],
@@ -190,8 +190,8 @@ class RayEngine:
 
     def engine_record(self) -> dict:
         ray = self.ray
-        import torch
-        import transformers
+        import torch  # lazy: imports torch, numpy
+        import transformers  # lazy: imports transformers, numpy
 
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         return {"name": "ray", "address": self.address or "local", "nodes": len(nodes),

@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 from .defaults import BATCH_SIZE, SAMPLES
 from .models.base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResult
 from .store import RequestCache, stable_hash
+from .choice import PROTOCOL
 
 TRIAL_COLUMNS = ["trial", "item", "condition", "subject", "prompt", "options", "labels"]
 
@@ -85,8 +86,6 @@ def design_of(trial: dict, taken=()) -> dict:
 def cache_key(fingerprint: dict, request, method: str | None = None) -> str:
     """The one cache-key recipe: the model's fingerprint, the k-choice method (None for free text),
     the request; sampled answers also name the sampling protocol's version (collect/choice.py)."""
-    from .choice import PROTOCOL
-
     key = {"model": fingerprint}
     if method is not None:
         key["method"] = method

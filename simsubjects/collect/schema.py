@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .option_order import COLUMN_LABELS as OPTION_ORDER_LABELS
+from simsubjects.errors import UserError
 
 CORE_COLUMNS: dict[str, str] = {
     "study": "Registered study name (ultimatum, garden_path, wisdom, milgram, survey_bias, moca, ...)",
@@ -43,14 +44,19 @@ COLLECTION_COLUMNS: dict[str, str] = {
 # Columns a session (simsubjects/studyfile/session_run.py) writes beside the core ones: its StudyDef's
 # declared columns (their codebook labels), and so names no item, variable, player, payoff rule or
 # subjects-table column of a study file may take (studyfile/spec.RESERVED; issue 42).
-SESSION_COLUMNS: dict[str, str] = {
-    "round": "Round of the block (1, 2, ...)", "step": "Decisions made on the path before this row",
-    "path": "Path number of the subject (sampled paths), or the leaf's number (enumerated tree)",
-    "parent": "The tree node this row's path branched from (enumerated tree)",
-    "block": "Block id of the session", "reach": "Probability of reaching this node (product of the choices before)",
-    "continued": "1 if the block went on to another round after this one, else 0",
-    "player": "Who decided: subject, or the model player's name", "drawn": "1 for the option the path went on with",
-    "block_order": "Blocks in the order this path took them", "item_order": "Items in the order shown this round",
+SESSION_COLUMNS: dict[str, str] = {  # docs/studies.md, "Paths and rows"
+    "round": "Round of the block (1, 2, ...)",
+    "step": "Decision's number in its path (round rows: decisions so far)",
+    "path": "Path of the subject (1..K; enumerated: the first leaf under the row)",
+    "parent": "Trial id of the decision before (empty for the first)",
+    "block": "Block of the session",
+    "player": "Who decided: subject, or a model player's name",
+    "drawn": "1 on the option the path went on with (enumerated: every option, 1)",
+    "reach": "Model's probability of the path's history up to this row",
+    "continued": "1 when another round followed, else 0",
+    "question": "Question as shown (placeholders filled)",
+    "block_order": "Order of the blocks on this path",
+    "item_order": "Order of the block's items and players in this round",
     "payoff": "The subject's payoff of the round",
 }
 
@@ -59,7 +65,7 @@ def labels(study: str | None = None) -> dict[str, str]:
     """Variable labels of a study's responses/items columns: core, collection and its declared design columns."""
     out = {**CORE_COLUMNS, **COLLECTION_COLUMNS}
     if study:
-        from simsubjects.collect.studies.registry import studies
+        from simsubjects.collect.studies.registry import studies  # lazy: imports collect.studies.registry, datasets
 
         decl = studies().get(study)
         if decl is not None:
@@ -73,8 +79,6 @@ def empty_responses(extra: list[str] | None = None) -> pd.DataFrame:
 
 def check_responses(df: pd.DataFrame, where: str = "responses") -> pd.DataFrame:
     """Raise if a responses table lacks a core column; return it with core columns first."""
-    from simsubjects.errors import UserError
-
     missing = [c for c in CORE_COLUMNS if c not in df.columns]
     if missing:
         raise UserError(f"{where}: missing column(s) {', '.join(missing)}; expected the tidy schema of docs/schema.md")

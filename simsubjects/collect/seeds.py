@@ -27,6 +27,6 @@ def seed_from_text(*parts, nbytes: int = 8, byteorder: str = "little") -> int:
 
 def rng_from_text(*parts):
     """A numpy Generator seeded by `seed_from_text(*parts)`: the same parts always give the same draws."""
-    import numpy as np
+    import numpy as np  # lazy: imports numpy
 
     return np.random.default_rng(seed_from_text(*parts))

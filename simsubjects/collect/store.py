@@ -26,6 +26,7 @@ from typing import Iterable, Iterator
 import pandas as pd
 
 from ..errors import UserError
+from .untrusted import inside
 
 MANIFEST = "manifest.json"
 RESPONSES = "responses.parquet"
@@ -232,7 +233,6 @@ def load_manifest(root: str | os.PathLike) -> dict:
     store = RunStore(Path(root))
     if not store.root.is_dir():
         raise UserError(f"{root}: no such run folder")
-    from .untrusted import inside
 
     for name in (MANIFEST, RESPONSES, ITEMS):  # a received run's files are its own: no link leads outside
         if (store.root / name).is_symlink():
@@ -242,7 +242,7 @@ def load_manifest(root: str | os.PathLike) -> dict:
         raise UserError(f"{root}: the collection did not finish; run the same `simsubjects collect` command again to resume it")
     if not isinstance(manifest.get("study"), str):
         raise UserError(f"{store.root / MANIFEST}: names no study; re-run the collection")
-    from simsubjects.collect.runcheck import check_manifest
+    from simsubjects.collect.runcheck import check_manifest  # lazy: imports collect.untrusted, collect.runcheck
 
     check_manifest(manifest, store.root / MANIFEST)
     return manifest
@@ -252,7 +252,7 @@ def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]
     """(manifest, responses, items) of a complete run folder, with errors that say what to do."""
     manifest = load_manifest(root)
     store = RunStore(Path(root))
-    from simsubjects.collect.runcheck import check_tables
+    from simsubjects.collect.runcheck import check_tables  # lazy: imports collect.untrusted, collect.runcheck
 
     tables = []
     for name in (RESPONSES, ITEMS):
@@ -263,7 +263,7 @@ def load_run(root: str | os.PathLike) -> tuple[dict, pd.DataFrame, pd.DataFrame]
             raise UserError(f"{path}: missing; re-run the collection into {root}") from None
         except Exception as e:  # pyarrow raises several types for truncated or foreign files
             raise UserError(f"{path}: cannot be read as parquet ({type(e).__name__}); re-run the collection") from None
-    from simsubjects.collect.schema import CORE_COLUMNS
+    from simsubjects.collect.schema import CORE_COLUMNS  # lazy: imports collect.option_order, collect.schema
 
     missing = [c for c in CORE_COLUMNS if c not in tables[0].columns]
     if missing:

@@ -16,7 +16,7 @@ origin.py    which study made a run: a built-in study, a study file (its copy in
 
 def __getattr__(name):  # Study and load_study on first use: `simsubjects --help` imports no pandas
     if name in ("Study", "load_study"):
-        from . import spec
+        from . import spec  # lazy: off --help's path (pandas, pyarrow)
 
         return getattr(spec, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,6 +8,7 @@ one). `analyze`, `export` and `report` find the study again from that copy: no r
 from __future__ import annotations
 
 from pathlib import Path
+import hashlib
 
 import pandas as pd
 
@@ -17,6 +18,9 @@ from .figures import plot_study
 from .runcopy import COPY, copy_files
 from .door import AnyStudy, load_any
 from .spec import Study
+from ..collect.store import RunStore
+from ..collect.studies.registry import Paper, Plan
+from simsubjects.collect.option_order import add_shown_position
 
 KEY = "studyfile"  # the parameter a study file's run records (read back by origin.py)
 # the parameter that says a study file's orders were drawn by simsubjects.collect.option_order
@@ -27,8 +31,6 @@ ORDERS = "option_orders"
 def file_parameters(study: Study) -> dict:
     """What the manifest records of the file: its name, sha256, and each table's sha256 (of the bytes
     load_study read and parsed, not of the file as it is now)."""
-    import hashlib
-
     return {"file": f"{COPY}/{study.file.name}", "sha256": study.sha256,
             "tables": {rel: hashlib.sha256(study.raw[rel]).hexdigest()
                        for rel, p in study.files.items() if p != study.file}}
@@ -39,8 +41,6 @@ def order_parameters(study: Study, out) -> dict:
     one option-order module (its identity lacks ORDERS) is resumed as it was drawn: `study` is marked
     so that design.py re-makes its orders and order columns as recorded, and the identity stays the
     folder's. Every other run records ORDERS."""
-    from ..collect.store import RunStore
-
     try:
         old = RunStore(Path(out)).read_manifest(missing_ok=True) if out is not None else None
     except UserError:  # not a run's manifest: RunStore.check_out says so, in its words
@@ -94,17 +94,15 @@ def study_levels(study: Study) -> dict[str, list[str]]:
 
 def study_def(study: Study, out=None, judge=None) -> StudyDef:
     """`study` as a StudyDef; `out` (run folder) receives the copies when the collection finishes."""
-    from .analyses import analyze_study
-    from .check_r import check_study_file
-    from .collect import collect_study, validity_sample
-    from .design import build_trials
+    from .analyses import analyze_study  # lazy: imports scipy, numpy
+    from .check_r import check_study_file  # lazy: imports scipy, numpy
+    from .collect import collect_study, validity_sample  # lazy: imports tqdm, envwrap
+    from .design import build_trials  # lazy: imports studyfile.design, collect.seeds
 
     kinds = {it.response.kind for it in study.items}
     methods = ("exact", "sampled") if "choice" in kinds else ("generated",)
 
     def finalize(responses: pd.DataFrame, params: dict) -> pd.DataFrame:
-        from simsubjects.collect.option_order import add_shown_position
-
         if study.human is not None:
             responses = pd.concat([responses, study.human], ignore_index=True)
         if study.order_mode in ("randomized", "averaged"):  # the position each option was shown at
@@ -145,11 +143,9 @@ def replicate_row(path: str, out, seed: int | None = None):
     --scale leaves its design as written. `seed`: replicate's --seed when given (else design.seed).
     The run goes to DIR/<study name>, like a built-in study's.
     """
-    from ..collect.studies.registry import Paper, Plan
-
     loaded = load_any(path, seed=seed)
     if loaded.kind == "session":  # a session: its own declaration, the same place in the replication
-        from ..collect.models.incremental import SCORER
+        from ..collect.models.incremental import SCORER  # lazy: imports torch, transformers
 
         study = loaded.study
         paper = Paper(key=str(path), title=study.title, citation=study.citation or study.title, note="a session file")
@@ -157,7 +153,7 @@ def replicate_row(path: str, out, seed: int | None = None):
         params = {"studyfile": file_parameters(study), "seed": study.seed, "paths": None, "session_scorer": SCORER}
         return paper, plan, study_def_of(loaded, out=Path(out) / study.name), params
     if loaded.kind == "obedience":  # Milgram obedience: the built-in simulator on the file's scenario
-        from .obedience import file_parameters as obedience_parameters
+        from .obedience import file_parameters as obedience_parameters  # lazy: imports studyfile.obedience
 
         study = loaded.study
         check_out(study, Path(out) / study.name)
@@ -178,11 +174,11 @@ def replicate_row(path: str, out, seed: int | None = None):
 def study_def_of(loaded: AnyStudy, out=None) -> StudyDef:
     """The package's StudyDef of a study file of any kind, as door.load_any read it (`out`: its run folder)."""
     if loaded.kind == "session":
-        from .session_def import session_def
+        from .session_def import session_def  # lazy: imports studyfile.session, studyfile.session_def
 
         return session_def(loaded.study, out=out)
     if loaded.kind == "obedience":
-        from .obedience import obedience_def
+        from .obedience import obedience_def  # lazy: imports studyfile.obedience
 
         return obedience_def(loaded.study, out=out)
     return study_def(loaded.study, out=out)

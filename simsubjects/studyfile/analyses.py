@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from typing import Sequence
+import importlib
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,9 @@ from ..analyze.methods.subjects import SYSTEM, UNIT, groups, weighted
 from ..analyze.tidy import shares, trial_key
 from ..errors import UserError
 from .spec import Study
+from ..collect.untrusted import ALLOW_CODE, no_local_imports
+from simsubjects.analyze.methods.representativeness import representativeness
+from simsubjects.analyze.methods.representativeness import resampled_interval, small_sample_note
 
 BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n", "unit", "weights",
          "effect_size", "effect_size_type", "warning"]
@@ -166,7 +170,7 @@ def amce(trials: pd.DataFrame, factors: list[str], levels: dict | None = None) -
     factor -> declared levels; conjoint convention, docs/conventions.md): OLS of the score on the factors'
     dummies, standard errors clustered by subject (CR2, as estimatr::lm_robust; the package's peer-checked
     OLS); people with survey weights: weighted OLS, linearization clustered by subject (survey::svyglm)."""
-    from ..studies.moca.analysis import ols_cluster
+    from ..studies.moca.analysis import ols_cluster  # lazy: imports click, statsmodels
 
     rows = []
     for key, g in groups(trials, []):
@@ -209,8 +213,6 @@ def _ordinal_rows(study: Study, responses: pd.DataFrame, by: list[str]) -> pd.Da
 def representativeness_table(study: Study, responses: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """OpinionQA's representativeness, 1 - mean over items of W1(model, people)/span (Santurkar et al.
     2023), overall and by the human table's group columns (a persona column of the same name is matched)."""
-    from simsubjects.analyze.methods.representativeness import representativeness
-
     d = _ordinal_rows(study, responses, by)
     human = d[d["source"] == "human"]
     model = d[d["source"] != "human"]
@@ -233,8 +235,6 @@ def _resampled(study: Study, d: pd.DataFrame, out: pd.DataFrame, by: list[str], 
     the people's respondents and the model's subjects, each with replacement (seeded by the study's seed),
     with the bootstrap's estimate of the bias, the bias-corrected Rep (`estimate.corrected` = estimate -
     boot.bias) and a note for small groups (issue 25, audit finding 7)."""
-    from simsubjects.analyze.methods.representativeness import resampled_interval, small_sample_note
-
     d = d[~d["refusal"].fillna(True).astype(bool) & d["position"].notna()]
     d = d[["source", "model", "subject", "key", "position", "w", *by]].rename(columns={"subject": "unit", "w": "weight"})
     extra = []
@@ -321,7 +321,7 @@ def study_order_effects(study: Study, responses: pd.DataFrame) -> dict[str, pd.D
     """Order effects among the substantive options: a refusal ("Don't know") is always shown last, so
     "shown last" is the last substantive option (n_ordered), not the refusal - else every item's last
     place is the refusal and the table is empty (issue 25, finding 2)."""
-    from ..analyze.order_effects import order_effects
+    from ..analyze.order_effects import order_effects  # lazy: imports statsmodels, packaging
 
     k = {it.id: sum(not o.refusal for o in ((it.response.judge if it.response.kind == "free_text" else it.response)
                                               or it.response).options) for it in study.items}
@@ -333,9 +333,6 @@ def user_function(study: Study, i: int, ref: str):
     """The callable of a `type: function` analysis: only from a study file the user runs with --allow-code
     (never from a run folder's copy), imported from installed modules only, never from the working
     folder or the study's and run's folders (docs/robustness.md)."""
-    import importlib
-
-    from ..collect.untrusted import ALLOW_CODE, no_local_imports
 
     where = ("analyses", i, "function")
     if not study.allow_code:
@@ -417,7 +414,7 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
         elif kind == "agreement":
             tables[name] = agreement_table(trials, list(a.get("by", [])), item_scales(study))
         elif kind == "summaries":  # check-all shares and numeric means (studyfile/summaries.py)
-            from .summaries import summaries
+            from .summaries import summaries  # lazy: imports studyfile.summaries
 
             tables.update(summaries(responses, items))
         elif kind == "function":

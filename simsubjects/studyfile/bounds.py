@@ -139,7 +139,7 @@ def growth(study) -> tuple[dict[str, Iv], Growth | None]:
 
 
 def _persona_ranges(study) -> dict[str, Iv]:
-    import pandas as pd
+    import pandas as pd  # lazy: imports pandas, pyarrow
 
     out = {}
     for col in study.subjects.columns:

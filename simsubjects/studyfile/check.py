@@ -15,9 +15,9 @@ def token_counter():
     holds it (a JSON file, read by `tokenizers` in milliseconds; the texts encoded in one batch call), else
     an estimate of 4 characters a token."""
     try:
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # lazy: optional (tokenizers)
 
-        from ..collect.models.weight_cache import root
+        from ..collect.models.weight_cache import root  # lazy: optional (collect.models.openai_transport, collect.models.openai_probe)
 
         found = sorted((root() / "weights").glob("*/tokenizer.json"))
         if found:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from string import Template
 
 import pandas as pd
 
@@ -129,10 +130,9 @@ def _judged(study, gen, free, texts, items, cache, method, n, chunk, show, judge
     for i in free:
         rec = gen.iloc[i]
         r = items[rec["item"]]
-        from .design import shown_options  # the judge's options are shown as listed
+        from .design import shown_options  # lazy: imports studyfile.design; the judge's options are shown as listed
 
         shown = shown_options(r.judge, tuple(range(sum(not o.refusal for o in r.judge.options))))
-        from string import Template
 
         fill = {k: ("" if v is None else str(v)) for k, v in rec.items() if isinstance(v, (str, int, float))}
         fill.update(answer=texts[i].strip(), options=r.judge.option_separator.join(s[3] for s in shown))

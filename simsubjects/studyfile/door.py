@@ -31,11 +31,11 @@ def load_any(path, seed: int | None = None, allow_code: bool = False) -> AnyStud
     analyses run (a session or obedience file names no code)."""
     kind = study_kind(path)
     if kind == "session":
-        from .session import load_session
+        from .session import load_session  # lazy: imports studyfile.session, studyfile.expr
 
         return AnyStudy(kind, load_session(path, seed=seed), Path(path))
     if kind == "obedience":
-        from .obedience import load_obedience
+        from .obedience import load_obedience  # lazy: imports studyfile.obedience
 
         return AnyStudy(kind, load_obedience(path, seed=seed), Path(path))
     return AnyStudy(kind, load_study(path, seed=seed, allow_code=allow_code), Path(path))
@@ -44,11 +44,11 @@ def load_any(path, seed: int | None = None, allow_code: bool = False) -> AnyStud
 def describe_any(loaded: AnyStudy) -> str | None:
     """`study check`'s description of a session or obedience file; None for a plain study (check.py's)."""
     if loaded.kind == "session":
-        from .session_def import describe_session
+        from .session_def import describe_session  # lazy: imports studyfile.session, studyfile.session_def
 
         return describe_session(loaded.study)
     if loaded.kind == "obedience":
-        from .obedience import describe_obedience
+        from .obedience import describe_obedience  # lazy: imports studyfile.obedience
 
         return describe_obedience(loaded.study)
     return None

@@ -145,7 +145,7 @@ def _type(n, types) -> T:
         if n.id in _CONST:
             return BOOL
         if n.id not in types:
-            from .load import did_you_mean
+            from .load import did_you_mean  # lazy: imports yaml
 
             raise ExprError(f"unknown name {n.id!r}{did_you_mean(n.id, types)}")
         return types[n.id]

@@ -5,6 +5,7 @@ condition (arm), model beside people, every item on pages of 12 panels, and ever
 from __future__ import annotations
 
 from pathlib import Path
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -14,10 +15,10 @@ MAX_PAGES = 25  # pages of panels (300 item x arm cells); the CSV holds every it
 
 
 def _plt():
-    import matplotlib
+    import matplotlib  # lazy: imports pyparsing, matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: imports matplotlib, mpl_toolkits
 
     return plt
 
@@ -28,8 +29,6 @@ def _plain(text) -> str:
 
 
 def _wrap(text, width: int) -> str:
-    import textwrap
-
     return "\n".join(textwrap.wrap(_plain(text), width)[:3]) or " "
 
 

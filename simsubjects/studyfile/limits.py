@@ -120,7 +120,7 @@ def table_file(path: Path) -> str | None:
             return "cannot be read as xlsx (not a zip archive)"
     if path.suffix.lower() == ".parquet":
         try:
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # lazy: optional (numpy, pyarrow)
 
             meta = pq.ParquetFile(path).metadata
             return shape(meta.num_rows, meta.num_columns)

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import UserError
+from . import limits
 
 Path_ = tuple  # a key path: ("items", 2, "id")
 MAX_DIGITS = 100  # characters of a whole number in a study file (int64 needs 20)
@@ -91,8 +92,6 @@ class Source:
 
 
 def read_source(file) -> Source:
-    from . import limits
-
     file = Path(file)
     if file.suffix.lower() not in (".yaml", ".yml"):
         raise StudyFileError(f"{file}: a study file ends in .yaml or .yml")

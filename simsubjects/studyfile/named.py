@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..studies.names import name_pool
+from ..studies.names import REFLEXIVE, ultimatum_pairs as pairs
+from simsubjects.datasets.moca_humans import load_moca
+
 
 def ultimatum_pairs(seed: int) -> pd.DataFrame:
     """The 10,000 balanced proposer-responder pairs, with the proposer's reflexive pronoun."""
-    from ..studies.names import REFLEXIVE, ultimatum_pairs as pairs
-
     df = pairs(seed)
     return df.assign(proposer_self=df["proposer_title"].map(REFLEXIVE))
 
@@ -23,8 +25,6 @@ def ultimatum_pairs(seed: int) -> pd.DataFrame:
 def moca_items(task: str):
     """MoCa's stories of one task (Nie et al. 2023) with `text` = story + question, as its prompts join them."""
     def table(seed: int) -> pd.DataFrame:
-        from simsubjects.datasets.moca_humans import load_moca
-
         _, items = load_moca(task)
         return items.assign(text=items["story"] + " " + items["question"], template="yesno")
     return table
@@ -33,8 +33,6 @@ def moca_items(task: str):
 def moca_votes(task: str):
     """MoCa's 25 human votes per story of one task: tidy rows (trial, item, subject, response, task, persona)."""
     def table(seed: int) -> pd.DataFrame:
-        from simsubjects.datasets.moca_humans import load_moca
-
         human, _ = load_moca(task)
         return human[["trial", "item", "subject", "response", "task", "persona"]]
     return table
@@ -42,14 +40,12 @@ def moca_votes(task: str):
 
 def names(seed: int) -> pd.DataFrame:
     """The 1,000 names (title x Census surname) of the Turing Experiments: name, title, surname, group, rank."""
-    from ..studies.names import name_pool
-
     return name_pool()[["name", "title", "surname", "group", "rank"]]
 
 
 def garden_path_sentences(seed: int) -> pd.DataFrame:
     """The 48 Garden Path sentence pairs (Aher et al. 2023, App. C): id, set, type, garden_path, control."""
-    from ..studies.garden_path.design import sentences
+    from ..studies.garden_path.design import sentences  # lazy: looked up per call (tests replace sentences)
 
     return sentences("both")
 
@@ -60,7 +56,7 @@ def survey_bias_items(seed: int) -> pd.DataFrame:
     One row per form: item, key, bias, perturbation, form, question, and per-form lists options,
     labels (the letter recorded: mapped back to the original order for reversed forms), positions, refusal.
     """
-    from ..studies.survey_bias.design import load_bundled_items
+    from ..studies.survey_bias.design import load_bundled_items  # lazy: looked up per call (tests replace load_bundled_items)
 
     items = load_bundled_items(seed=seed)
     return items[["item", "key", "bias", "perturbation", "form", "question", "options", "labels", "positions",
@@ -69,7 +65,7 @@ def survey_bias_items(seed: int) -> pd.DataFrame:
 
 def personas(seed: int) -> pd.DataFrame:
     """The 25 personas of MoCa's Table A3 (Nie et al. 2023): slug, category, text (one sentence, no final period)."""
-    from ..studies.moca.design import load_personas
+    from ..studies.moca.design import load_personas  # lazy: imports scipy, numpy
 
     return load_personas()[["slug", "category", "persona"]].rename(columns={"persona": "text"})
 

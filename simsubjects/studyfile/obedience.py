@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+import re
 
 from simsubjects.collect.sample_kinds import CENSUS
 
@@ -84,7 +85,7 @@ def load_obedience(file, seed: int | None = None) -> ObedienceStudy:
 
 
 def _design(c: Checker, g, s: ObedienceStudy, seed: int | None) -> None:
-    from ..studies.milgram.design import subject_pool
+    from ..studies.milgram.design import subject_pool  # lazy: imports scipy, numpy
 
     p = ("design",)
     c.mapping(g, p, DESIGN)
@@ -137,7 +138,6 @@ def _scenario(c: Checker, v) -> dict:
     p = ("obedience",)
     d = c.mapping(v, p, SCENARIO, required=("name", "title", "introduction", "stages", "judgments", "prods",
                                              "canned_texts", "record"))
-    import re
 
     name = c.text(d, "name", p)
     if not re.fullmatch(NAME_SLUG, name):
@@ -241,12 +241,12 @@ def _judgments(c: Checker, d: dict, p) -> None:
 def obedience_def(study: ObedienceStudy, out=None):
     """The file as the package's study declaration (StudyDef): the built-in Milgram simulator, tables,
     analysis and figures, on the file's scenario. `out`: the run folder that gets the file's copy."""
-    from ..studies.milgram.analysis import analyze_milgram, plot_milgram, summary
-    from ..studies.milgram.check_r import check_milgram
-    from ..collect.store import atomic_write_bytes
-    from ..studies.milgram import design as M
-    from ..collect.studies.registry import StudyDef
-    from .runcopy import COPY
+    from ..studies.milgram.analysis import analyze_milgram, plot_milgram, summary  # lazy: imports scipy, numpy
+    from ..studies.milgram.check_r import check_milgram  # lazy: imports scipy, numpy
+    from ..collect.store import atomic_write_bytes  # lazy: imports collect.store
+    from ..studies.milgram import design as M  # lazy: imports scipy, numpy
+    from ..collect.studies.registry import StudyDef  # lazy: imports collect.studies.registry, datasets
+    from .runcopy import COPY  # lazy: imports collect.store, studyfile.runcopy
 
     scen = study.scenario
 
@@ -277,7 +277,7 @@ def obedience_def(study: ObedienceStudy, out=None):
 
 def file_parameters(study: ObedienceStudy) -> dict:
     """What the manifest records of the file (as adapter.file_parameters): its copy's name and sha256."""
-    from .runcopy import COPY
+    from .runcopy import COPY  # lazy: imports collect.store, studyfile.runcopy
 
     return {"file": f"{COPY}/{study.file.name}", "sha256": study.sha256, "tables": {}}
 

@@ -14,6 +14,9 @@ from pathlib import Path
 from simsubjects.errors import UserError
 
 from .adapter import KEY  # the parameter a study file's run records
+from .adapter import study_def_of
+from .door import load_any
+from simsubjects.collect.untrusted import inside
 
 
 @dataclass(frozen=True)
@@ -63,9 +66,9 @@ def title(manifest: dict, folder) -> str | None:
     if not o.is_study_file:
         return None
     try:
-        import yaml
+        import yaml  # lazy: optional
 
-        from simsubjects.collect.untrusted import inside
+        from simsubjects.collect.untrusted import inside  # lazy: optional (collect.untrusted)
 
         data = yaml.safe_load(inside(folder, o.file, "studyfile").read_text(encoding="utf-8"))
         return str(data.get("title") or o.study)
@@ -83,13 +86,10 @@ def study_def(folder, manifest: dict, code_from=None):
     if not o.is_study_file:
         if code_from is not None:
             raise UserError(f"--allow-code {code_from}: {folder} is a built-in study's run, not a study file's")
-        from simsubjects.collect.studies.registry import get_study
+        from simsubjects.collect.studies.registry import get_study  # lazy: looked up per call (tests replace get_study)
 
         return get_study(o.study)
-    from simsubjects.collect.untrusted import inside
 
-    from .adapter import study_def_of
-    from .door import load_any
 
     path = inside(folder, o.file, f"{Path(folder) / 'manifest.json'}: parameters.studyfile.file")
     if not path.is_file():

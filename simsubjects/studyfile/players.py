@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ..collect.untrusted import chat_control
 from .load import did_you_mean
+from ..errors import UserError
 
 STRATEGIES = {"always": {"move"}, "tit_for_tat": {"responds_to", "first"},
               "grim_trigger": {"responds_to", "cooperate", "defect"}, "schedule": {"moves"}}
@@ -161,7 +162,7 @@ def parse_player(c, name: str, v, path, study, named=None) -> Player:
 
 
 def _recorded(c, name: str, v, path, study) -> Player:
-    from .spec import _plain, _table
+    from .spec import _plain, _table  # lazy: imports pandas, pyarrow
 
     d = c.mapping(v, path, TABLE, required=("table", "round", "move", "match"))
     df = _table(c, study, d["table"], (*path, "table"))
@@ -207,9 +208,8 @@ def _round(v) -> int | None:
 def _model(c, name: str, v, path, named) -> Player:
     """A model player: checked here as far as it can be without a model (the spec's syntax, the
     local path's existence, a k-choice response); its placeholders are checked with the session."""
-    from ..collect.models.spec import parse_spec
-    from ..errors import UserError
-    from .spec import parse_response
+    from ..collect.models.spec import parse_spec  # lazy: imports numpy
+    from .spec import parse_response  # lazy: imports pandas, pyarrow
 
     d = c.mapping(v, path, MODEL, required=("model", "text", "response"))
     spec, parsed = c.text(d, "model", path, required=True), None

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
 from ..collect.store import atomic_write_bytes
+from ..redact import is_credential_param
+from ..redact import redact, redact_url
 
 if TYPE_CHECKING:  # annotations only
     from .spec import Study
@@ -30,8 +32,6 @@ def copy_files(study: Study, out: Path) -> None:
 
 def has_credentials(url: str) -> bool:
     """User info (user:password@) or a credential query parameter (key=, token=, ...) in a URL."""
-    from ..redact import is_credential_param
-
     try:
         p = urlsplit(url)
         return p.username is not None or p.password is not None or "@" in p.netloc or \
@@ -42,8 +42,6 @@ def has_credentials(url: str) -> bool:
 
 def shown_spec(spec) -> str:
     """A parsed model spec as it may be written or printed: its URLs without credentials."""
-    from ..redact import redact, redact_url
-
     if not spec.urls:
         return redact(spec.text)
     return f"{spec.backend}:{spec.name}@" + ",".join(redact_url(u) for u in spec.urls)
@@ -73,7 +71,7 @@ def without_credentials(src, specs: dict) -> bytes:
 
 
 def _check_copy(src, text: str, hidden: dict) -> None:
-    from .load import Source
+    from .load import Source  # lazy: imports yaml
 
     copy = Source(src.file, text)
     for path, spec in hidden.items():

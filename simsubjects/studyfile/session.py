@@ -18,8 +18,9 @@ from .load import did_you_mean
 from .players import Player, parse_player
 from .runcopy import without_credentials
 from .session_tree import context_domains, problems, read_names, walk_block
-from .spec import (NAME, SESSION_RESERVED, Checker, Item, Response, Study, _design, _prompt, parse_response,
-                   placeholders, study_header)
+from .spec import (NAME, SESSION_RESERVED, Checker, Item, Response, Study, _design, _plain, _prompt, _table,
+                   parse_response, placeholders, response_types, study_header)
+from .bounds import growth
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "response", "response_types", "design",
        "session", "analyses", "human"}
@@ -153,12 +154,7 @@ def load_session(file, seed: int | None = None) -> SessionStudy:
     _prompt(c, {"prompt": d.get("prompt") or {"template": "${question}\n${options}"}}, s)
     if isinstance(d.get("prompt"), dict) and "template" not in d["prompt"]:
         s.template = "${question}\n${options}"
-    named = {}
-    for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
-        if not NAME.fullmatch(str(k)):
-            raise c.err(("response_types", k), "a response type name is letters, digits and _")
-        named[k] = parse_response(c, v, ("response_types", k), named)
-    default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
+    named, default = response_types(c, d)
     g = d.get("design") or {}
     c.mapping(g, ("design",), {"subjects", "seed"})
     _design(c, {"design": g}, s, seed)
@@ -378,7 +374,7 @@ def _payoffs(c: Checker, d: dict, path, b: Block, sess: Session) -> None:
                                           f"{did_you_mean(iid, [x.id for x in b.items])}")
         if pl not in b.players:
             raise c.err((*p, "moves", 1), f"{pl!r} is not a player of block {b.id}{did_you_mean(pl, b.players)}")
-        hidden = _may_be_hidden(b, it)
+        hidden = hidden_items(b, len(b.items)).get(it.id)
         if hidden:  # a hidden item has no answer: its round would have no payoff (issue 42)
             raise c.err((*p, "moves", 0), f"{iid!r} may be hidden ({hidden}); a payoff matrix needs an item "
                                           "every round shows: use payoff rules that read it only where it is shown")
@@ -440,20 +436,6 @@ def _item(c: Checker, v, path, s, named, default, seen) -> SItem:
     return it
 
 
-def _may_be_hidden(b: Block, it: SItem) -> str:
-    """Why `it` may be left out of a round (its show_if, or an earlier item's skip_to past it), or ""."""
-    if it.show_if is not None and X.constant(it.show_if) is not True:
-        return f"show_if: {it.show_if.text}"
-    ids = [x.id for x in b.items]
-    at = ids.index(it.id)
-    for x in b.items[:at]:
-        for cond, to in x.skip_to:
-            past = to in ENDS or (to in ids and ids.index(to) > at)
-            if past and (cond is None or X.constant(cond) is not False):
-                return f"{x.id}'s skip_to {to}"
-    return ""
-
-
 def _number_ok(c: Checker, v, path):
     """A starting value or a payoff: finite, and a whole number within int64 (expr.bounded; issue 42)."""
     try:
@@ -512,8 +494,6 @@ def _check(c: Checker, s: SessionStudy) -> None:
 
 def _growth(c, s: SessionStudy) -> None:
     """A variable that passes its range on every path (bounds.py: interval arithmetic over the rounds)."""
-    from .bounds import growth
-
     _, g = growth(s)
     if g is not None and g.every_path:
         limit = "2^63 (a whole number)" if g.iv.whole else "the float range"
@@ -618,19 +598,24 @@ def _check_block(c: Checker, s: SessionStudy, b: Block, base, known, hidden, pla
 
 
 def maybe_hidden(b: Block, k: int) -> set[str]:
-    """The items of block `b` before its k-th item (k = len(items): after the block's items) that a
-    path reaching that point may not have shown: a show_if that is not always true, or a skip_to
-    over them that lands at or before k (`end_block` lands after the items; `end` ends the session,
-    so nothing after it is shown)."""
+    """The items of block `b` before its k-th item that a path reaching that point may not have shown."""
+    return set(hidden_items(b, k))
+
+
+def hidden_items(b: Block, k: int) -> dict[str, str]:
+    """{item id: why} for the items of block `b` before its k-th item (k = len(items): after the block's
+    items) that a path reaching that point may not have shown: a show_if that is not always true, or a
+    skip_to over them, whose condition is not never-true, that lands at or before k (`end_block` lands
+    after the items; `end` ends the session, so nothing after it is shown)."""
     ids = [it.id for it in b.items]
-    out = set()
+    out: dict[str, str] = {}
     for i, it in enumerate(b.items[:k]):
         if it.show_if is not None and X.constant(it.show_if) is not True:
-            out.add(it.id)
-        for _, to in it.skip_to:
+            out.setdefault(it.id, f"show_if: {it.show_if.text}")
+        for cond, to in it.skip_to:
             j = len(ids) if to == "end_block" else ids.index(to) if to in ids else None
-            if j is not None and j <= k:
-                out.update(ids[i + 1:j])
+            if j is not None and j <= k and (cond is None or X.constant(cond) is not False):
+                out.update({x: f"{it.id}'s skip_to {to}" for x in ids[i + 1:j] if x not in out})
     return out
 
 
@@ -717,7 +702,6 @@ def _people(c: Checker, d: dict, s: SessionStudy) -> None:
     persona column, compared with the subjects' own (docs/studies.md, "People beside the model")."""
     if d.get("human") is None:
         return
-    from .spec import _plain, _table
 
     p = ("human",)
     h = c.mapping(d["human"], p, HUMAN, required=("file", "columns"))

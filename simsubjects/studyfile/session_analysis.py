@@ -301,10 +301,10 @@ def side_by_side(bp: pd.DataFrame, human: str) -> pd.DataFrame:
 def plot_session(tables: dict[str, pd.DataFrame], responses: pd.DataFrame, outdir) -> list:
     """By round: each answer's share (and, with `human:`, people's beside it), and the mean payoffs;
     points are means over subjects (persons) with 95% t intervals over subjects (persons)."""
-    import matplotlib
+    import matplotlib  # lazy: imports pyparsing, matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: imports matplotlib, mpl_toolkits
 
     paths = []
     rb = tables.get("rounds_by_round")

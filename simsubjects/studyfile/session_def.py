@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from .check_r import check_session_fit
 from .runcopy import copy_files, shown_spec
 from .design import items_table
 from .session import SessionStudy, decisions_per_path, leaves
+from .bounds import summary
 
 
 def session_trials(study: SessionStudy, paths: int | None = None) -> pd.DataFrame:
@@ -29,27 +31,11 @@ def session_trials(study: SessionStudy, paths: int | None = None) -> pd.DataFram
     return out
 
 
-COLUMN_LABELS = {  # the session columns of the responses table (docs/studies.md, "Paths and rows")
-    "round": "Round of the block (1, 2, ...)",
-    "step": "Decision's number in its path (round rows: decisions so far)",
-    "path": "Path of the subject (1..K; enumerated: the first leaf under the row)",
-    "parent": "Trial id of the decision before (empty for the first)",
-    "block": "Block of the session",
-    "player": "Who decided: subject, or a model player's name",
-    "drawn": "1 on the option the path went on with (enumerated: every option, 1)",
-    "reach": "Model's probability of the path's history up to this row",
-    "continued": "1 when another round followed, else 0",
-    "question": "Question as shown (placeholders filled)",
-    "block_order": "Order of the blocks on this path",
-    "item_order": "Order of the block's items and players in this round",
-}
-
-
 def column_labels(study: SessionStudy) -> dict[str, str]:
     """Variable labels of a session's columns (.rds/.dta/.sav, codebooks): the fixed ones, one column per
     item (its text), per player (its moves), per payoff and per variable."""
     sess = study.session
-    out = dict(COLUMN_LABELS)
+    out = dict(SESSION_COLUMNS)
     for b in sess.blocks:
         out.update({it.id: f"Answer to {it.id}: {it.item.text}" for it in b.items})
         out.update({n: f"Payoff {n} (block {b.id})" for n in b.payoff_names()})
@@ -93,8 +79,8 @@ CAPTIONS = {
 
 
 def session_def(study: SessionStudy, out=None) -> StudyDef:
-    from .session_run import collect_session
-    from .session_analysis import analyze_session, plot_session
+    from .session_run import collect_session  # lazy: imports tqdm, envwrap
+    from .session_analysis import analyze_session, plot_session  # lazy: imports scipy, numpy
 
     kept: list[dict] = []  # the collection's transcript records (collect_session's sink)
 
@@ -163,7 +149,6 @@ def describe_session(study: SessionStudy) -> str:
         rec = sess.recorded
         lines.append(f"people (paths: people): {len(rec)} recorded rounds of {rec['person'].nunique()} persons in "
                      f"{sess.people_file}, replayed (every decision scored)")
-    from .bounds import summary
 
     lines += summary(study)
     if study.people is not None:
@@ -177,9 +162,7 @@ def first_prompts(study: SessionStudy, show: int = 3) -> list[str]:
     (or chat turns) and the completions scored. No model: each answer is drawn by the path's seeded
     generator as if every option were equally likely (as `--dry-run` walks a session), so a later
     prompt shows one possible history; a real run draws from the model's distribution."""
-    from types import SimpleNamespace
-
-    from .session_run import SessionRun, _advance, _draw
+    from .session_run import SessionRun, _advance, _draw  # lazy: imports tqdm, envwrap
 
     run = SessionRun(study, SimpleNamespace(info=SimpleNamespace(spec="check")), "exact", 1, 1,
                      chat=bool(study.chat_template))

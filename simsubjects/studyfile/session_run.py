@@ -552,7 +552,7 @@ def collect_session(study, model, cache, params: dict, show_progress: bool = Tru
     models = {SAME: model}
     for p in runs[0].sess.players.values():  # another model spec: loaded once, asked through the same cache
         if p.kind == "model" and p.model not in askers:
-            from ..collect.models import load_model
+            from ..collect.models import load_model  # lazy: looked up per call (tests replace load_model)
 
             models[p.model] = load_model(p.spec, chat_template=chat)
             askers[p.model] = _asker(models[p.model], method, chain_of)
@@ -650,7 +650,7 @@ def _scored_text(model, rq: ChoiceRequest) -> str:
 
 def _asker(model, method: str, chain_of: dict):
     """(fingerprint, ask) of one model: a local model reuses each path's keys/values along its chain."""
-    from ..collect.models.incremental import PathScorer, supports
+    from ..collect.models.incremental import PathScorer, supports  # lazy: imports torch, transformers
 
     if method == "exact" and supports(model):
         scorer = PathScorer(getattr(model, "inner", model))

@@ -13,8 +13,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
+import json
 
 import pandas as pd
+import numpy as np
 
 from simsubjects.analyze.methods.registry import TESTS
 from simsubjects.collect.sample_kinds import CENSUS, DRAWN, IDENTICAL_PROMPTS, RECORDED
@@ -22,6 +24,8 @@ from simsubjects.collect.schema import COLLECTION_COLUMNS, CORE_COLUMNS, SESSION
 from .load import Source, StudyFileError, did_you_mean, read_source
 from .limits import MAX_COUNT, MAX_ORDERINGS, MAX_SEED, MAX_TRIALS
 from .tables import read_table
+from ..collect.untrusted import is_ident
+from .named import NAMED
 
 SLUG = re.compile(r"^[a-z][a-z0-9_-]*$")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # placeholders, factor and attribute names
@@ -419,12 +423,7 @@ def load_study(file, seed: int | None = None, allow_code: bool = False) -> Study
     s.files[src.file.name] = src.file
     s.raw[src.file.name] = src.raw
     _prompt(c, d, s)
-    named = {}
-    for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
-        if not NAME.fullmatch(str(k)):
-            raise c.err(("response_types", k), "a response type name is letters, digits and _")
-        named[k] = parse_response(c, v, ("response_types", k), named)
-    default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
+    named, default = response_types(c, d)
     _design(c, d, s, seed)
     _items(c, d, s, named, default)
     _order(c, d, s)
@@ -456,6 +455,17 @@ def _check_size(c: Checker, s: Study) -> None:
                                  f"has at most {MAX_TRIALS}")
 
 
+def response_types(c: Checker, d: dict) -> tuple[dict[str, Response], Response | None]:
+    """A file's named `response_types` and its default `response` (a study file's and a session's alike)."""
+    named: dict[str, Response] = {}
+    for k, v in c.typed(d.get("response_types") or {}, ("response_types",), dict, "a mapping").items():
+        if not NAME.fullmatch(str(k)):
+            raise c.err(("response_types", k), "a response type name is letters, digits and _")
+        named[k] = parse_response(c, v, ("response_types", k), named)
+    default = parse_response(c, d["response"], ("response",), named) if d.get("response") is not None else None
+    return named, default
+
+
 def _prompt(c: Checker, d: dict, s: Study) -> None:
     if isinstance(d["prompt"], str):
         p = {"template": d["prompt"]}
@@ -473,7 +483,6 @@ def _prompt(c: Checker, d: dict, s: Study) -> None:
 def _table(c: Checker, s: Study, name, path) -> pd.DataFrame:
     rel = c.typed(name, path, str, "a file name")
     if rel.startswith("builtin:"):
-        from .named import NAMED
 
         key = rel.removeprefix("builtin:")
         if key not in NAMED:
@@ -711,9 +720,6 @@ def _responses_by_level(c: Checker, v, path, s: Study, named) -> tuple[str, dict
 
 def _cells(value) -> list:
     """A table cell that holds a list: a list (parquet, a built-in table), JSON text "[...]", or "a | b"."""
-    import json
-
-    import numpy as np
 
     if isinstance(value, (list, tuple, np.ndarray)):  # parquet gives arrays
         return list(value.tolist() if isinstance(value, np.ndarray) else value)
@@ -1074,8 +1080,6 @@ RESERVED_TABLES = {"trials", "distribution", "estimates", "tests", "order_effect
 def _analysis_name(c: Checker, a: dict, path, s: Study) -> None:
     """An analysis's name becomes NAME.csv in the analysis folder: an identifier, never a path
     (docs/robustness.md); checked here (study check, collect) and again at analyze on the run's copy."""
-    from ..collect.untrusted import is_ident
-
     if "name" not in a:
         return
     name = a["name"]

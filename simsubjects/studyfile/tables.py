@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Callable
+import io
+import tempfile
 
 import pandas as pd
 
@@ -15,10 +17,7 @@ def read_table(path: Path, fail: Callable[[str], Exception], keep_bytes: bool = 
     Its size, shape and (xlsx) unpacked size are bounded before it is read (limits.py).
     keep_bytes: (table, the file's bytes), parsed from those bytes (read once: what was parsed is what
     a run hashes and copies)."""
-    import io
-    import tempfile
-
-    from . import limits
+    from . import limits  # lazy: imports yaml
 
     kind = READERS.get(path.suffix.lower())
     if kind is None:
@@ -29,7 +28,7 @@ def read_table(path: Path, fail: Callable[[str], Exception], keep_bytes: bool = 
     if not path.is_file():
         raise fail(f"{path}: no such table file")
     if kind in ("sav", "dta"):
-        import pyreadstat
+        import pyreadstat  # lazy: imports narwhals, pyreadstat
 
         try:
             _, meta = (pyreadstat.read_sav if kind == "sav" else pyreadstat.read_dta)(str(path), metadataonly=True)
@@ -51,7 +50,7 @@ def read_table(path: Path, fail: Callable[[str], Exception], keep_bytes: bool = 
         elif kind == "parquet":
             df = pd.read_parquet(io.BytesIO(data))
         else:
-            import pyreadstat
+            import pyreadstat  # lazy: optional (narwhals, pyreadstat)
 
             # value labels applied: answers read as their labels, as a person reads the questionnaire
             reader = pyreadstat.read_sav if kind == "sav" else pyreadstat.read_dta

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
+import inspect
 
 import torch
 from transformers import DynamicCache
@@ -99,8 +100,6 @@ def _cache_kw(model) -> str:
     """The name `forward` takes the keys/values cache under: `cache` from transformers 5.2x on, where
     `past_key_values` still works but warns (FutureWarning: removed in 5.40); older 5.x only know
     `past_key_values`. Asked of the signature, so neither release warns nor breaks."""
-    import inspect
-
     key = type(model)
     if key not in _CACHE_KW:
         params = inspect.signature(model.forward).parameters

@@ -26,7 +26,7 @@ def check_gguf(path: Path, spec: str) -> None:
     if magic != b"GGUF":
         raise UserError(f"{where}: not a GGUF file (it does not start with the bytes GGUF)")
     try:
-        from transformers.integrations.gguf.reader import GgufHeader
+        from transformers.integrations.gguf.reader import GgufHeader  # lazy: optional (torch, transformers)
 
         header = GgufHeader.from_file(str(path))
         end = max((t.offset + t.nbytes for t in header.tensors), default=0) + header.data_start
@@ -41,7 +41,7 @@ def check_gguf(path: Path, spec: str) -> None:
 
 
 def _metadata_end(path: Path) -> int:
-    from transformers.integrations.gguf.reader import read_gguf_metadata
+    from transformers.integrations.gguf.reader import read_gguf_metadata  # lazy: imports torch, transformers
 
     try:
         read_gguf_metadata(str(path))

@@ -14,6 +14,11 @@ from .base import ChoiceRequest, ChoiceResult, CompletionRequest, CompletionResu
 from . import weight_cache
 from ..seeds import seed_from_text
 from .packing import Packed, fill, lcp as _lcp, pack
+from .. import choice  # the one k-choice path: this backend only supplies log-probabilities
+from ..choice import sample_choice
+from .registry import Backend, register
+from .spec import _check_local
+from .spec import smollm2_path
 
 
 # in weight_cache (no torch import there): a dry run hashes a model without loading torch
@@ -59,9 +64,9 @@ class HFModel:
         dtype: str = "auto",
         device_map: str | None = None,
     ):
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
+        import torch  # lazy: imports torch, torchgen
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: looked up per call (tests replace AutoModelForCausalLM)
+        from transformers.utils import logging as hf_logging  # lazy: imports transformers, trio
 
         path = Path(path)
         if not path.exists():
@@ -81,7 +86,7 @@ class HFModel:
             folder, kw["gguf_file"] = path.parent, path.name
         else:
             folder = path
-        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils  # lazy: imports torch, transformers
 
         bar = gguf_utils.tqdm
         gguf_utils.tqdm = lambda it, **_: it  # the GGUF de-quantization bar is noise to a user
@@ -118,7 +123,7 @@ class HFModel:
         self.gen_positions = gen_positions
         self.packing = packing
         self.reuse_cache = reuse_cache
-        from .generation import PrefixStore  # torch: imported with the model, not with the registry
+        from .generation import PrefixStore  # lazy: imports torch, transformers; torch: imported with the model, not with the registry
 
         self.prefix_store = PrefixStore()
         # Work counters for benchmarks: forward passes, real and padded tokens, LM-head positions.
@@ -148,8 +153,8 @@ class HFModel:
             if cached is not None:
                 self.tokenizer = weight_cache.load_tokenizer(cached)
             else:
-                from transformers import AutoTokenizer
-                from transformers.utils import logging as hf_logging
+                from transformers import AutoTokenizer  # lazy: optional (transformers, attr)
+                from transformers.utils import logging as hf_logging  # lazy: optional (transformers, trio)
 
                 hf_logging.set_verbosity_error()
                 kw = {"gguf_file": path.name} if path.is_file() else {}
@@ -201,7 +206,6 @@ class HFModel:
         self._count_requests(requests)
         if method == "sampled":
             return [self._sample_choice(r) for r in requests]
-        from .. import choice  # the one k-choice path: this backend only supplies log-probabilities
 
         return [choice.exact_choice(lp) for lp in self.score(requests)]
 
@@ -384,7 +388,7 @@ class HFModel:
     def _generate(self, requests: Sequence[CompletionRequest]) -> list[str]:
         """The n texts of every request, in order; rows decoded together up to `gen_positions`
         cached positions per batch (keys/values of prompt plus max_tokens for each row)."""
-        from .generation import Row, generate
+        from .generation import Row, generate  # lazy: imports torch, transformers
 
         rows = []
         for r in requests:
@@ -410,8 +414,6 @@ class HFModel:
         """Draw at temperature 1 until r.n valid answers (the protocol and the matching rule are
         collect/choice.py's, shared by every backend); each round is seeded by the request and its
         round number."""
-        from ..choice import sample_choice
-
         longest = max(len(self._encode(c)) for c in r.completions) + 1  # +1: the word-boundary character
 
         def draw(want: int, round_: int, _drawn: int) -> list[str]:
@@ -452,7 +454,7 @@ def _dtype(torch, dtype: str, device):
 def _target_logprobs(logits, toks, chunk: int = 256) -> list[float]:
     """log softmax(logits)[i, toks[i]] in float64: over a vocabulary of ~50k tokens a float32
     log-sum-exp is off by ~1e-5, more than the exactness this backend promises."""
-    import torch
+    import torch  # lazy: imports torch, torchgen
 
     out = []
     for lg, tk in zip(logits.split(chunk), toks.split(chunk)):
@@ -473,8 +475,6 @@ def _cut_at_stop(text: str, stop: Sequence[str]) -> str:
 
 # -- registration: hf:/path (a model folder or a GGUF file) and the embedded smollm2 --------------------
 def _parse_hf(rest: str, spec: str) -> tuple[str, list[str]]:
-    from .spec import _check_local
-
     if not rest:
         raise UserError(f"model spec {spec!r} names no model; write hf:/path/to/model")
     return _check_local(rest, spec), []
@@ -489,14 +489,10 @@ def _parse_embedded(rest: str, spec: str) -> tuple[str, list[str]]:
 
 
 def _load_embedded(name: str, urls: list[str], spec: str, trust_remote_code: bool = False, **options) -> HFModel:
-    from .spec import smollm2_path
-
     return HFModel(smollm2_path(), spec=spec, **options)  # never remote code: it is a bundled GGUF
 
 
 def _register() -> None:
-    from .registry import Backend, register
-
     register(Backend("hf", parse=_parse_hf, load=_load_hf))
     register(Backend("embedded", parse=_parse_embedded, load=_load_embedded, embedded=("smollm2",)))
 

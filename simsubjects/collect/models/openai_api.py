@@ -58,6 +58,9 @@ from .openai_transport import (  # noqa: F401
     is_openai_host,
     retry_after as _retry_after,
 )
+from .openai_scoring import EOS_REDRAWS, _chat_top
+from .registry import Backend, register
+from .spec import check_url
 
 log = logging.getLogger(__name__)
 
@@ -291,8 +294,6 @@ class OpenAIModel:
         top log-probabilities (exact when each completion, its leading space dropped as the start of
         a turn has none, is one token among them). No sampled fallback for turns yet: the decision
         fails with the reason instead."""
-        from .openai_scoring import EOS_REDRAWS, _chat_top
-
         messages = [{"role": role, "content": text} for role, text in req.messages]
         top, seed = {}, _stable_seed(*(t for _, t in req.messages))
         for i in range(EOS_REDRAWS + 1):  # no log-probabilities when EOS is drawn: redraw, seeded
@@ -402,8 +403,6 @@ class OpenAIModel:
 
 # -- registration: openai:MODEL and openai:MODEL@URL1,URL2 ---------------------------------------------
 def _parse_openai(rest: str, spec: str) -> tuple[str, list[str]]:
-    from .spec import check_url
-
     shown = redact(spec)
     if not rest:
         raise UserError(f"model spec {shown!r} names no model; write openai:MODEL or openai:MODEL@URL")
@@ -422,8 +421,6 @@ def _load_openai(name: str, urls: list[str], spec: str, **options) -> OpenAIMode
 
 
 def _register() -> None:
-    from .registry import Backend, register
-
     register(Backend("openai", parse=_parse_openai, load=_load_openai, server=True))
 
 

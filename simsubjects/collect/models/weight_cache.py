@@ -16,6 +16,8 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+import time
+from importlib.metadata import version
 
 COMPLETE = "complete"  # written last inside the temporary folder: an entry without it is ignored
 
@@ -63,8 +65,6 @@ def root() -> Path:
 
 def entry(revision: str, dtype: str = "float32") -> Path:
     """The folder of a revision's weights in `dtype` (float32, the reference, keeps the plain name)."""
-    from importlib.metadata import version
-
     # the version from the package metadata: importing transformers costs seconds, and a dry run
     # reads only the tokenizer from here
     digest = revision.removeprefix("sha256:")
@@ -96,15 +96,13 @@ def load_tokenizer(folder: Path):
 
 @functools.lru_cache(maxsize=4)
 def _load_tokenizer(folder: str, _size: int, _mtime_ns: int):
-    from transformers import PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast  # lazy: imports transformers, attr
 
     return PreTrainedTokenizerFast.from_pretrained(folder)
 
 
 def _clean_stale(parent: Path, age: float = 86400.0) -> None:
     """Temporary folders left by a killed process (a day old: not another process's live write)."""
-    import time
-
     for tmp in parent.glob(".tmp-*"):
         try:
             if time.time() - tmp.stat().st_mtime > age:
@@ -127,7 +125,7 @@ def store(revision: str, model, tokenizer, dtype: str = "float32") -> Path | Non
     try:
         # save_pretrained refuses a model read from GGUF ("quantized with gguf"), although its
         # weights are plain de-quantized tensors: write them and a config without that mark.
-        from safetensors.torch import save_model
+        from safetensors.torch import save_model  # lazy: optional (torch, torchgen)
 
         config = model.config.to_dict()
         config.pop("quantization_config", None)

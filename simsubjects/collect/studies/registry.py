@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 from typing import Callable
+from importlib.metadata import entry_points
 
 from ...datasets.registry import DATASETS, Dataset
 from ...errors import UserError
@@ -250,8 +251,6 @@ def _package_modules() -> list[str]:
 
 
 def _entry_point_modules() -> list[str]:
-    from importlib.metadata import entry_points
-
     return [ep.value.partition(":")[0] for ep in entry_points(group=ENTRY_POINTS)]
 
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from .qsf import PIPED, Question, Survey, _entries, clean, piped
+from .qsf import _logic_text
 
 # Question types with no counterpart (Qualtrics' codes): listed with their reason
 UNSUPPORTED = {"FileUpload": "file upload: a model cannot upload a file", "Timing": "timing: page timers measure "
@@ -500,7 +501,6 @@ def _question_notes(q: Question, notes: list) -> None:
     if p.get("QuestionJS"):
         notes.append(Note(q.qid, q.kind, "JavaScript on the question is not run"))
     if p.get("DisplayLogic"):
-        from .qsf import _logic_text
         notes.append(Note(q.qid, q.kind, f"display logic ({_logic_text(p['DisplayLogic'])}) not converted in "
                                          "study.yaml: the question is asked of every subject (session.yaml shows it "
                                          "where the condition is an earlier answer)"))

@@ -41,7 +41,7 @@ def demographic_items(conv: Conversion, tags: list[str], has_human: bool) -> lis
 
 def column(it: Item) -> str:
     """The group / persona column of a demographic: its item id as a name (placeholders need one)."""
-    from ..spec import SESSION_RESERVED
+    from ..spec import SESSION_RESERVED  # lazy: imports pandas, pyarrow
 
     name = re.sub(r"[^A-Za-z0-9_]", "_", it.id)
     name = name if name[:1].isalpha() else f"d_{name}"

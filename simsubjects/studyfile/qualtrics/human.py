@@ -178,7 +178,7 @@ def _arm_columns(conv: Conversion, ex: Export, h: Human) -> dict[str, bool]:
 
 def _embedded(conv: Conversion, ex: Export) -> dict[str, int]:
     """Embedded data the export holds: respondent columns of the human rows (and their groups)."""
-    from ..spec import NAME, RESERVED
+    from ..spec import NAME, RESERVED  # lazy: imports pandas, pyarrow
 
     taken = {*RESERVED, "respondent", "response", "scale", *(f.name for f in conv.factors)}
     return {e: ex.column([e], [e]) for e in conv.survey.embedded

@@ -255,7 +255,7 @@ def _choice_list(path: Path, qid: str, p: dict, key: str, order_key: str, recode
         return []
     if not isinstance(raw, dict):
         raise _fail(path, f"question {qid}: {key} is not an object of choices (truncated or edited)")
-    from ..limits import MAX_CHOICES
+    from ..limits import MAX_CHOICES  # lazy: imports yaml
 
     if len(raw) > MAX_CHOICES:  # checked before anything is built or loaded: a prompt of 10^5 options
         raise _fail(path, f"question {qid}: {len(raw)} {key.lower()}; at most {MAX_CHOICES} per question "
@@ -327,7 +327,7 @@ def _flow_block(path: Path, s: Survey, bid: str, fid: str, under: tuple) -> None
 def _walk_flow(path: Path, s: Survey, flow: list, inside: str, under: tuple = (), depth: int = 1) -> None:
     """Blocks in the order shown; a randomizer that shows one of its blocks becomes a condition; everything
     else (branches, embedded data, end of survey, web services, ...) is recorded for the notes."""
-    from ..limits import MAX_FLOW_DEPTH
+    from ..limits import MAX_FLOW_DEPTH  # lazy: imports yaml
 
     if depth > MAX_FLOW_DEPTH:
         raise _fail(path, f"the survey flow nests deeper than {MAX_FLOW_DEPTH} levels (groups, branches, "

@@ -137,7 +137,7 @@ def _layout(path: Path, rows: list[list[str]], lines: list[int], id_column: str 
 
 
 def _read_sav(path: Path, id_column: str | None = None) -> Export:
-    import pyreadstat
+    import pyreadstat  # lazy: imports numpy, narwhals
 
     try:
         df, meta = pyreadstat.read_sav(str(path), apply_value_formats=False)

@@ -10,6 +10,7 @@ human rows yet, so numeric and text items and the respondents stay in study.yaml
 from __future__ import annotations
 
 import re
+from itertools import combinations, permutations
 
 from .build import Conversion, Item, Note, response_yaml
 from .qsf import _entries
@@ -111,8 +112,6 @@ def _later_ranks(it: Item, first: dict, ids: dict, notes: list, visible: dict) -
     """A rank-order question as sequential exact choices: the first from all options (the item `first`),
     then, for each set S of options already ranked, the next from the rest (shown where the earlier picks
     were exactly S), so the enumerated paths give the full ranking distribution exactly."""
-    from itertools import combinations, permutations
-
     labels = [o.label for o in it.options]
     k = len(labels)
     if k > MAX_RANKED or any("'" in x for x in labels):
@@ -163,7 +162,7 @@ def _exclusive(q, it: Item, items: list[Item], ids: dict, notes: list, visible: 
 
 def _session_ids(items: list[Item]) -> dict[str, str]:
     """Session item ids are names an expression can use: other characters become _, unique, not reserved."""
-    from ..spec import SESSION_RESERVED
+    from ..spec import SESSION_RESERVED  # lazy: imports pandas, pyarrow
 
     out, taken = {}, set()
     for it in items:

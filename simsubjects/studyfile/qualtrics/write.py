@@ -16,6 +16,8 @@ from .build import Conversion, Item, convert, merge_arms, response_yaml, scale
 from .human import Human, human_rows
 from .qsf import load_qsf
 from .responses import read_export
+from . import demographics as D
+from .demographics import column
 
 RESERVED_COLS = {"respondent", "item", "response", "condition"}
 MAX_PAIRS = 28  # Welch tests written per randomizer: every pair of up to 8 arms
@@ -91,7 +93,6 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list 
          "prompt": {"template": "${question}\n${options}", "answer_prefix": "\nAnswer:"},
          "design": {"subjects": subjects, "seed": 0}, "items": items}
     if demo:  # model subjects are the respondents' profiles (demographics.py)
-        from . import demographics as D
 
         d["prompt"]["template"] = "${persona}\n\n${question}\n${options}"
         d["design"]["subjects"] = {"table": "personas.csv", "id": "respondent", "template": D.template(demo),
@@ -104,7 +105,6 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list 
     if human is not None and human.rows:
         groups = [f.name for f in conv.factors] + [e for e in human.embedded if e not in RESERVED_COLS] + ["scale"]
         if demo:
-            from .demographics import column
 
             groups += [column(it) for it in demo]
         d["human"] = {"file": "human.csv", "name": "qualtrics",
@@ -115,7 +115,6 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list 
             # one row per scale: 0-100 sliders, yes/no shares and 1-5 positions are never pooled into one r
             analyses.append({"type": "agreement", "by": ["scale"], "name": "agreement"})
         if demo and any(o.position is not None for it in conv.items if it.kind == "choice" for o in it.options):
-            from .demographics import column
 
             analyses.append({"type": "representativeness", "name": "representativeness"})
             analyses.append({"type": "representativeness", "by": [column(it) for it in demo],
@@ -336,7 +335,6 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
         human = human_rows(conv, read_export(responses, id_column), finished_only, dedupe)
     demo, personas = [], []
     if demographics:
-        from . import demographics as D
 
         demo = D.demographic_items(conv, demographics, human is not None)
         personas = D.apply(human, demo)
@@ -371,7 +369,7 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
                    ["item", "qid", "tag", "block", "qtype", "kind", "arm", "choice_id", "recode", "label", "position",
                     "refusal"])
         session_notes = _write_session(tmp, conv, data, n)
-        from ..spec import load_study
+        from ..spec import load_study  # lazy: optional (pandas, pyarrow)
 
         load_study(tmp / "study.yaml")  # what `study check` reads: a failure here is the importer's bug
         (tmp / "IMPORT_NOTES.md").write_text(notes_md(conv, human, Path(responses).name if responses else None,
@@ -391,10 +389,10 @@ def _write_session(tmp: Path, conv: Conversion, data: dict, n: int) -> list | No
     """DIR/session.yaml (and subjects.csv for a randomizer's arms) where the package reads sessions and the
     survey has k-choice items; checked as `study check` checks it. None: no session written."""
     try:
-        from ..session import load_session
+        from ..session import load_session  # lazy: optional (pandas, numpy)
     except ImportError:  # a package without sessions (docs/studies.md, "Sessions")
         return None
-    from .session import session_yaml
+    from .session import session_yaml  # lazy: imports studyfile.qualtrics.session
 
     sdata, rows, notes = session_yaml(conv, n, data["study"])
     if not sdata["session"]["blocks"]:

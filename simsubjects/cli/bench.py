@@ -114,7 +114,7 @@ def _batch_files(planned, kw) -> None:
     """--batch-export FILE: each finding's requests into FILE-<finding id>.jsonl (one set per run folder);
     --batch-import FILE...: each finding's results from FILE-<finding id>.jsonl, the same naming, every
     file checked to exist before any is read. Both through the one collection (cli/collection.py)."""
-    from .collection import collect_study
+    from .collection import collect_study  # lazy: off --help's path (cli.collection: pandas, numpy)
 
     if kw.get("batch_import"):
         missing = [str(_per_finding(f, p.finding.id)) for p in planned for f in kw["batch_import"]
@@ -138,12 +138,12 @@ def collect_planned(planned, kw: dict) -> list[dict]:
     (cli/collection.collect_study: store, resume, --max-cost, --engine), one progress bar (trials) over the
     corpus. The model loads once, and only when some finding needs it; --max-cost caps the whole corpus
     (one budget shared by the findings)."""
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # lazy: off --help's path (tqdm)
 
-    from simsubjects.bench import run as bench_run
-    from simsubjects.collect.models import load_model
+    from simsubjects.bench import run as bench_run  # lazy: off --help's path (pandas, yaml)
+    from simsubjects.collect.models import load_model  # lazy: looked up per call (tests replace load_model)
 
-    from .collection import collect_study
+    from .collection import collect_study  # lazy: off --help's path (cli.collection: pandas, numpy)
 
     todo = [p for p in planned if kw["overwrite"] or not bench_run.done(p.out)]
     total = sum(len(p.sdef.make(**p.params)[0]) for p in todo)

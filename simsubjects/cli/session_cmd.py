@@ -58,8 +58,6 @@ def collect_session_file(path: str, kw: dict, seeded: bool) -> None:
 
 def _check_ablate(path: str, study, ablate: list[str]) -> None:
     """--ablate on a session: each twin must remove something this session has (docs/people.md)."""
-    from ..errors import UserError
-
     sess = study.session
     if "history" in ablate and sess.memory == "none":
         raise UserError(f"--ablate history: {path} has session.memory: none (no earlier rounds to remove)")

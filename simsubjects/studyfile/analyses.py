@@ -27,6 +27,8 @@ from .spec import Study
 from ..collect.untrusted import ALLOW_CODE, no_local_imports
 from simsubjects.analyze.methods.representativeness import representativeness
 from simsubjects.analyze.methods.representativeness import resampled_interval, small_sample_note
+from ..analyze.methods.multiplicity import add_adjusted
+from .people_fit import fit_tables
 
 BROOM = ["estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n", "unit", "weights",
          "effect_size", "effect_size_type", "warning"]
@@ -371,8 +373,6 @@ def with_family(tests: pd.DataFrame) -> pd.DataFrame:
     one set of subjects, so a reader who scans the table for p < 0.05 is protected (Holm 1979) whatever the
     number of items and analyses (issue 40, item 6). `family` names it; p.value.holm, p.value.bh beside
     p.value (analyze/methods/multiplicity.add_adjusted, as order effects have)."""
-    from ..analyze.methods.multiplicity import add_adjusted
-
     return add_adjusted(tests, by=SYSTEM, family=TESTS_FAMILY) if len(tests) else tests
 
 
@@ -423,8 +423,6 @@ def analyze_study(study: Study, responses: pd.DataFrame, items: pd.DataFrame) ->
     if "shown_position" in responses.columns:
         tables.update(study_order_effects(study, responses))
     if study.people:  # design.subjects: people: every person's answers scored (issue 39)
-        from .people_fit import fit_tables
-
         tables.update(fit_tables(study, scored))
     if tests:
         # the family's adjusted p-values live in tests.csv only: a named test's own table is part of a family,

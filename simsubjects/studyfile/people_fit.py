@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..analyze.methods import fit
 from . import session_people
+from ..analyze.blocks import Block, Table
 
 
 def decision_frame(study, responses: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -101,8 +102,6 @@ COMPARE_SHOWN = ["model_a", "ablation_a", "model_b", "ablation_b", "estimate", "
 def report_blocks(tables: dict[str, pd.DataFrame]) -> list:
     """The report's blocks (data; publish/ renders them) of a run that scored people: the pseudo-R^2
     against each baseline, and each ablation twin, model and baseline set against the full prompt."""
-    from ..analyze.blocks import Block, Table
-
     st, cmp = tables.get("fit_study"), tables.get("fit_compare")
     if st is None or not len(st):
         return []

@@ -18,9 +18,10 @@ from .load import did_you_mean
 from .players import Player, parse_player
 from .runcopy import without_credentials
 from .session_tree import context_domains, problems, read_names, walk_block
-from .spec import (NAME, SESSION_RESERVED, Checker, Item, Response, Study, _design, _plain, _prompt, _table,
+from .spec import (NAME, SESSION_RESERVED, Checker, Item, Study, _design, _plain, _prompt, _table,
                    parse_response, placeholders, response_types, study_header)
 from .bounds import growth
+from .session_people import read_people
 
 TOP = {"study", "title", "citation", "license", "description", "prompt", "response", "response_types", "design",
        "session", "analyses", "human"}
@@ -165,8 +166,6 @@ def load_session(file, seed: int | None = None) -> SessionStudy:
         c.listed(d, "analyses", ())  # the session analyses run always (docs/studies.md); reserved for more
     _check(c, s)
     if s.session.people or d["session"].get("people") is not None:
-        from .session_people import read_people
-
         read_people(c, d["session"], s)
     _max_leaves(c, s.session)
     _size(c, s.session, len(s.subjects))  # after the leaves: an enumerated tree's size counts them

@@ -24,6 +24,7 @@ from ..analyze.methods.tests import paired_t, welch_t
 from .figures import plot_fit
 from .people_fit import fit_tables
 from .session import SessionStudy
+from ..analyze.methods.multiplicity import add_adjusted
 
 SYSTEM = ["source", "model"]
 
@@ -272,8 +273,6 @@ def _with_family(tests: pd.DataFrame) -> pd.DataFrame:
     """Holm and BH over the session's model - people tests (one per measure x cell of the human table), one
     family: a reader scanning the cells for a difference is protected (issue 40, item 6). A test without a
     p-value (its `note`) stays out of the family, as R's p.adjust leaves NA out."""
-    from ..analyze.methods.multiplicity import add_adjusted
-
     return add_adjusted(tests, family=BESIDE_FAMILY) if len(tests) else tests
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .load import did_you_mean
+from .spec import _table
 
 FRAME_COLUMNS = ["person", "decision", "item", "round", "condition", "option", "p", "chosen", "model", "ablation",
                  "prev_own", "prev_other"]
@@ -52,8 +53,6 @@ def _plain(v) -> str:
 def read_people(c, d: dict, s) -> None:
     """Read and check `session.people` (module docstring); sets session.recorded, one row per person x
     block x round with text values, and `row` (the file's line)."""
-    from .spec import _table
-
     sess, p = s.session, ("session", "people")
     if not sess.people:
         raise c.err(p, "people: names recorded decisions for paths: people; set session.paths: people")

@@ -37,6 +37,7 @@ from ..collect.runner import cache_key, cached_map, progress
 from .players import SAME
 from .session import FillValues, SessionText
 from ..collect.seeds import rng_from_text
+from .session_people import plan
 
 LEAF_TOLERANCE = 1e-9
 
@@ -125,8 +126,6 @@ class SessionRun:
         self.ablation, self.twins = ablation, twins
         self.people = None
         if self.sess.people:
-            from .session_people import plan
-
             self.people = plan(self.sess)  # person -> recorded blocks and their rounds' answers and moves
         self.relabel, self.relabeled = _relabeling(self.sess) if ablation == "labels" else ({}, {})
         self.relabel_re = (re.compile(r"(?<!\w)(" + "|".join(re.escape(x) for x in sorted(self.relabel, key=len,

@@ -68,8 +68,6 @@ def _people(d: dict, human: Human | None, demo: list | None, sample: int | None)
         raise UserError("--people and --subjects: with --people every respondent is a subject")
     d["design"]["subjects"] = "people"
     if demo:
-        from . import demographics as D
-
         d["prompt"]["template"] = D.template(demo) + "\n\n${question}\n${options}"
 
 

@@ -143,7 +143,9 @@ sf_paired <- function(responses, options, factor, levels, by = "item") {
 
 # Check-all shares and numeric means (`type: summaries`; simsubjects/studyfile/summaries.py): per source x
 # model x condition x item, the mean over subjects of each subject's mean value (a check-all box: its
-# normalized P(Yes); a number: its answer) and the t interval over subjects. `kinds`: item, answer_kind
+# normalized P(Yes); a number: its answer) and the t interval over subjects; people's rows whose values are
+# all 0 or 1 get the Wilson score interval (prop.test without continuity correction; issue 40, item 4).
+# `interval` names each row's. `kinds`: item, answer_kind
 sf_summaries <- function(responses, options, kinds) {
   kind <- stats::setNames(as.character(kinds$answer_kind), as.character(kinds$item))[as.character(responses$item)]
   out <- list()
@@ -174,8 +176,15 @@ sf_summaries <- function(responses, options, kinds) {
     if (!n) return(NULL)
     se <- if (n > 1) stats::sd(x) / sqrt(n) else NA_real_
     q <- if (n > 1) stats::qt(0.975, n - 1) else NA_real_
-    cbind(g[1, keys, drop = FALSE], estimate = mean(x), std.error = se, conf.low = mean(x) - q * se,
-          conf.high = mean(x) + q * se, n = n)
+    ci <- c(mean(x) - q * se, mean(x) + q * se)
+    interval <- "t over subjects"
+    if (g$source[1] == "human" && all(x %in% c(0, 1))) {
+      # the Wilson score interval; prop.test warns that its chi-square is approximate at small counts
+      ci <- suppressWarnings(stats::prop.test(sum(x), n, correct = FALSE))$conf.int
+      interval <- "wilson"
+    }
+    cbind(g[1, keys, drop = FALSE], estimate = mean(x), std.error = se, conf.low = ci[1],
+          conf.high = ci[2], n = n, interval = interval, stringsAsFactors = FALSE)
   })
   out <- do.call(rbind, Filter(Negate(is.null), rows))
   if (!is.null(out)) for (k in keys) out[[k]][out[[k]] == "\r"] <- NA_character_

@@ -25,8 +25,11 @@ MODEL_P = {"box": [0.2, 0.35, 0.9, 0.6], "all": [0.97, 0.99, 0.95, 0.999]}  # ea
 
 
 def _responses() -> pd.DataFrame:
-    """A check-all run's long responses: a person's one answer (weight 1), a model subject's P(Yes), P(No)."""
-    rows = []
+    """A check-all run's long responses: a person's one answer (weight 1), a model subject's P(Yes), P(No);
+    and a number item ("kids") whose people's answers are all 0 or 1: a mean of numbers, not a share."""
+    rows = [{"source": "human", "model": "people", "trial": f"k{i}", "subject": f"r{i}", "item": "kids",
+             "condition": "", "response": str(v), "estimate": float(v), "weight": 1.0, "validity": 1.0}
+            for i, v in enumerate([0, 1, 1, 0, 1])]
     for item, ticks in PEOPLE.items():
         for i, tick in enumerate(ticks):
             rows.append({"source": "human", "model": "people", "trial": f"h{i}{item}", "subject": f"r{i}",
@@ -40,7 +43,7 @@ def _responses() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-ITEMS = pd.DataFrame({"item": ["box", "all"], "answer_kind": ["yesno", "yesno"]})
+ITEMS = pd.DataFrame({"item": ["box", "all", "kids"], "answer_kind": ["yesno", "yesno", "estimate"]})
 
 
 def _row(table, source, item):
@@ -75,6 +78,15 @@ def test_model_selection_shares_keep_the_t_interval_over_subjects():
     assert math.isclose(m["conf.low"], x.mean() - half, rel_tol=1e-12)
     assert math.isclose(m["conf.high"], x.mean() + half, rel_tol=1e-12)
     assert set(shares["interval"]) == {"wilson", "t over subjects"}
+
+
+def test_peoples_numbers_of_0_or_1_keep_the_t_interval():
+    """numeric_means: people's numbers that are all 0 or 1 are a mean of numbers, not a share: t interval."""
+    means = summaries(_responses(), ITEMS)["numeric_means"]
+    h = _row(means, "human", "kids")
+    x = np.array([0, 1, 1, 0, 1.0])
+    half = stats.t.ppf(0.975, 4) * x.std(ddof=1) / math.sqrt(5)
+    assert h["interval"] == "t over subjects" and h["conf.low"] == pytest.approx(x.mean() - half, abs=1e-12)
 
 
 def test_people_rows_that_are_not_0_or_1_keep_the_t_row():
@@ -154,11 +166,12 @@ def test_r_sf_summaries_gives_the_same_intervals_and_labels():
     r = r_session()
     resp = _responses()
     got = r.env.find("sf_summaries")(r.to_r(resp), r.to_r(pd.DataFrame({"item": ["box"]})), r.to_r(ITEMS))
-    rr = r.to_py(got.rx2("selection_shares"))
-    py = summaries(resp, ITEMS)["selection_shares"]
     keys = ["source", "model", "item"]
-    m = py.merge(rr, on=keys, suffixes=("", "_r"))
-    assert len(m) == len(py) == len(rr) == 4
-    assert (m["interval"] == m["interval_r"]).all()
-    for col in ("estimate", "conf.low", "conf.high", "n"):
-        np.testing.assert_allclose(m[col], m[f"{col}_r"], rtol=0, atol=1e-12)
+    for name, rows in (("selection_shares", 4), ("numeric_means", 1)):
+        rr = r.to_py(got.rx2(name))
+        py = summaries(resp, ITEMS)[name]
+        m = py.merge(rr, on=keys, suffixes=("", "_r"))
+        assert len(m) == len(py) == len(rr) == rows
+        assert (m["interval"] == m["interval_r"]).all()
+        for col in ("estimate", "conf.low", "conf.high", "n"):
+            np.testing.assert_allclose(m[col], m[f"{col}_r"], rtol=0, atol=1e-12)

@@ -27,8 +27,9 @@ from ..analyze.tidy import prob_of
 KEYS = ["source", "model", "condition", "item"]
 
 
-def _t_summary(values: pd.DataFrame, value: str) -> pd.DataFrame:
-    """Per KEYS group: the mean of the per-subject values and its t interval (95%); people's 0/1 values: Wilson."""
+def _t_summary(values: pd.DataFrame, value: str, shares: bool = False) -> pd.DataFrame:
+    """Per KEYS group: the mean of the per-subject values and its t interval (95%); with `shares` (check-all
+    boxes, not numbers that happen to be 0 or 1), people's 0/1 values get the Wilson interval."""
     per_subject = values.groupby([*KEYS, "subject"], sort=False, dropna=False)[value].mean().reset_index()
     rows = []
     for key, g in per_subject.groupby(KEYS, sort=False, dropna=False):
@@ -41,7 +42,7 @@ def _t_summary(values: pd.DataFrame, value: str) -> pd.DataFrame:
         q = float(stats.t.ppf(0.975, n - 1)) if n > 1 else math.nan
         row = {**dict(zip(KEYS, key)), "estimate": mean, "std.error": se, "conf.low": mean - q * se,
                "conf.high": mean + q * se, "n": n, "unit": "subject", "interval": t_label("subject")}
-        rows.append(people_share_interval(x, row) if row["source"] == "human" else row)
+        rows.append(people_share_interval(x, row) if shares and row["source"] == "human" else row)
     return pd.DataFrame(rows)
 
 
@@ -59,7 +60,7 @@ def summaries(responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.Data
     check = responses[responses["item"].map(kind) == "yesno"]
     if len(check):
         p = prob_of(check, "Yes", keep=["item", "condition", "subject"])
-        t = _t_summary(p, "p_Yes")
+        t = _t_summary(p, "p_Yes", shares=True)
         if len(t):
             out["selection_shares"] = t.merge(meta, on="item", how="left")
     num = responses[responses["item"].map(kind) == "estimate"]

@@ -97,7 +97,7 @@ def test_people_rows_that_are_not_0_or_1_keep_the_t_row():
     assert people_share_interval([1.0, 0.0, 1.0], row)["interval"] == "wilson"
 
 
-def _session(values):
+def _session(values, measure="share choice=J"):
     """A prisoner's-dilemma session (examples/pd_tft) with made-up decisions and people's round-1 values."""
     from pathlib import Path
 
@@ -109,7 +109,7 @@ def _session(values):
         for lab, w in (("J", p), ("F", 1 - p)):
             rows.append({"subject": s, "item": "choice", "response": lab, "weight": w, "reach": 1.0, "round": 1,
                          "path": 1, "condition": "decision", "trial": f"{s}|p1|1"})
-    study.people = pd.DataFrame({"respondent": [f"r{i}" for i in range(len(values))], "measure": "share choice=J",
+    study.people = pd.DataFrame({"respondent": [f"r{i}" for i in range(len(values))], "measure": measure,
                                  "value": values, "round": 1})
     study.people_by = ["round"]
     return study, pd.DataFrame(rows)
@@ -137,13 +137,20 @@ def test_peoples_shares_beside_a_session_have_the_wilson_interval():
     assert both["people.conf.low"].iat[0] == people["conf.low"]
 
 
-def test_peoples_means_that_are_not_0_or_1_keep_the_t_interval_over_persons():
+@pytest.mark.parametrize("values, measure", [([0.1, 0.3, 0.2, 0.6], "share choice=J"),  # means over rounds
+                                              ([0, 1, 1, 0], "mean payoff")])  # a payoff's 0/1 values
+def test_peoples_means_keep_the_t_interval_over_persons(values, measure):
     from simsubjects.studyfile.session_analysis import beside_people
 
-    study, dec = _session([0.1, 0.3, 0.2, 0.6])
-    side, _ = beside_people(study, dec, dec.iloc[:0])
-    assert side.set_index("source")["interval"].to_dict() == {"model": "t over subjects",
-                                                              study.human_name: "t over persons"}
+    study, dec = _session(values, measure)
+    rounds = pd.DataFrame({"subject": ["s1", "s2", "s3"], "round": 1, "weight": 1.0, "payoff": [3.0, 1.0, 5.0]})
+    side, _ = beside_people(study, dec, rounds)
+    assert side["source"].tolist() == ["model", study.human_name]
+    people = side[side["source"] != "model"].iloc[0]
+    x = np.asarray(values, float)
+    assert people["interval"] == "t over persons"
+    half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
+    assert people["conf.low"] == pytest.approx(x.mean() - half, abs=1e-12)
 
 
 @pytest.mark.parametrize("k, n", [(0, 5), (1, 1), (3, 7), (5, 5), (40, 97)])

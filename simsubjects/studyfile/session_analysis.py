@@ -236,7 +236,8 @@ def subject_values(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame,
 def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
     """Model and people side by side in each cell of the human table (by round, block, persona column):
     the mean over subjects vs the mean over persons, each with its t interval (unit: subject, person; a
-    cell where every person's value is 0 or 1, one choice each, has the Wilson interval: `interval`), and
+    `share` cell where every person's value is 0 or 1, one choice each, has the Wilson interval:
+    `interval`), and
     a Welch two-sample t-test of the difference (analyze/methods/tests.welch_t); a degenerate sample
     (`degenerate`: n < 3 or zero variance on a side) has a `note` and no p-value."""
     people, by = study.people, study.people_by
@@ -251,7 +252,8 @@ def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
                 continue  # a cell the model did not play (e.g. a supergame of people only)
             row = {"measure": measure, **where, "source": src, **_mean_ci(vals), "unit": unit,
                    "interval": t_label(unit)}
-            rows.append(people_share_interval(vals, row) if unit == "person" else row)
+            share = unit == "person" and str(measure).startswith("share ")  # a payoff's 0/1 values are not a share
+            rows.append(people_share_interval(vals, row) if share else row)
         if not len(model) or not len(human):
             continue
         note = degenerate(("model", model), (study.human_name, human))

@@ -143,7 +143,9 @@ sf_paired <- function(responses, options, factor, levels, by = "item") {
 
 # Check-all shares and numeric means (`type: summaries`; simsubjects/studyfile/summaries.py): per source x
 # model x condition x item, the mean over subjects of each subject's mean value (a check-all box: its
-# normalized P(Yes); a number: its answer) and the t interval over subjects. `kinds`: item, answer_kind
+# normalized P(Yes); a number: its answer) and the t interval over subjects; people's check-all rows whose
+# values are all 0 or 1 get the Wilson score interval (prop.test without continuity correction; issue 40,
+# item 4), numbers keep the t interval. `interval` names each row's. `kinds`: item, answer_kind
 sf_summaries <- function(responses, options, kinds) {
   kind <- stats::setNames(as.character(kinds$answer_kind), as.character(kinds$item))[as.character(responses$item)]
   out <- list()
@@ -152,7 +154,7 @@ sf_summaries <- function(responses, options, kinds) {
     d <- .sf_shares(check)
     first <- d[!duplicated(d$.trial), , drop = FALSE]
     first$value <- as.numeric(tapply(ifelse(d$response %in% "Yes", d$share, 0), d$.trial, sum)[first$.trial])
-    out$selection_shares <- .sf_t_summary(first)
+    out$selection_shares <- .sf_t_summary(first, shares = TRUE)
   }
   num <- responses[kind %in% "estimate", , drop = FALSE]
   if (nrow(num) && "estimate" %in% names(num)) {
@@ -163,7 +165,7 @@ sf_summaries <- function(responses, options, kinds) {
   Filter(function(x) !is.null(x) && nrow(x) > 0, out)
 }
 
-.sf_t_summary <- function(d) {
+.sf_t_summary <- function(d, shares = FALSE) {
   keys <- c("source", "model", "condition", "item")
   for (k in keys) if (!k %in% names(d)) d[[k]] <- NA_character_
   per <- stats::aggregate(d$value, by = lapply(d[c(keys, "subject")], function(v) ifelse(is.na(v), "\r", as.character(v))),
@@ -174,8 +176,15 @@ sf_summaries <- function(responses, options, kinds) {
     if (!n) return(NULL)
     se <- if (n > 1) stats::sd(x) / sqrt(n) else NA_real_
     q <- if (n > 1) stats::qt(0.975, n - 1) else NA_real_
-    cbind(g[1, keys, drop = FALSE], estimate = mean(x), std.error = se, conf.low = mean(x) - q * se,
-          conf.high = mean(x) + q * se, n = n)
+    ci <- c(mean(x) - q * se, mean(x) + q * se)
+    interval <- "t over subjects"
+    if (shares && g$source[1] == "human" && all(x %in% c(0, 1))) {
+      # the Wilson score interval; prop.test warns that its chi-square is approximate at small counts
+      ci <- suppressWarnings(stats::prop.test(sum(x), n, correct = FALSE))$conf.int
+      interval <- "wilson"
+    }
+    cbind(g[1, keys, drop = FALSE], estimate = mean(x), std.error = se, conf.low = ci[1],
+          conf.high = ci[2], n = n, interval = interval, stringsAsFactors = FALSE)
   })
   out <- do.call(rbind, Filter(Negate(is.null), rows))
   if (!is.null(out)) for (k in keys) out[[k]][out[[k]] == "\r"] <- NA_character_

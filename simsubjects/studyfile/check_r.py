@@ -18,7 +18,8 @@ means and every test itself. Twins, per analysis type (docs/studies.md):
 * agreement — stats::cor.test of item means;
 * order effects (randomized or averaged option orders) — welch_test / one_sample_test of the subject
   means shown first and last, and the mean over items;
-* summaries — sf_summaries: check-all shares and numeric means, t interval over subjects;
+* summaries — sf_summaries: check-all shares and numeric means, t interval over subjects (people's 0/1
+  values: the Wilson interval, stats::prop.test(correct = FALSE); `interval` must match);
 * the Holm / BH columns of every table — p.adjust (analyze.check_r.check_r_rows);
 * fit_people (model rows) and fit_study (against the uniform choice) of a run that scored people
   (design.subjects: people, issue 39) — sf_fit_people / sf_fit_study of R/fit.R, from the responses.
@@ -164,7 +165,8 @@ def _summaries(r, rd, ro, items, tables, tol) -> list[dict]:
     kinds = items[["item", "answer_kind"]].drop_duplicates("item").astype(str)
     got = r.env.find("sf_summaries")(rd, ro, r.to_r(kinds))
     names = list(got.names) if got.names is not r.ro.NULL else []
-    keys = ["source", "model", "condition", "item"]
+    # `interval` is a key: a row with Wilson's interval on one side and the t interval on the other is unmatched
+    keys = ["source", "model", "condition", "item", "interval"]
     fields = {k: k for k in ("estimate", "std.error", "conf.low", "conf.high", "n")}
     out = []
     for name in ("selection_shares", "numeric_means"):

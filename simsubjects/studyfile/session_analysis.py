@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..analyze.methods.tests import paired_t, welch_t
+from ..analyze.methods.tests import paired_t, people_share_interval, t_label, welch_t
 from .figures import plot_fit
 from .people_fit import fit_tables
 from .session import SessionStudy
@@ -236,9 +236,11 @@ def subject_values(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame,
 
 def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
     """Model and people side by side in each cell of the human table (by round, block, persona column):
-    the mean over subjects vs the mean over persons, each with its t interval (unit: subject, person),
-    and a Welch two-sample t-test of the difference (analyze/methods/tests.welch_t); a
-    degenerate sample (`degenerate`: n < 3 or zero variance on a side) has a `note` and no p-value."""
+    the mean over subjects vs the mean over persons, each with its t interval (unit: subject, person; a
+    `share` cell where every person's value is 0 or 1, one choice each, has the Wilson interval:
+    `interval`), and
+    a Welch two-sample t-test of the difference (analyze/methods/tests.welch_t); a degenerate sample
+    (`degenerate`: n < 3 or zero variance on a side) has a `note` and no p-value."""
     people, by = study.people, study.people_by
     rows, tests = [], []
     for keys, g in people.groupby(["measure", *by], sort=False, dropna=False):
@@ -249,7 +251,10 @@ def beside_people(study: SessionStudy, dec: pd.DataFrame, rounds: pd.DataFrame):
         for src, vals, unit in (("model", model, "subject"), (study.human_name, human, "person")):
             if not len(vals):
                 continue  # a cell the model did not play (e.g. a supergame of people only)
-            rows.append({"measure": measure, **where, "source": src, **_mean_ci(vals), "unit": unit})
+            row = {"measure": measure, **where, "source": src, **_mean_ci(vals), "unit": unit,
+                   "interval": t_label(unit)}
+            share = unit == "person" and str(measure).startswith("share ")  # a payoff's 0/1 values are not a share
+            rows.append(people_share_interval(vals, row) if share else row)
         if not len(model) or not len(human):
             continue
         note = degenerate(("model", model), (study.human_name, human))
@@ -278,10 +283,12 @@ def _with_family(tests: pd.DataFrame) -> pd.DataFrame:
 
 def side_by_side(bp: pd.DataFrame, human: str) -> pd.DataFrame:
     """The cells both sides have, one row each: the model's mean over subjects and the people's mean
-    over persons, with their t intervals and counts (the report's "model and people" table)."""
+    over persons, with their intervals (the model's t; the people's t or Wilson, `people.interval`) and
+    counts (the report's "model and people" table)."""
     if not len(bp):
         return bp
-    cells = [c for c in bp.columns if c not in ("source", "estimate", "std.error", "conf.low", "conf.high", "n", "unit")]
+    cells = [c for c in bp.columns
+             if c not in ("source", "estimate", "std.error", "conf.low", "conf.high", "n", "unit", "interval")]
     key = pd.Series([tuple(map(str, r)) for r in bp[cells].itertuples(index=False)], index=bp.index)
     model, people = bp[bp["source"] == "model"], bp[bp["source"] == human]
     both = set(key[model.index]) & set(key[people.index])
@@ -293,7 +300,7 @@ def side_by_side(bp: pd.DataFrame, human: str) -> pd.DataFrame:
         rows.append({**{c: rec[c] for c in cells}, "model": rec["estimate"], "model.conf.low": rec["conf.low"],
                      "model.conf.high": rec["conf.high"], "n_subjects": rec["n"], "people": ppl["estimate"],
                      "people.conf.low": ppl["conf.low"], "people.conf.high": ppl["conf.high"],
-                     "n_persons": ppl["n"]})
+                     "n_persons": ppl["n"], "people.interval": ppl.get("interval", t_label("person"))})
     return pd.DataFrame(rows)
 
 

@@ -6,9 +6,12 @@ Qualtrics import names it): a built-in analysis, so a received run folder names 
 - `numeric_means`: sliders, constant sums and numeric text entries: the mean answer.
 
 Unit: the subject (model) or respondent (people): repeated draws of one subject are averaged first,
-then the t interval is over subjects (scipy's t quantile). Rows per source x model x condition x item,
-with broom's names (estimate, std.error, conf.low, conf.high, n). Human rows are unweighted (the
-import gives every respondent weight 1).
+then the t interval is over subjects (scipy's t quantile). A people's row whose values are all 0 or 1 (a
+check-all box) has the Wilson score interval instead (issue 40, item 4: a t interval over 0/1 values
+leaves [0, 1] and is a point at a share of 0 or 1); `interval` names each row's ("wilson" or "t over
+subjects"). Rows per source x model x condition x item, with broom's names (estimate, std.error,
+conf.low, conf.high, n; std.error is the standard deviation over subjects / sqrt(n) on every row).
+Human rows are unweighted (the import gives every respondent weight 1).
 """
 
 from __future__ import annotations
@@ -18,13 +21,15 @@ import math
 import pandas as pd
 from scipy import stats
 
+from ..analyze.methods.tests import people_share_interval, t_label
 from ..analyze.tidy import prob_of
 
 KEYS = ["source", "model", "condition", "item"]
 
 
-def _t_summary(values: pd.DataFrame, value: str) -> pd.DataFrame:
-    """Per KEYS group: the mean of the per-subject values and its t interval (95%)."""
+def _t_summary(values: pd.DataFrame, value: str, shares: bool = False) -> pd.DataFrame:
+    """Per KEYS group: the mean of the per-subject values and its t interval (95%); with `shares` (check-all
+    boxes, not numbers that happen to be 0 or 1), people's 0/1 values get the Wilson interval."""
     per_subject = values.groupby([*KEYS, "subject"], sort=False, dropna=False)[value].mean().reset_index()
     rows = []
     for key, g in per_subject.groupby(KEYS, sort=False, dropna=False):
@@ -35,8 +40,9 @@ def _t_summary(values: pd.DataFrame, value: str) -> pd.DataFrame:
         mean = float(x.mean())
         se = float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
         q = float(stats.t.ppf(0.975, n - 1)) if n > 1 else math.nan
-        rows.append({**dict(zip(KEYS, key)), "estimate": mean, "std.error": se,
-                     "conf.low": mean - q * se, "conf.high": mean + q * se, "n": n, "unit": "subject"})
+        row = {**dict(zip(KEYS, key)), "estimate": mean, "std.error": se, "conf.low": mean - q * se,
+               "conf.high": mean + q * se, "n": n, "unit": "subject", "interval": t_label("subject")}
+        rows.append(people_share_interval(x, row) if shares and row["source"] == "human" else row)
     return pd.DataFrame(rows)
 
 
@@ -54,7 +60,7 @@ def summaries(responses: pd.DataFrame, items: pd.DataFrame) -> dict[str, pd.Data
     check = responses[responses["item"].map(kind) == "yesno"]
     if len(check):
         p = prob_of(check, "Yes", keep=["item", "condition", "subject"])
-        t = _t_summary(p, "p_Yes")
+        t = _t_summary(p, "p_Yes", shares=True)
         if len(t):
             out["selection_shares"] = t.merge(meta, on="item", how="left")
     num = responses[responses["item"].map(kind) == "estimate"]

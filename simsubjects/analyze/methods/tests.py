@@ -219,3 +219,24 @@ def proportion_interval(values, method: str = "wilson", conf: float = 0.95) -> d
         # float rounding puts Wilson's bound at 0 successes a hair above 0 (2.8e-17): the bounds hold the share
         row.update({"conf.low": float(min(max(lo, 0.0), k / n)), "conf.high": float(max(min(hi, 1.0), k / n))})
     return row
+
+
+WILSON = "wilson"
+
+
+def t_label(unit: str) -> str:
+    """The `interval` column's name for a t interval over `unit`s ("t over subjects", "t over persons")."""
+    return f"t over {unit}s"
+
+
+def people_share_interval(values, row: dict, conf: float = 0.95) -> dict:
+    """A people's row of a mean table (`row`: estimate, conf.low, conf.high, interval): where every person's
+    value is 0 or 1 (a selection, a check-all box, one choice), its bounds become the Wilson score interval
+    (proportion_interval) and `interval` says "wilson"; other values keep the t row as it is (issue 40,
+    item 4). Call it for people's rows only: a model's probabilities are not 0/1 values."""
+    x = np.asarray(values, float)
+    x = x[~np.isnan(x)]
+    if not len(x) or not np.isin(x, (0.0, 1.0)).all():
+        return row
+    ci = proportion_interval(x, WILSON, conf)
+    return {**row, "conf.low": ci["conf.low"], "conf.high": ci["conf.high"], "interval": WILSON}

@@ -85,6 +85,10 @@ test_that("delta_tests: one-sample t of the deltas and Welch of the two forms", 
   expect_equal(w$p.value, t.test(x, y)$p.value)
   expect_equal(w$setting, "bias")
   af <- t[t$bias == "allow_forbid" & t$setting == "bias", ]
-  expect_true(all(af$n == 1) && all(is.na(af$p.value)))  # one question left after the exclusion
+  # one question left after the exclusion: n = 1 for the one-sample test, n1 + n2 = 2 for Welch (issue 40, item 7:
+  # n counts the units behind the estimate)
+  expect_equal(af$n[af$method == "One Sample t-test"], 1)
+  expect_equal(af$n[af$method == "Welch Two Sample t-test"], 2)
+  expect_true(all(is.na(af$p.value)))
   expect_equal(nrow(t), 2 * 8)  # 8 settings: 5 biases, 3 perturbation pairs (one borrowed)
 })

@@ -312,11 +312,9 @@ sf_amce <- function(responses, options, factors, baselines = NULL) {
   do.call(rbind, rows)
 }
 
-# Representativeness: the model's and the people's distributions over ordinal positions (a model
-# trial's shares averaged over its trials, a person's answers weighted by the survey weight), then
-# representativeness() of R/representativeness.R
-sf_representativeness <- function(responses, options, by = character(0)) {
-  tr <- .sf_trial_scores(responses, options)
+# Each response row's ordinal position, refusal flag and weight `w` (a model trial's share over the
+# item's trials, a person's share times the survey weight): the rows both representativeness twins pool
+.sf_rep_rows <- function(responses, options, by = character(0)) {
   d <- .sf_shares(responses)
   d$tw <- ifelse(d$source == "human", d$weight, 1)
   j <- match(paste(d$item, d$response, sep = "\r"), paste(options$item, options$response, sep = "\r"))
@@ -326,6 +324,14 @@ sf_representativeness <- function(responses, options, by = character(0)) {
                     FUN = function(v) length(unique(v)))
   d$w <- d$share * d$tw / ifelse(d$source == "human", 1, as.numeric(ntr))
   d$key <- d$item
+  d
+}
+
+# Representativeness: the model's and the people's distributions over ordinal positions (a model
+# trial's shares averaged over its trials, a person's answers weighted by the survey weight), then
+# representativeness() of R/representativeness.R
+sf_representativeness <- function(responses, options, by = character(0)) {
+  d <- .sf_rep_rows(responses, options, by)
   pool <- function(x, cols) {
     g <- .sf_id(x, cols)
     out <- x[!duplicated(g), cols, drop = FALSE]
@@ -337,6 +343,54 @@ sf_representativeness <- function(responses, options, by = character(0)) {
   mcols <- intersect(by, names(m))
   representativeness(pool(m, c("model", mcols, "key", "position", "refusal")),
                      pool(h, c("key", by, "position", "refusal")), by = if (length(by)) by else NULL)
+}
+
+# The basic bootstrap columns of one representativeness row (model x group) on the resamples Python drew
+# (R cannot reproduce numpy's generator): `idx_m`, `idx_h` are the replicates x units row indices (0-based)
+# into `units_m`, `units_h` (subjects, respondents), `half_alpha` the interval's level/2 (Python's double
+# bootstrap calibrates it). Each replicate's Rep is 1 - mean over keys of wasserstein_ordinal() on the
+# pooled weights of the drawn units, each key's span that of the positions either side lists; then
+# boot.bias = mean(replicates) - Rep, estimate.corrected = Rep - boot.bias and the basic interval
+# [2 Rep - q(1 - a), min(1, 2 Rep - q(a))], q = quantile(type = 7) (numpy's default linear one)
+sf_representativeness_boot <- function(responses, options, model, units_m, idx_m, units_h, idx_h, half_alpha,
+                                       by = character(0), group = character(0)) {
+  d <- .sf_rep_rows(responses, options, by)
+  d <- d[!(d$refusal %in% TRUE) & !is.na(d$position), , drop = FALSE]
+  for (i in seq_along(by)) d <- d[as.character(d[[by[i]]]) == group[i], , drop = FALSE]
+  h <- d[d$source == "human", , drop = FALSE]
+  m <- d[d$source != "human" & d$model == model, , drop = FALSE]
+  col <- unique(d[d$source == "human" | d$model == model, c("key", "position")])
+  col <- col[order(col$key, col$position), , drop = FALSE]
+  cid <- paste(col$key, col$position, sep = "\r")
+  umat <- function(x, units) {
+    miss <- setdiff(unique(as.character(x$subject)), units)
+    if (length(miss)) stop(sprintf("sf_representativeness_boot: unit %s is not among the resampled units", miss[1]),
+                           call. = FALSE)
+    u <- matrix(0, length(units), length(cid))
+    i <- cbind(match(as.character(x$subject), units), match(paste(x$key, x$position, sep = "\r"), cid))
+    for (r in seq_len(nrow(i))) u[i[r, 1], i[r, 2]] <- u[i[r, 1], i[r, 2]] + x$w[r]
+    u
+  }
+  um <- umat(m, units_m)
+  uh <- umat(h, units_h)
+  counts <- function(idx, n) matrix(t(apply(idx + 1, 1, tabulate, nbins = n)), nrow = nrow(idx))
+  rep_of <- function(pm, ph) {
+    dist <- vapply(unique(col$key), function(k) {
+      j <- which(col$key == k)
+      wasserstein_ordinal(col$position[j], pm[j], col$position[j], ph[j])
+    }, numeric(1))
+    1 - mean(dist[is.finite(dist)])
+  }
+  full <- rep_of(colSums(um), colSums(uh))
+  pm <- counts(idx_m, nrow(um)) %*% um
+  ph <- counts(idx_h, nrow(uh)) %*% uh
+  reps <- vapply(seq_len(nrow(pm)), function(b) rep_of(pm[b, ], ph[b, ]), numeric(1))
+  q <- stats::quantile(reps, c(half_alpha, 1 - half_alpha), type = 7, na.rm = TRUE, names = FALSE)
+  bias <- mean(reps, na.rm = TRUE) - full
+  out <- data.frame(model = model, boot.low = 2 * full - q[2], boot.high = min(1, 2 * full - q[1]),
+                    boot.bias = bias, estimate.corrected = full - bias, stringsAsFactors = FALSE, check.names = FALSE)
+  for (i in seq_along(by)) out[[by[i]]] <- group[i]
+  out
 }
 
 # Agreement: Pearson r of item means, model against people (weighted means for people); with `by`,

@@ -311,7 +311,34 @@ def _summary(reps: np.ndarray, full: float, replicates: int, conf: float, half_a
             "boot.percentile.low": float(q_lo), "boot.percentile.high": float(q_hi),
             "boot.method": BOOT_METHOD + ("" if half_alpha is None else
                                           f"; double-bootstrap calibrated level {1 - 2 * half_alpha:.4f}"),
-            "boot.note": note, "replicates": int(replicates), "rep_full": float(full)}
+            "boot.note": note, "boot.half_alpha": float(a), "replicates": int(replicates), "rep_full": float(full)}
+
+
+def _resample_indices(n_model: int, n_human: int, replicates: int, seed: int):
+    """The seeded generator and the (replicates x units) row indices of the model's subjects and the
+    people's respondents that `resampled_interval` resamples (model first: the test's loop draws in this
+    order). One home for the draw, so that `--check-r` hands R the very resamples Python used."""
+    rng = np.random.default_rng(seed)
+    idx_m = rng.integers(0, n_model, size=(replicates, n_model))
+    idx_h = rng.integers(0, n_human, size=(replicates, n_human))
+    return rng, idx_m, idx_h
+
+
+def resamples(model_units: pd.DataFrame, human_units: pd.DataFrame, replicates: int = 2000, seed: int = 0,
+              conf: float = 0.95, calibrate: int = 100) -> dict:
+    """What `resampled_interval(model_units, human_units, replicates, conf, seed, calibrate)` resampled, for
+    an outside twin to recompute its columns (`analyze --check-r`, R/studyfile.R's sf_representativeness_boot):
+    `units_model`, `units_human` (unit labels, as str, in the order the indices refer to), `idx_model`,
+    `idx_human` (0-based replicates x units row indices) and `half_alpha`, the level/2 of the basic interval
+    (the double bootstrap's calibrated level; (1 - conf)/2 without calibration)."""
+    model_units, human_units = _clean(model_units), _clean(human_units)
+    cols, _, _, _ = _layout(model_units, human_units)
+    um, units_m = _unit_matrix(model_units, cols)
+    uh, units_h = _unit_matrix(human_units, cols)
+    _, idx_m, idx_h = _resample_indices(len(um), len(uh), replicates, seed)
+    r = resampled_interval(model_units, human_units, replicates, conf, seed, calibrate)
+    return {"units_model": [str(u) for u in units_m], "units_human": [str(u) for u in units_h],
+            "idx_model": idx_m, "idx_human": idx_h, "half_alpha": r["boot.half_alpha"]}
 
 
 def resampled_interval(model_units: pd.DataFrame, human_units: pd.DataFrame, replicates: int = 2000,
@@ -335,9 +362,7 @@ def resampled_interval(model_units: pd.DataFrame, human_units: pd.DataFrame, rep
     um, _ = _unit_matrix(model_units, cols)
     uh, _ = _unit_matrix(human_units, cols)
     full = _rep_of_pooled(um.sum(0, keepdims=True), uh.sum(0, keepdims=True), seg, dx, span)[0]
-    rng = np.random.default_rng(seed)
-    idx_m = rng.integers(0, len(um), size=(replicates, len(um)))  # drawn first: the test's loop draws in this order
-    idx_h = rng.integers(0, len(uh), size=(replicates, len(uh)))
+    rng, idx_m, idx_h = _resample_indices(len(um), len(uh), replicates, seed)
     cm = np.zeros((replicates, len(um)))
     ch = np.zeros((replicates, len(uh)))
     np.add.at(cm, (np.arange(replicates)[:, None], idx_m), 1.0)

@@ -165,6 +165,9 @@ def test_survey_bias(check_r):
     assert stat.str.contains("GAP21Q46_W82").sum() == 0  # excluded on both sides
     assert stat.str.contains(r"m-sampled \| opinion_float \| letter_swap \| Q1 delta").sum() == 1  # borrowed Δp
     assert stat.str.contains("one-sample t-test p.value").sum() == stat.str.contains("Welch t-test p.value").sum() > 10
+    # issue 40, item 7: the effect sizes (d of the deltas, d_av of the forms) are compared too
+    es = out[stat.str.endswith("t-test effect_size")]
+    assert len(es) == stat.str.contains("t-test p.value").sum() and es["python"].notna().sum() > 10
     assert stat.str.contains("representativeness .* W1/span").sum() >= 2 * 5 * 3
     assert stat.str.contains(r"representativeness \| m-exact \| SEX \| Female estimate").sum() == 1
 

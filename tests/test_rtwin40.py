@@ -98,3 +98,31 @@ def test_the_plain_basic_interval_matches_r(survey):
     assert py["boot.high"] < 1  # the upper bound is a quantile here, not the cap
     for k in ("boot.low", "boot.high", "boot.bias", "estimate.corrected"):
         assert got[k].iat[0] == pytest.approx(py[k], abs=1e-9), k
+
+
+def test_survey_bias_effect_sizes_are_compared_and_a_wrong_one_fails():
+    """survey_bias's delta tests carry d (one-sample, of the deltas) and d_av (Welch, of the two forms),
+    each recomputed here from the deltas; R's delta_tests (d = t / sqrt(n) from t.test's
+    output, d_av from sd()) agrees, and a d moved by 1e-6 fails the check."""
+    pytest.importorskip("rpy2", reason="rpy2 not installed (pip install 'rpy2==3.5.17')")
+    from simsubjects.analyze.check_r import check_r
+    from simsubjects.studies.survey_bias.analysis import analyze_survey_bias, question_deltas
+    from tests.test_check_r import survey_bias_data
+
+    responses, items = survey_bias_data()
+    tables = analyze_survey_bias(responses, items)
+    t = tables["bias_tests"]
+    row = t[t["effect_size"].notna()].iloc[0]
+    d = question_deltas(responses, items)
+    g = d[(d["model"] == row["model"]) & (d["bias"] == row["bias"]) & (d["perturbation"].fillna("") == "")]
+    g = g.dropna(subset=["delta"])
+    want = (g["delta"].mean() / g["delta"].std() if row["effect_size_type"] == "cohen_d" else
+            (g["pct_first"].mean() - g["pct_second"].mean()) / ((g["pct_first"].std() + g["pct_second"].std()) / 2))
+    assert row["effect_size"] == pytest.approx(want, rel=1e-12)
+    assert set(t["effect_size_type"]) == {"cohen_d", "cohen_d_av"}
+    out = check_r("survey_bias", responses, items, tables)
+    assert out["ok"].all(), out[~out["ok"]]
+    tables["bias_tests"].loc[row.name, "effect_size"] += 1e-6
+    bad = check_r("survey_bias", responses, items, tables)
+    bad = bad[~bad["ok"]]
+    assert len(bad) == 1 and bad["statistic"].iat[0].endswith("effect_size")

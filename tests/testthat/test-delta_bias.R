@@ -83,8 +83,12 @@ test_that("delta_tests: one-sample t of the deltas and Welch of the two forms", 
   x <- c(80, 40, 40)
   y <- c(60, 50, 20)
   expect_equal(w$p.value, t.test(x, y)$p.value)
+  # issue 40: Cohen's d of the deltas (mean / sd) and Lakens' d_av of the two forms
+  expect_equal(one$effect_size, 10 / (10 * sqrt(3)))
+  expect_equal(w$effect_size, (mean(x) - mean(y)) / ((sd(x) + sd(y)) / 2))
   expect_equal(w$setting, "bias")
   af <- t[t$bias == "allow_forbid" & t$setting == "bias", ]
-  expect_true(all(af$n == 1) && all(is.na(af$p.value)))  # one question left after the exclusion
+  # one question left after the exclusion: n = 1 delta, and both forms' 2 values for Welch's
+  expect_true(all(af$n == c(1, 2)) && all(is.na(af$p.value)))
   expect_equal(nrow(t), 2 * 8)  # 8 settings: 5 biases, 3 perturbation pairs (one borrowed)
 })

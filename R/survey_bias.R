@@ -195,14 +195,11 @@ delta_tests <- function(deltas, conf.level = 0.95) {
     welch <- welch_test(g$pct_first, g$pct_second, conf.level = conf.level)
     cols <- c("term", "estimate", "std.error", "statistic", "df", "p.value", "conf.low",
               "conf.high", "method")
-    # Cohen's d of the deltas from t.test's own output (d = t / sqrt(n)) and Lakens' (2013, eq. 10) d_av
-    # of the two forms (effectsize has no d_av); NA where no test was made, as in Python
+    # Cohen's d of the deltas from t.test's own output (d = t / sqrt(n)); welch_test carries Lakens' d_av
     d <- if (is.finite(one$statistic)) unname(one$statistic) / sqrt(one$n) else NA_real_
-    sdav <- (stats::sd(g$pct_first) + stats::sd(g$pct_second)) / 2
-    dav <- if (is.finite(welch$statistic) && sdav > 0) welch$estimate / sdav else NA_real_
     rows[[length(rows) + 1]] <- cbind(base, one[cols], n = one$n, effect_size = d, effect_size_type = "cohen_d")
-    rows[[length(rows) + 1]] <- cbind(base, welch[cols], n = welch$n1 + welch$n2, effect_size = dav,
-                                      effect_size_type = "cohen_d_av")
+    rows[[length(rows) + 1]] <- cbind(base, welch[cols], n = welch$n1 + welch$n2,
+                                      welch[c("effect_size", "effect_size_type")])
   }
   out <- do.call(rbind, rows)
   rownames(out) <- NULL

@@ -75,6 +75,9 @@ def test_ultimatum(check_r):
     # per model: 3 offers x (mean, SE); 4 Welch and 4 Kruskal tests; 3 offer pairs
     assert_all_ok(out, 2 * (6 + 4 * 7 + 4 * 3 + 3) + 1)
     assert out["statistic"].str.contains("Welch p.value").sum() == 8
+    # issue 40, item 7: Lakens' d_av of each Welch row against R's welch_test
+    es = out[out["statistic"].str.contains("Welch effect_size")]
+    assert len(es) == 8 and es["python"].notna().all()
 
 
 # ---------------------------------------------------------------- moca

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from simsubjects.errors import UserError
-from simsubjects.analyze.methods.tests import one_sample_t, pearson_r, welch_t  # noqa: F401 - pearson_r re-exported
+from simsubjects.analyze.methods.tests import one_sample_t, pearson_r, welch_test  # noqa: F401 - pearson_r re-exported
 from simsubjects.analyze.methods.multiplicity import add_adjusted, add_adjusted_wide
 
 BIAS_ORDER = ("acquiescence", "allow_forbid", "response_order", "opinion_float", "odd_even")
@@ -220,11 +220,8 @@ def delta_tests(deltas: pd.DataFrame) -> pd.DataFrame:
         d = d.dropna(subset=["delta"])
         base = dict(model=model, bias=bias, perturbation=pert, setting=pert or "bias",
                     pairs_from=d["pairs_from"].iloc[0] if len(d) else bias)
-        x, y = d["pct_first"].to_numpy(float), d["pct_second"].to_numpy(float)
-        sd, sd_av = d["delta"].std(ddof=1), (np.std(x, ddof=1) + np.std(y, ddof=1)) / 2 if len(d) > 1 else math.nan
-        rows.append({**base, **_with_d(one_sample_t(d["delta"]), d["delta"].mean(), sd, "cohen_d")})
-        rows.append({**base, **_with_d(welch_t(x, y), x.mean() - y.mean() if len(d) else math.nan, sd_av,
-                                       "cohen_d_av")})
+        rows.append({**base, **_with_d(one_sample_t(d["delta"]), d["delta"].mean(), d["delta"].std(), "cohen_d")})
+        rows.append({**base, **welch_test(d["pct_first"], d["pct_second"]).iloc[0].to_dict()})  # with d_av
     cols = ["model", "bias", "perturbation", "setting", "test", "estimate", "std.error", "statistic", "df", "p.value",
             "conf.low", "conf.high", "n", "effect_size", "effect_size_type", "pairs_from"]
     return _order(pd.DataFrame(rows, columns=cols))

@@ -348,10 +348,8 @@ sf_representativeness <- function(responses, options, by = character(0)) {
 # The basic bootstrap columns of one representativeness row (model x group) on the resamples Python drew
 # (R cannot reproduce numpy's generator): `idx_m`, `idx_h` are the replicates x units row indices (0-based)
 # into `units_m`, `units_h` (subjects, respondents), `half_alpha` the interval's level/2 (Python's double
-# bootstrap calibrates it). Each replicate's Rep is 1 - mean over keys of wasserstein_ordinal() on the
-# pooled weights of the drawn units, each key's span that of the positions either side lists; then
-# boot.bias = mean(replicates) - Rep, estimate.corrected = Rep - boot.bias and the basic interval
-# [2 Rep - q(1 - a), min(1, 2 Rep - q(a))], q = quantile(type = 7) (numpy's default linear one)
+# bootstrap calibrates it); Rep on each replicate's pooled units and the columns: .rep_basic_boot of
+# R/representativeness.R
 sf_representativeness_boot <- function(responses, options, model, units_m, idx_m, units_h, idx_h, half_alpha,
                                        by = character(0), group = character(0)) {
   d <- .sf_rep_rows(responses, options, by)
@@ -359,36 +357,12 @@ sf_representativeness_boot <- function(responses, options, model, units_m, idx_m
   for (i in seq_along(by)) d <- d[as.character(d[[by[i]]]) == group[i], , drop = FALSE]
   h <- d[d$source == "human", , drop = FALSE]
   m <- d[d$source != "human" & d$model == model, , drop = FALSE]
-  col <- unique(d[d$source == "human" | d$model == model, c("key", "position")])
-  col <- col[order(col$key, col$position), , drop = FALSE]
-  cid <- paste(col$key, col$position, sep = "\r")
-  umat <- function(x, units) {
-    miss <- setdiff(unique(as.character(x$subject)), units)
-    if (length(miss)) stop(sprintf("sf_representativeness_boot: unit %s is not among the resampled units", miss[1]),
-                           call. = FALSE)
-    u <- matrix(0, length(units), length(cid))
-    i <- cbind(match(as.character(x$subject), units), match(paste(x$key, x$position, sep = "\r"), cid))
-    for (r in seq_len(nrow(i))) u[i[r, 1], i[r, 2]] <- u[i[r, 1], i[r, 2]] + x$w[r]
-    u
-  }
-  um <- umat(m, units_m)
-  uh <- umat(h, units_h)
-  counts <- function(idx, n) matrix(t(apply(idx + 1, 1, tabulate, nbins = n)), nrow = nrow(idx))
-  rep_of <- function(pm, ph) {
-    dist <- vapply(unique(col$key), function(k) {
-      j <- which(col$key == k)
-      wasserstein_ordinal(col$position[j], pm[j], col$position[j], ph[j])
-    }, numeric(1))
-    1 - mean(dist[is.finite(dist)])
-  }
-  full <- rep_of(colSums(um), colSums(uh))
-  pm <- counts(idx_m, nrow(um)) %*% um
-  ph <- counts(idx_h, nrow(uh)) %*% uh
-  reps <- vapply(seq_len(nrow(pm)), function(b) rep_of(pm[b, ], ph[b, ]), numeric(1))
-  q <- stats::quantile(reps, c(half_alpha, 1 - half_alpha), type = 7, na.rm = TRUE, names = FALSE)
-  bias <- mean(reps, na.rm = TRUE) - full
-  out <- data.frame(model = model, boot.low = 2 * full - q[2], boot.high = min(1, 2 * full - q[1]),
-                    boot.bias = bias, estimate.corrected = full - bias, stringsAsFactors = FALSE, check.names = FALSE)
+  col <- .rep_columns(h, m)
+  um <- .rep_unit_matrix(m$subject, m$key, m$position, m$w, units_m, col)
+  uh <- .rep_unit_matrix(h$subject, h$key, h$position, h$w, units_h, col)
+  out <- cbind(model = model, .rep_basic_boot(col, colSums(um), colSums(uh), .rep_counts(idx_m, nrow(um)) %*% um,
+                                              .rep_counts(idx_h, nrow(uh)) %*% uh, half_alpha),
+               stringsAsFactors = FALSE)
   for (i in seq_along(by)) out[[by[i]]] <- group[i]
   out
 }

@@ -28,7 +28,8 @@ package may also name an `r_source` file, sourced into the session first):
   representativeness (R: wasserstein_by_question, representativeness).
 * opinion_survey — the normalized Wasserstein distance per question and the representativeness of
   the default prompt and of the personas to every human group and Overall (R:
-  wasserstein_by_question, representativeness with by = attribute, group).
+  wasserstein_by_question, representativeness with by = attribute, group), and the table's bootstrap
+  columns on the resamples Python drew (R: .rep_boot_multinomial).
 * garden_path — the per-sentence mean P(ungrammatical) of each version; mean and SEM across
   sentences by set, type and version (R: one_sample_test); the paired t-test and Wilcoxon
   signed-rank test of garden path vs control (R: garden_path_sentences, garden_path_tests).

@@ -228,6 +228,9 @@ def test_garden_path(check_r):
     # df, p); plus the two worst-sentence rows
     assert_all_ok(out, 2 * (18 * 2 + 18 * 5) + 2)
     assert out["statistic"].str.contains("Wilcoxon signed-rank test p.value").sum() == 2 * 9
+    # issue 40, item 7: the paired t-test's d_z against R's t / sqrt(n)
+    es = out[out["statistic"].str.contains("Paired t-test effect_size")]
+    assert len(es) == 2 * 9 and es["python"].notna().all()
 
 
 def test_wisdom(check_r):

@@ -30,8 +30,10 @@ test_that("paired t-test and Wilcoxon as scipy reports them", {
   tt <- t.test(s$difference)
   expect_equal(t$statistic[1], unname(tt$statistic))
   expect_equal(t$p.value[1], tt$p.value)
-  # ranks of |d|: 0.05 -> 1, 0.1 -> 2, 0.25 -> 3, 0.3 -> 4, 0.4 -> 5; negative sum 2, positive 13
-  expect_equal(t$statistic[2], 2)
+  # ranks of |d|: 0.05 -> 1, 0.1 -> 2, 0.25 -> 3, 0.3 -> 4, 0.4 -> 5; negative sum 2, positive 13: V = 13
+  # (wilcox.test's V, issue 40, item 7)
+  expect_equal(t$statistic[2], 13)
+  expect_equal(t$effect_size[1], mean(s$difference) / sd(s$difference))  # Cohen's d_z
   expect_equal(t$p.value[2], wilcox.test(s$difference, exact = TRUE)$p.value)
   one <- garden_path_tests(data.frame(difference = 0.2))
   expect_true(all(is.na(one$p.value)))

@@ -81,7 +81,7 @@ check_results <- function(results, folder, tol = 1e-8, tol_p = 1e-6) {
       ok <- row$matched == nrow(r) && nrow(r) > 0 && !anyDuplicated(pk) && length(vals) > 0
       rr <- r[!is.na(hit), , drop = FALSE]
       pp <- py[hit[!is.na(hit)], , drop = FALSE]
-      # as --check-r: a test statistic (and its p-value) only where the standard error is not ~0; a
+      # as --check-r: a test statistic (its p-value, its effect size) only where the standard error is not ~0; a
       # saturated tiny design has errors of rounding size, whose ratio is noise in both languages
       solid <- if ("std.error" %in% vals) {
         se_r <- suppressWarnings(as.numeric(rr$std.error))
@@ -91,7 +91,7 @@ check_results <- function(results, folder, tol = 1e-8, tol_p = 1e-6) {
       # issue 40: over copies of one prompt Python reports the exact estimate and no statistic or p-value
       if ("sample" %in% names(pp)) solid <- solid & !(pp$sample %in% "identical prompts")
       for (v in vals) {
-        use <- if (v %in% c("statistic", "p.value")) solid else rep(TRUE, nrow(rr))
+        use <- if (v %in% c("statistic", "p.value", "effect_size")) solid else rep(TRUE, nrow(rr))
         if (v == "p.value" && "p.value.mc_se" %in% names(rr)) {
           # a permutation p-value (a model's chi_square): R's random stream is not Python's, so the two agree
           # to Monte-Carlo error only; 4 of its standard errors (R/studyfile.R, .sf_permuted_p)

@@ -21,7 +21,8 @@
 #' \code{garden_path_sentences}: one row per model, set, type and sentence (\code{item}) with
 #' \code{garden_path, control, difference}. \code{garden_path_tests}: two rows (\code{test} =
 #' "Paired t-test", "Wilcoxon signed-rank test") with \code{n, n_gp_greater, n_gp_lower, estimate}
-#' (mean difference), \code{statistic, df, p.value}.
+#' (mean difference), \code{statistic, df, p.value, effect_size} (Cohen's d_z, t / sqrt(n), on the
+#' paired t-test's row) and \code{effect_size_type}.
 #' @examples
 #' d <- expand.grid(item = c("s1", "s2", "s3"), condition = c("garden_path", "control"),
 #'                  response = c("ungrammatical", "grammatical"), stringsAsFactors = FALSE)
@@ -71,7 +72,11 @@ garden_path_tests <- function(sentences) {
     r <- suppressWarnings(stats::wilcox.test(nz, exact = exact, correct = !exact))
     w <- data.frame(statistic = unname(r$statistic), p.value = r$p.value)
   }
-  rbind(cbind(base, test = "Paired t-test", tt[c("statistic", "df", "p.value")], stringsAsFactors = FALSE),
+  # Cohen's d_z from t.test's own output, t / sqrt(n) (NA where no test was made)
+  dz <- if (is.finite(tt$statistic)) unname(tt$statistic) / sqrt(n) else NA_real_
+  rbind(cbind(base, test = "Paired t-test", tt[c("statistic", "df", "p.value")], effect_size = dz,
+              effect_size_type = "cohen_d_z", stringsAsFactors = FALSE),
         cbind(base, test = "Wilcoxon signed-rank test", statistic = w$statistic, df = NA_real_,
-              p.value = w$p.value, stringsAsFactors = FALSE))
+              p.value = w$p.value, effect_size = NA_real_, effect_size_type = NA_character_,
+              stringsAsFactors = FALSE))
 }

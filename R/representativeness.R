@@ -147,3 +147,66 @@ representativeness <- function(model, human, by = NULL, conf.level = 0.95) {
   rownames(out) <- NULL
   out
 }
+
+# ---------------------------------------------------------------- bootstrap columns on Python's resamples
+# R cannot redraw numpy's resamples, so `--check-r` hands R the ones Python drew; these recompute Rep on
+# each and the basic bootstrap columns from those values (simsubjects.analyze.methods.representativeness:
+# resampled_interval, multinomial_interval).
+
+# The (key, position) columns both sides list, sorted, as "key\rposition" ids
+.rep_columns <- function(...) {
+  col <- unique(do.call(rbind, lapply(list(...), function(x) x[, c("key", "position")])))
+  col <- col[order(col$key, col$position), , drop = FALSE]
+  col$id <- paste(col$key, col$position, sep = "\r")
+  col
+}
+
+# units x columns weights: each unit's summed weight at each (key, position)
+.rep_unit_matrix <- function(unit, key, position, w, units, col) {
+  unit <- as.character(unit)
+  miss <- setdiff(unique(unit), units)
+  if (length(miss)) stop(sprintf("unit %s is not among the resampled units", miss[1]), call. = FALSE)
+  u <- matrix(0, length(units), nrow(col))
+  i <- cbind(match(unit, units), match(paste(key, position, sep = "\r"), col$id))
+  for (r in seq_len(nrow(i))) u[i[r, 1], i[r, 2]] <- u[i[r, 1], i[r, 2]] + w[r]
+  u
+}
+
+# replicates x units counts of the (0-based) row indices each replicate drew
+.rep_counts <- function(idx, n) matrix(t(apply(idx + 1, 1, tabulate, nbins = n)), nrow = nrow(idx))
+
+# Rep = 1 - mean over keys of wasserstein_ordinal() (span: the positions either side lists) of the whole
+# samples' weights (fm, fh) and of each replicate's (rows of pm, ph); then boot.bias = mean(replicates) -
+# Rep, estimate.corrected = Rep - boot.bias and the basic interval [2 Rep - q(1 - a), min(1, 2 Rep - q(a))],
+# q = quantile(type = 7), numpy's default linear quantile, at a = half_alpha
+.rep_basic_boot <- function(col, fm, fh, pm, ph, half_alpha) {
+  rep_of <- function(a, b) {
+    dist <- vapply(unique(col$key), function(k) {
+      j <- which(col$key == k)
+      wasserstein_ordinal(col$position[j], a[j], col$position[j], b[j])
+    }, numeric(1))
+    1 - mean(dist[is.finite(dist)])
+  }
+  full <- rep_of(fm, fh)
+  reps <- vapply(seq_len(nrow(pm)), function(b) rep_of(pm[b, ], ph[b, ]), numeric(1))
+  q <- stats::quantile(reps, c(half_alpha, 1 - half_alpha), type = 7, na.rm = TRUE, names = FALSE)
+  bias <- mean(reps, na.rm = TRUE) - full
+  data.frame(boot.low = 2 * full - q[2], boot.high = min(1, 2 * full - q[1]), boot.bias = bias,
+             estimate.corrected = full - bias, check.names = FALSE)
+}
+
+# multinomial_interval's columns (the built-in opinion survey): the model's `units` (unit, key, position,
+# weight) resampled by the rows of `idx_m` into `units_m`, the people's redrawn counts `human_pooled`
+# (replicates x the columns named by `key`, `position`) against their distribution `human` (key,
+# position, weight)
+.rep_boot_multinomial <- function(units, human, units_m, idx_m, key, position, human_pooled, half_alpha) {
+  col <- .rep_columns(units, human)
+  j <- match(col$id, paste(key, as.numeric(position), sep = "\r"))
+  if (anyNA(j) || length(key) != nrow(col)) stop("human_pooled: its columns are not the distributions' (key, position)",
+                                                  call. = FALSE)
+  um <- .rep_unit_matrix(units$unit, units$key, units$position, units$weight, units_m, col)
+  fh <- as.numeric(tapply(human$weight, factor(paste(human$key, human$position, sep = "\r"), levels = col$id), sum))
+  fh[is.na(fh)] <- 0
+  .rep_basic_boot(col, colSums(um), fh, .rep_counts(idx_m, nrow(um)) %*% um, human_pooled[, j, drop = FALSE],
+                  half_alpha)
+}

@@ -321,11 +321,9 @@ sf_amce <- function(responses, options, factors, baselines = NULL) {
   do.call(rbind, rows)
 }
 
-# Representativeness: the model's and the people's distributions over ordinal positions (a model
-# trial's shares averaged over its trials, a person's answers weighted by the survey weight), then
-# representativeness() of R/representativeness.R
-sf_representativeness <- function(responses, options, by = character(0)) {
-  tr <- .sf_trial_scores(responses, options)
+# Each response row's ordinal position, refusal flag and weight `w` (a model trial's share over the
+# item's trials, a person's share times the survey weight): the rows both representativeness twins pool
+.sf_rep_rows <- function(responses, options, by = character(0)) {
   d <- .sf_shares(responses)
   d$tw <- ifelse(d$source == "human", d$weight, 1)
   j <- match(paste(d$item, d$response, sep = "\r"), paste(options$item, options$response, sep = "\r"))
@@ -335,6 +333,14 @@ sf_representativeness <- function(responses, options, by = character(0)) {
                     FUN = function(v) length(unique(v)))
   d$w <- d$share * d$tw / ifelse(d$source == "human", 1, as.numeric(ntr))
   d$key <- d$item
+  d
+}
+
+# Representativeness: the model's and the people's distributions over ordinal positions (a model
+# trial's shares averaged over its trials, a person's answers weighted by the survey weight), then
+# representativeness() of R/representativeness.R
+sf_representativeness <- function(responses, options, by = character(0)) {
+  d <- .sf_rep_rows(responses, options, by)
   pool <- function(x, cols) {
     g <- .sf_id(x, cols)
     out <- x[!duplicated(g), cols, drop = FALSE]
@@ -346,6 +352,28 @@ sf_representativeness <- function(responses, options, by = character(0)) {
   mcols <- intersect(by, names(m))
   representativeness(pool(m, c("model", mcols, "key", "position", "refusal")),
                      pool(h, c("key", by, "position", "refusal")), by = if (length(by)) by else NULL)
+}
+
+# The basic bootstrap columns of one representativeness row (model x group) on the resamples Python drew
+# (R cannot reproduce numpy's generator): `idx_m`, `idx_h` are the replicates x units row indices (0-based)
+# into `units_m`, `units_h` (subjects, respondents), `half_alpha` the interval's level/2 (Python's double
+# bootstrap calibrates it); Rep on each replicate's pooled units and the columns: .rep_basic_boot of
+# R/representativeness.R
+sf_representativeness_boot <- function(responses, options, model, units_m, idx_m, units_h, idx_h, half_alpha,
+                                       by = character(0), group = character(0)) {
+  d <- .sf_rep_rows(responses, options, by)
+  d <- d[!(d$refusal %in% TRUE) & !is.na(d$position), , drop = FALSE]
+  for (i in seq_along(by)) d <- d[as.character(d[[by[i]]]) == group[i], , drop = FALSE]
+  h <- d[d$source == "human", , drop = FALSE]
+  m <- d[d$source != "human" & d$model == model, , drop = FALSE]
+  col <- .rep_columns(h, m)
+  um <- .rep_unit_matrix(m$subject, m$key, m$position, m$w, units_m, col)
+  uh <- .rep_unit_matrix(h$subject, h$key, h$position, h$w, units_h, col)
+  out <- cbind(model = model, .rep_basic_boot(col, colSums(um), colSums(uh), .rep_counts(idx_m, nrow(um)) %*% um,
+                                              .rep_counts(idx_h, nrow(uh)) %*% uh, half_alpha),
+               stringsAsFactors = FALSE)
+  for (i in seq_along(by)) out[[by[i]]] <- group[i]
+  out
 }
 
 # Agreement: Pearson r of item means, model against people (weighted means for people); with `by`,

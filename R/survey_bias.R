@@ -120,7 +120,8 @@
 #' \code{key}, with \code{estimate} (the delta), \code{pct_first, pct_second, first, second,
 #' n_first, n_second, pairs_from}. \code{delta_tests}: two rows per model, bias and perturbation:
 #' \code{model, bias, perturbation, setting, pairs_from, term, estimate, std.error, statistic, df,
-#' p.value, conf.low, conf.high, method, n} (questions).
+#' p.value, conf.low, conf.high, method, n} (questions), \code{effect_size} (Cohen's d of the deltas,
+#' t / sqrt(n); Lakens' d_av of the two forms for Welch's) and \code{effect_size_type}.
 #' @examples
 #' d <- expand.grid(key = c("K1", "K2", "K3"), form = c("original", "modified"),
 #'                  response = c("A", "B"), stringsAsFactors = FALSE)
@@ -194,8 +195,11 @@ delta_tests <- function(deltas, conf.level = 0.95) {
     welch <- welch_test(g$pct_first, g$pct_second, conf.level = conf.level)
     cols <- c("term", "estimate", "std.error", "statistic", "df", "p.value", "conf.low",
               "conf.high", "method")
-    rows[[length(rows) + 1]] <- cbind(base, one[cols], n = one$n)
-    rows[[length(rows) + 1]] <- cbind(base, welch[cols], n = welch$n1 + welch$n2)
+    # Cohen's d of the deltas from t.test's own output (d = t / sqrt(n)); welch_test carries Lakens' d_av
+    d <- if (is.finite(one$statistic)) unname(one$statistic) / sqrt(one$n) else NA_real_
+    rows[[length(rows) + 1]] <- cbind(base, one[cols], n = one$n, effect_size = d, effect_size_type = "cohen_d")
+    rows[[length(rows) + 1]] <- cbind(base, welch[cols], n = welch$n1 + welch$n2,
+                                      welch[c("effect_size", "effect_size_type")])
   }
   out <- do.call(rbind, rows)
   rownames(out) <- NULL

@@ -23,7 +23,8 @@
 #' @return
 #' A one-row data frame. \code{welch_test}: \code{term, estimate} (mean(x) - mean(y)),
 #' \code{estimate1, estimate2, std.error, statistic, df, p.value, conf.low, conf.high, n1, n2,
-#' method, alternative}. \code{one_sample_test}: \code{term, estimate} (mean(x)), \code{std.error,
+#' method, alternative, effect_size, effect_size_type} (Lakens' d_av, \code{NA} without a test).
+#' \code{one_sample_test}: \code{term, estimate} (mean(x)), \code{std.error,
 #' statistic, df, p.value, conf.low, conf.high, mu, n, method, alternative}.
 #' @examples
 #' welch_test(c(0.2, 0.4, 0.5, 0.3), c(0.1, 0.3, 0.2))
@@ -41,7 +42,7 @@ welch_test <- function(x, y, conf.level = 0.95) {
                     std.error = NA_real_, statistic = NA_real_, df = NA_real_, p.value = NA_real_,
                     conf.low = NA_real_, conf.high = NA_real_, n1 = nx, n2 = ny,
                     method = "Welch Two Sample t-test", alternative = "two.sided",
-                    stringsAsFactors = FALSE)
+                    effect_size = NA_real_, effect_size_type = "cohen_d_av", stringsAsFactors = FALSE)
   if (nx < 2 || ny < 2) return(row)
   if (stats::var(x) + stats::var(y) == 0) {
     row$std.error <- 0
@@ -55,6 +56,10 @@ welch_test <- function(x, y, conf.level = 0.95) {
   row$p.value <- res$p.value
   row$conf.low <- res$conf.int[1]
   row$conf.high <- res$conf.int[2]
+  # Lakens' (2013, eq. 10) d_av: the difference over the mean of the two standard deviations (effectsize
+  # has no d_av; its cohens_d(pooled_sd = FALSE) divides by the root mean square of the two instead)
+  sdav <- (stats::sd(x) + stats::sd(y)) / 2
+  if (sdav > 0) row$effect_size <- row$estimate / sdav
   row
 }
 

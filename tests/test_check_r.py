@@ -75,6 +75,9 @@ def test_ultimatum(check_r):
     # per model: 3 offers x (mean, SE); 4 Welch and 4 Kruskal tests; 3 offer pairs
     assert_all_ok(out, 2 * (6 + 4 * 7 + 4 * 3 + 3) + 1)
     assert out["statistic"].str.contains("Welch p.value").sum() == 8
+    # issue 40, item 7: Lakens' d_av of each Welch row against R's welch_test
+    es = out[out["statistic"].str.contains("Welch effect_size")]
+    assert len(es) == 8 and es["python"].notna().all()
 
 
 # ---------------------------------------------------------------- moca
@@ -165,6 +168,9 @@ def test_survey_bias(check_r):
     assert stat.str.contains("GAP21Q46_W82").sum() == 0  # excluded on both sides
     assert stat.str.contains(r"m-sampled \| opinion_float \| letter_swap \| Q1 delta").sum() == 1  # borrowed Δp
     assert stat.str.contains("one-sample t-test p.value").sum() == stat.str.contains("Welch t-test p.value").sum() > 10
+    # issue 40, item 7: the effect sizes (d of the deltas, d_av of the forms) are compared too
+    es = out[stat.str.endswith("t-test effect_size")]
+    assert len(es) == stat.str.contains("t-test p.value").sum() and es["python"].notna().sum() > 10
     assert stat.str.contains("representativeness .* W1/span").sum() >= 2 * 5 * 3
     assert stat.str.contains(r"representativeness \| m-exact \| SEX \| Female estimate").sum() == 1
 
@@ -222,6 +228,9 @@ def test_garden_path(check_r):
     # df, p); plus the two worst-sentence rows
     assert_all_ok(out, 2 * (18 * 2 + 18 * 5) + 2)
     assert out["statistic"].str.contains("Wilcoxon signed-rank test p.value").sum() == 2 * 9
+    # issue 40, item 7: the paired t-test's d_z against R's t / sqrt(n)
+    es = out[out["statistic"].str.contains("Paired t-test effect_size")]
+    assert len(es) == 2 * 9 and es["python"].notna().all()
 
 
 def test_wisdom(check_r):

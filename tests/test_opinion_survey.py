@@ -453,7 +453,7 @@ def test_analyze_cli_writes_heatmap_and_report(small_run):
 
 
 @pytest.mark.r
-def test_check_r_and_r_twin_by_group(small_run):
+def test_check_r_and_r_twin_by_group(small_run, monkeypatch):
     pytest.importorskip("rpy2")
     from simsubjects.analyze.check_r import check_r, r_session
     from simsubjects.collect.store import load_run
@@ -461,6 +461,19 @@ def test_check_r_and_r_twin_by_group(small_run):
     _, resp, items = load_run(small_run)
     table = check_r("opinion_survey", resp, items)
     assert len(table) > 50 and table["ok"].all()
+    # issue 40, item 7: the bootstrap columns, recomputed in R on the resamples Python drew
+    boot = table[table["statistic"].str.contains("representativeness bootstrap")]
+    assert len(boot) == 4 * 8 and (boot["tolerance"] <= 1e-9).all() and boot["python"].notna().all()
+    # ... and only on those: the people's counts handed to R redrawn with another seed fail the check
+    from simsubjects.analyze.methods import representativeness as rep
+
+    tables, real = op.analyze_opinion_survey(resp, items), rep.multinomial_resamples
+    monkeypatch.setattr(rep, "multinomial_resamples",
+                        lambda *a, **k: {**real(*a, **k), "human_pooled": real(*a[:2], seed=1)["human_pooled"]})
+    bad = check_r("opinion_survey", resp, items, tables)
+    bad = bad[~bad["ok"]]
+    assert len(bad) and bad["statistic"].str.contains("representativeness bootstrap").all()
+    monkeypatch.undo()
     assert table["statistic"].str.contains("POLPARTY | Republican").any()
     # the R twin computes the distributions itself from the exported .rds
     r = r_session()

@@ -16,18 +16,20 @@ Study pieces (each study's declaration names its own in `check_r`; a study decla
 package may also name an `r_source` file, sourced into the session first):
 
 * ultimatum — P(accept) per trial; mean and SE of P(accept) by model x offer (R:
-  one_sample_test); the Welch tests "Mr-Ms minus Ms-Mr" of `pairing_tests` (R: welch_test); the
+  one_sample_test); the Welch tests "Mr-Ms minus Ms-Mr" of `pairing_tests`, with Lakens' d_av
+  (R: welch_test); the
   Kruskal-Wallis tests across the four pairings (R: kruskal.test); the name-pair correlations
   between offers (R: cor, pairwise complete).
 * moca — the AMCE of every factor for people and each model, OLS with story-clustered errors,
   for se_type CR0, stata, cregg and CR2 (R: amce, i.e. estimatr::lm_robust).
 * survey_bias — Δ per question (R: delta_bias), the one-sample and Welch t-tests across questions
-  (R: delta_tests), and, when the responses carry human rows with ordinal positions and the item
+  and their effect sizes, d and d_av (R: delta_tests), and, when the responses carry human rows with ordinal positions and the item
   table the option positions, the normalized Wasserstein distance per question and the
   representativeness (R: wasserstein_by_question, representativeness).
 * opinion_survey — the normalized Wasserstein distance per question and the representativeness of
   the default prompt and of the personas to every human group and Overall (R:
-  wasserstein_by_question, representativeness with by = attribute, group).
+  wasserstein_by_question, representativeness with by = attribute, group), and the table's bootstrap
+  columns on the resamples Python drew (R: .rep_boot_multinomial).
 * garden_path — the per-sentence mean P(ungrammatical) of each version; mean and SEM across
   sentences by set, type and version (R: one_sample_test); the paired t-test and Wilcoxon
   signed-rank test of garden path vs control (R: garden_path_sentences, garden_path_tests).

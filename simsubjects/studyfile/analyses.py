@@ -26,7 +26,7 @@ from ..errors import UserError
 from .spec import Study
 from ..collect.untrusted import ALLOW_CODE, no_local_imports
 from simsubjects.analyze.methods.representativeness import representativeness
-from simsubjects.analyze.methods.representativeness import resampled_interval, small_sample_note
+from simsubjects.analyze.methods.representativeness import resampled_interval, resamples, small_sample_note
 from ..analyze.methods.multiplicity import add_adjusted
 from .people_fit import fit_tables
 
@@ -232,21 +232,42 @@ def representativeness_table(study: Study, responses: pd.DataFrame, by: list[str
     return _resampled(study, d, out, by, mcols)
 
 
+def _boot_seed(study: Study) -> int:
+    return study.seed if isinstance(study.seed, int) else 0
+
+
+def _boot_units(d: pd.DataFrame, row: dict, by: list[str], mcols: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The model's subjects' and the people's respondents' unit rows (`unit`, `key`, `position`, `weight`,
+    refusals dropped) of one representativeness row (model x group): what its bootstrap resamples."""
+    d = d[~d["refusal"].fillna(True).astype(bool) & d["position"].notna()]
+    d = d[["source", "model", "subject", "key", "position", "w", *by]].rename(columns={"subject": "unit", "w": "weight"})
+    h = d[d["source"] == "human"]
+    m = d[(d["source"] != "human") & (d["model"] == row["model"])]
+    for b in by:
+        h = h[h[b] == row[b]]
+        m = m[m[b] == row[b]] if b in mcols else m
+    return m, h
+
+
+def representativeness_resamples(study: Study, responses: pd.DataFrame, by: list[str], table: pd.DataFrame) -> list:
+    """(row, resamples) for each row of a representativeness `table`: the unit labels, the index matrices
+    and the level its bootstrap columns came from (methods.representativeness.resamples), for --check-r's
+    R twin to recompute them on the same resamples."""
+    d = _ordinal_rows(study, responses, by)
+    mcols = [b for b in by if b in d[d["source"] != "human"].columns]
+    return [(row, resamples(*_boot_units(d, row, by, mcols), seed=_boot_seed(study)))
+            for row in table.to_dict("records")]
+
+
 def _resampled(study: Study, d: pd.DataFrame, out: pd.DataFrame, by: list[str], mcols: list[str]) -> pd.DataFrame:
     """Beside the items' t interval, the interval from resampling the units whose sampling it leaves out:
     the people's respondents and the model's subjects, each with replacement (seeded by the study's seed),
     with the bootstrap's estimate of the bias, the bias-corrected Rep (`estimate.corrected` = estimate -
     boot.bias) and a note for small groups (issue 25, audit finding 7)."""
-    d = d[~d["refusal"].fillna(True).astype(bool) & d["position"].notna()]
-    d = d[["source", "model", "subject", "key", "position", "w", *by]].rename(columns={"subject": "unit", "w": "weight"})
     extra = []
     for row in out.to_dict("records"):
-        h = d[d["source"] == "human"]
-        m = d[(d["source"] != "human") & (d["model"] == row["model"])]
-        for b in by:
-            h = h[h[b] == row[b]]
-            m = m[m[b] == row[b]] if b in mcols else m
-        r = resampled_interval(m, h, seed=study.seed if isinstance(study.seed, int) else 0)
+        m, h = _boot_units(d, row, by, mcols)
+        r = resampled_interval(m, h, seed=_boot_seed(study))
         extra.append({"estimate.corrected": r["estimate.corrected"], "boot.low": r["boot.low"],
                       "boot.high": r["boot.high"], "boot.bias": r["boot.bias"],
                       "boot_unit": "respondent (people) and subject (model), resampled independently",

@@ -14,7 +14,9 @@ means and every test itself. Twins, per analysis type (docs/studies.md):
 * chi_square — stats::chisq.test(correct = FALSE) on the subject-level expected counts, Cramér's V
   (p.value.asymptotic; a model's permutation p.value is R's own draws, not compared);
 * amce — estimatr::lm_robust(score ~ factors, clusters = subject, se_type = "CR2");
-* representativeness — representativeness() of R/representativeness.R on the pooled distributions;
+* representativeness — representativeness() of R/representativeness.R on the pooled distributions; the
+  bootstrap columns (boot.low, boot.high, boot.bias, estimate.corrected) by sf_representativeness_boot on
+  the resamples Python drew (their index matrices passed to R) at Python's calibrated level;
 * agreement — stats::cor.test of item means;
 * order effects (randomized or averaged option orders) — welch_test / one_sample_test of the subject
   means shown first and last, and the mean over items;
@@ -36,7 +38,8 @@ import pandas as pd
 
 from ..analyze.check_r import _tag, compare, compare_fields
 from ..analyze.methods.registry import TESTS
-from .analyses import analyze_study, declared_levels, full_prompt, options_table, people_beside_model
+from .analyses import (analyze_study, declared_levels, full_prompt, options_table, people_beside_model,
+                       representativeness_resamples)
 from .spec import Study
 
 BROOM = {k: k for k in ("estimate", "std.error", "statistic", "df", "p.value", "conf.low", "conf.high", "n")}
@@ -71,6 +74,24 @@ def _rows(label: str, m: pd.DataFrame, keys: list[str], fields: dict, tol, tol_p
             continue
         out += compare_fields(tag, {k: row.get(k) for k in fields}, {v: row.get(f"{v}_r") for v in fields.values()},
                               tol, tol_p, fields)
+    return out
+
+
+BOOT = ("boot.low", "boot.high", "boot.bias", "estimate.corrected")
+
+
+def _bootstrap(r, call, label, study, responses, by, table, tol) -> list[dict]:
+    """The representativeness table's bootstrap columns against R/studyfile.R's sf_representativeness_boot,
+    on the resamples Python drew (their index matrices handed to R: R cannot redraw numpy's) and at the
+    level Python's double bootstrap calibrated; to 1e-9 or `tol`, the smaller."""
+    out = []
+    for row, s in representativeness_resamples(study, responses, by, table):
+        mat = {k: r.ro.r["matrix"](r.vector(s[k].ravel(order="F")), nrow=s[k].shape[0]) for k in ("idx_model", "idx_human")}
+        group = {"by": by, "group": [str(row[b]) for b in by]} if by else {}  # an empty list has no R type
+        got = call("sf_representativeness_boot", row["model"], s["units_model"], mat["idx_model"], s["units_human"],
+                   mat["idx_human"], s["half_alpha"], **group)
+        tag = _tag(f"{label} bootstrap", row["model"], *[row[b] for b in by])
+        out += [compare(f"{tag} {k}", row[k], got[k].iat[0], min(tol, 1e-9)) for k in BOOT]
     return out
 
 
@@ -109,6 +130,7 @@ def check_study_file(study: Study, r, responses: pd.DataFrame, items, tables, to
             keys = ["model", *rby]
             fields = {k: k for k in ("estimate", "std.error", "conf.low", "conf.high", "n")}
             out += _rows(label, _merge(tables[name], rr, keys), keys, fields, tol, tol)
+            out += _bootstrap(r, call, label, study, responses, rby, tables[name], tol)
         elif kind == "agreement":
             aby = list(a.get("by", []))
             rr = call("sf_agreement", by=aby) if aby else call("sf_agreement")

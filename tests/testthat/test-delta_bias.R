@@ -83,6 +83,9 @@ test_that("delta_tests: one-sample t of the deltas and Welch of the two forms", 
   x <- c(80, 40, 40)
   y <- c(60, 50, 20)
   expect_equal(w$p.value, t.test(x, y)$p.value)
+  # issue 40: Cohen's d of the deltas (mean / sd) and Lakens' d_av of the two forms
+  expect_equal(one$effect_size, 10 / (10 * sqrt(3)))
+  expect_equal(w$effect_size, (mean(x) - mean(y)) / ((sd(x) + sd(y)) / 2))
   expect_equal(w$setting, "bias")
   af <- t[t$bias == "allow_forbid" & t$setting == "bias", ]
   # one question left after the exclusion: n = 1 for the one-sample test, n1 + n2 = 2 for Welch (issue 40, item 7:

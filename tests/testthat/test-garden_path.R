@@ -34,6 +34,7 @@ test_that("paired t-test and Wilcoxon as scipy reports them", {
   # V, the positive ranks' sum, as R's wilcox.test and methods.paired.wilcoxon report it (issue 40, item 7)
   expect_equal(t$statistic[2], 13)
   expect_equal(t$statistic[2], unname(wilcox.test(s$difference, exact = TRUE)$statistic))
+  expect_equal(t$effect_size[1], mean(s$difference) / sd(s$difference))  # Cohen's d_z
   expect_equal(t$p.value[2], wilcox.test(s$difference, exact = TRUE)$p.value)
   one <- garden_path_tests(data.frame(difference = 0.2))
   expect_true(all(is.na(one$p.value)))

@@ -15,6 +15,7 @@ test_that("welch_test is Welch's formula", {
   expect_equal(w$p.value, 2 * pt(-abs(est / se), df))
   expect_equal(c(w$conf.low, w$conf.high), est + c(-1, 1) * qt(0.975, df) * se)
   expect_equal(c(w$n1, w$n2), c(5, 3))
+  expect_equal(w$effect_size, est / ((sd(x) + sd(y)) / 2))  # Lakens' d_av
 })
 
 test_that("one_sample_test is Student's formula", {
@@ -34,7 +35,7 @@ test_that("degenerate samples give NA inference instead of an error", {
   expect_true(is.na(w$p.value))
   c0 <- welch_test(c(2, 2), c(1, 1))
   expect_equal(c(c0$std.error, c0$conf.low, c0$conf.high), c(0, 1, 1))
-  expect_true(is.na(c0$statistic))
+  expect_true(is.na(c0$statistic) && is.na(c0$effect_size))
   o <- one_sample_test(c(3, 3, 3))
   expect_equal(c(o$estimate, o$std.error, o$df), c(3, 0, 2))
   expect_true(is.na(o$p.value))

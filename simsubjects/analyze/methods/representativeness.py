@@ -254,14 +254,6 @@ def _clean(u: pd.DataFrame) -> pd.DataFrame:
                     weight=u["weight"].astype(float))
 
 
-def _draw_units(rng, units: np.ndarray, replicates: int) -> np.ndarray:
-    """Pooled weights of `replicates` resamples of the rows of `units` (with replacement)."""
-    idx = rng.integers(0, len(units), size=(replicates, len(units)))
-    counts = np.zeros((replicates, len(units)))
-    np.add.at(counts, (np.arange(replicates)[:, None], idx), 1.0)
-    return counts @ units
-
-
 BOOT_METHOD = "basic (reverse percentile), upper bound capped at Rep = 1"
 
 
@@ -311,7 +303,34 @@ def _summary(reps: np.ndarray, full: float, replicates: int, conf: float, half_a
             "boot.percentile.low": float(q_lo), "boot.percentile.high": float(q_hi),
             "boot.method": BOOT_METHOD + ("" if half_alpha is None else
                                           f"; double-bootstrap calibrated level {1 - 2 * half_alpha:.4f}"),
-            "boot.note": note, "replicates": int(replicates), "rep_full": float(full)}
+            "boot.note": note, "boot.half_alpha": float(a), "replicates": int(replicates), "rep_full": float(full)}
+
+
+def _resample_indices(n_model: int, n_human: int, replicates: int, seed: int):
+    """The seeded generator and the (replicates x units) row indices of the model's subjects and the
+    people's respondents that `resampled_interval` resamples (model first: the test's loop draws in this
+    order). One home for the draw, so that `--check-r` hands R the very resamples Python used."""
+    rng = np.random.default_rng(seed)
+    idx_m = rng.integers(0, n_model, size=(replicates, n_model))
+    idx_h = rng.integers(0, n_human, size=(replicates, n_human))
+    return rng, idx_m, idx_h
+
+
+def resamples(model_units: pd.DataFrame, human_units: pd.DataFrame, replicates: int = 2000, seed: int = 0,
+              conf: float = 0.95, calibrate: int = 100) -> dict:
+    """What `resampled_interval(model_units, human_units, replicates, conf, seed, calibrate)` resampled, for
+    an outside twin to recompute its columns (`analyze --check-r`, R/studyfile.R's sf_representativeness_boot):
+    `units_model`, `units_human` (unit labels, as str, in the order the indices refer to), `idx_model`,
+    `idx_human` (0-based replicates x units row indices) and `half_alpha`, the level/2 of the basic interval
+    (the double bootstrap's calibrated level; (1 - conf)/2 without calibration)."""
+    model_units, human_units = _clean(model_units), _clean(human_units)
+    cols, _, _, _ = _layout(model_units, human_units)
+    um, units_m = _unit_matrix(model_units, cols)
+    uh, units_h = _unit_matrix(human_units, cols)
+    _, idx_m, idx_h = _resample_indices(len(um), len(uh), replicates, seed)
+    r = resampled_interval(model_units, human_units, replicates, conf, seed, calibrate)
+    return {"units_model": [str(u) for u in units_m], "units_human": [str(u) for u in units_h],
+            "idx_model": idx_m, "idx_human": idx_h, "half_alpha": r["boot.half_alpha"]}
 
 
 def resampled_interval(model_units: pd.DataFrame, human_units: pd.DataFrame, replicates: int = 2000,
@@ -335,9 +354,7 @@ def resampled_interval(model_units: pd.DataFrame, human_units: pd.DataFrame, rep
     um, _ = _unit_matrix(model_units, cols)
     uh, _ = _unit_matrix(human_units, cols)
     full = _rep_of_pooled(um.sum(0, keepdims=True), uh.sum(0, keepdims=True), seg, dx, span)[0]
-    rng = np.random.default_rng(seed)
-    idx_m = rng.integers(0, len(um), size=(replicates, len(um)))  # drawn first: the test's loop draws in this order
-    idx_h = rng.integers(0, len(uh), size=(replicates, len(uh)))
+    rng, idx_m, idx_h = _resample_indices(len(um), len(uh), replicates, seed)
     cm = np.zeros((replicates, len(um)))
     ch = np.zeros((replicates, len(uh)))
     np.add.at(cm, (np.arange(replicates)[:, None], idx_m), 1.0)
@@ -359,15 +376,31 @@ def multinomial_interval(model_units: pd.DataFrame, human_dist: pd.DataFrame, re
     weight) are resampled with replacement, independently. The survey weights' design effect is not in
     the interval: the bundled counts carry no per-respondent weights. Returns what `resampled_interval`
     returns, n_respondents being the largest question's count."""
+    d = multinomial_resamples(model_units, human_dist, replicates, seed)
+    seg, span, dx, um = d["seg"], d["span"], d["dx"], d["unit_matrix"]
+    full = _rep_of_pooled(um.sum(0, keepdims=True), d["human_full"][None, :], seg, dx, span)[0]
+    counts = np.zeros((replicates, len(um)))
+    np.add.at(counts, (np.arange(replicates)[:, None], d["idx_model"]), 1.0)
+    reps = _rep_of_pooled(counts @ um, d["human_pooled"], seg, dx, span)
+    return {**_summary(reps, full, replicates, conf), "n_subjects": len(um),
+            "n_respondents": max(d["sizes"], default=0)}
+
+
+def multinomial_resamples(model_units: pd.DataFrame, human_dist: pd.DataFrame, replicates: int = 2000,
+                          seed: int = 0) -> dict:
+    """What `multinomial_interval` resamples, drawn once here for it and for `--check-r`'s R twin (R cannot
+    redraw numpy's): `idx_model` (replicates x subjects, 0-based rows of `units_model`, drawn first) and
+    `human_pooled` (replicates x columns: each question's redrawn multinomial counts), the columns' `key`
+    and `position`, the unit matrix, the people's whole-sample weights `human_full` and each question's
+    count (`sizes`)."""
     model_units = _clean(model_units)
     human = _clean(human_dist).assign(n_respondents=pd.to_numeric(human_dist["n_respondents"]).astype(float))
     cols, seg, span, dx = _layout(model_units, human)
-    um, _ = _unit_matrix(model_units, cols)
+    um, units = _unit_matrix(model_units, cols)
     h = human.groupby(["key", "position"])[["weight", "n_respondents"]].sum().reindex(cols, fill_value=0.0)
     hw, hn = h["weight"].to_numpy(float), h["n_respondents"].to_numpy(float)
-    full = _rep_of_pooled(um.sum(0, keepdims=True), hw[None, :], seg, dx, span)[0]
     rng = np.random.default_rng(seed)
-    pm = _draw_units(rng, um, replicates)
+    idx = rng.integers(0, len(um), size=(replicates, len(um)))
     ph = np.zeros((replicates, len(cols)))
     sizes = []
     for k in range(seg.max() + 1):
@@ -376,8 +409,11 @@ def multinomial_interval(model_units: pd.DataFrame, human_dist: pd.DataFrame, re
         sizes.append(n)
         if n > 0 and tot > 0:
             ph[:, c] = rng.multinomial(n, hw[c] / tot, size=replicates)
-    reps = _rep_of_pooled(pm, ph, seg, dx, span)
-    return {**_summary(reps, full, replicates, conf), "n_subjects": len(um), "n_respondents": max(sizes, default=0)}
+    return {"units_model": [str(u) for u in units], "idx_model": idx, "human_pooled": ph, "human_full": hw,
+            "key": [str(k) for k in cols.get_level_values(0)], "position": cols.get_level_values(1).to_numpy(float),
+            "unit_matrix": um, "seg": seg, "span": span, "dx": dx, "sizes": sizes}
+
+
 
 
 def small_sample_note(n_respondents: int, bias: float) -> str:

@@ -155,8 +155,13 @@ def pearson_chi2(table) -> dict | None:
 
 
 def welch_test(x, y, conf: float = 0.95) -> pd.DataFrame:
-    """Welch's two-sample t-test of mean(x) - mean(y), as R's t.test(x, y); one-row DataFrame."""
-    return as_row({**welch_t(x, y, conf), "n_x": len(x), "n_y": len(y)})
+    """Welch's two-sample t-test of mean(x) - mean(y), as R's t.test(x, y); one-row DataFrame, with Lakens'
+    (2013, eq. 10) d_av (the difference over the mean of the two sds; NaN without a test), as R's welch_test."""
+    row = welch_t(x, y, conf)
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    sd = (x.std(ddof=1) + y.std(ddof=1)) / 2 if len(x) > 1 and len(y) > 1 else math.nan
+    d = row["estimate"] / sd if math.isfinite(row.get("statistic", math.nan)) and sd > 0 else math.nan
+    return as_row({**row, "n_x": len(x), "n_y": len(y), "effect_size": d, "effect_size_type": "cohen_d_av"})
 
 
 def one_sample_test(x, mu: float = 0.0, conf: float = 0.95) -> pd.DataFrame:

@@ -81,13 +81,15 @@ def paired_tests(sent: pd.DataFrame) -> pd.DataFrame:
                         "df": np.nan, "p.value": float(w["p.value"])})
             # the package's one paired t-test; differences without spread: no statistic (tests.no_test)
             tt = paired_t(g["garden_path"].to_numpy(float), g["control"].to_numpy(float))
+            # Cohen's d_z: the mean difference over the sd of the differences (as a study file's paired)
+            dz = d.mean() / d.std(ddof=1) if np.isfinite(tt["statistic"]) else np.nan
             out.append({**base, "test": "Paired t-test", "statistic": tt["statistic"], "df": tt["df"],
-                        "p.value": tt["p.value"]})
+                        "p.value": tt["p.value"], "effect_size": dz, "effect_size_type": "cohen_d_z"})
         else:
             out.append({**base, "test": "none (fewer than 2 sentences or no differences)",
                         "statistic": np.nan, "df": np.nan, "p.value": np.nan})
     cols = ["model", "set", "type", "n_sentences", "n_gp_greater", "n_gp_lower", "mean_difference",
-            "test", "statistic", "df", "p.value"]
+            "test", "statistic", "df", "p.value", "effect_size", "effect_size_type"]
     return pd.DataFrame(out, columns=cols)
 
 def analyze_garden_path(responses: pd.DataFrame, items: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:

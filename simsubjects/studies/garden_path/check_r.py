@@ -39,5 +39,6 @@ def check_garden_path(r: RSession, responses, items, tables, tol, tol_p) -> list
             tag = _tag("garden_path", model, set_, type_, row["test"])
             out.append(compare(f"{tag} sentences GP > control", row["n_gp_greater"], rt.loc[row["test"], "n_gp_greater"], tol))
             out += compare_fields(tag, row, rt.loc[row["test"]], tol, tol_p,
-                                  {"mean_difference": "estimate", "statistic": "statistic", "df": "df", "p.value": "p.value"})
+                                  {"mean_difference": "estimate", "statistic": "statistic", "df": "df", "p.value": "p.value",
+                                   "effect_size": "effect_size"})
     return out

@@ -136,18 +136,27 @@ BOOT_UNIT = ("respondent (people: each question's distribution redrawn as a mult
              "and subject (model personas), resampled independently")
 
 
-def _interval(units: pd.DataFrame | None, hd: pd.DataFrame, row: dict) -> dict:
-    """The resampled interval of one row of the table, or no interval where the people carry no count."""
-    none = {"estimate.corrected": math.nan, "boot.low": math.nan, "boot.high": math.nan, "boot.bias": math.nan,
-            "boot_unit": "", "n_respondents": math.nan, "n_subjects": math.nan}
+def _interval_sides(units: pd.DataFrame | None, hd: pd.DataFrame, row: dict):
+    """(the model's units, the people's distribution) one row's interval resamples, or None where the
+    people carry no count."""
     if units is None or "n_respondents" not in hd.columns:
-        return none
+        return None
     h = hd[(hd["attribute"] == row["attribute"]) & (hd["group"] == row["group"])]
     h = h[~h["refusal"].fillna(True).astype(bool) & h["position"].notna()]
     m = units[(units["model"] == row["model"]) & (units["prompt"] == row["prompt"])]
     if h.empty or m.empty or h["n_respondents"].isna().any():
+        return None
+    return m, h
+
+
+def _interval(units: pd.DataFrame | None, hd: pd.DataFrame, row: dict) -> dict:
+    """The resampled interval of one row of the table, or no interval where the people carry no count."""
+    none = {"estimate.corrected": math.nan, "boot.low": math.nan, "boot.high": math.nan, "boot.bias": math.nan,
+            "boot_unit": "", "n_respondents": math.nan, "n_subjects": math.nan}
+    sides = _interval_sides(units, hd, row)
+    if sides is None:
         return none
-    r = rep.multinomial_interval(m, h)
+    r = rep.multinomial_interval(*sides)
     return {k: r[k] for k in ("estimate.corrected", "boot.low", "boot.high", "boot.bias")} | {
         "boot_unit": BOOT_UNIT, "n_respondents": r["n_respondents"], "n_subjects": r["n_subjects"]}
 
@@ -343,4 +352,31 @@ def check_r_opinion_survey(r, responses, items, tables, tol, tol_p) -> list[dict
             out += compare_fields(tag, {k: row.get(k) for k in ("estimate", "std.error", "conf.low", "conf.high")},
                                   {k: row.get(f"{k}_r") for k in ("estimate", "std.error", "conf.low", "conf.high")},
                                   tol, tol)
+    table = (tables or {}).get("representativeness")
+    units = prompt_units(model, persona_attributes(model, human))
+    table = representativeness_table(md, hd, units) if table is None else table
+    return out + _check_bootstrap(r, table, units, hd, tol)
+
+
+def _check_bootstrap(r, table: pd.DataFrame, units: pd.DataFrame, hd: pd.DataFrame, tol) -> list[dict]:
+    """The table's boot.* columns and estimate.corrected against R's .rep_boot_multinomial
+    (R/representativeness.R) on the resamples Python drew (rep.multinomial_resamples: the subjects' index
+    matrix and the people's redrawn counts handed to R), at multinomial_interval's level; to 1e-9."""
+    out = []
+    for row in table.to_dict("records"):
+        sides = _interval_sides(units, hd, row)
+        if sides is None or not np.isfinite(float(row["boot.bias"])):
+            continue
+        d = rep.multinomial_resamples(*sides)
+        half_alpha = rep.multinomial_interval(*sides)["boot.half_alpha"]
+        mat = {k: r.ro.r["matrix"](r.vector(d[k].ravel(order="F")), nrow=d[k].shape[0])
+               for k in ("idx_model", "human_pooled")}
+        cols = ["unit", "key", "position", "weight"]
+        got = r(".rep_boot_multinomial", sides[0][cols].assign(unit=sides[0]["unit"].astype(str)),
+                sides[1][["key", "position", "weight"]], d["units_model"], mat["idx_model"], d["key"], d["position"],
+                mat["human_pooled"], half_alpha)
+        tag = _tag("opinion_survey representativeness bootstrap", row["model"], row["prompt"], row["attribute"],
+                   row["group"])
+        out += [compare(f"{tag} {k}", row[k], got[k].iat[0], min(tol, 1e-9))
+                for k in ("boot.low", "boot.high", "boot.bias", "estimate.corrected")]
     return out

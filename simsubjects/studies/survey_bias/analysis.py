@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from simsubjects.errors import UserError
-from simsubjects.analyze.methods.tests import one_sample_t, pearson_r, welch_t  # noqa: F401 - pearson_r re-exported
+from simsubjects.analyze.methods.tests import one_sample_t, pearson_r, welch_test  # noqa: F401 - pearson_r re-exported
 from simsubjects.analyze.methods.multiplicity import add_adjusted, add_adjusted_wide
 
 BIAS_ORDER = ("acquiescence", "allow_forbid", "response_order", "opinion_float", "odd_even")
@@ -198,23 +198,32 @@ def _order(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(_b=b, _p=p).sort_values(["model", "_b", "_p"], kind="stable").drop(columns=["_b", "_p"]).reset_index(drop=True)
 
 
+def _with_d(row: dict, difference: float, sd: float, kind: str) -> dict:
+    """A test row with its standardized effect size (`difference` / `sd`), NaN where it has no test."""
+    d = difference / sd if math.isfinite(row.get("statistic", math.nan)) and sd > 0 else math.nan
+    return {**row, "effect_size": d, "effect_size_type": kind}
+
+
 def delta_tests(deltas: pd.DataFrame) -> pd.DataFrame:
     """Per (model, bias, perturbation): one-sample t of mean Δ vs 0, and Welch of first vs second form.
 
     Columns: model, bias, perturbation, setting, test, estimate, std.error, statistic, df, p.value,
-    conf.low, conf.high, n, pairs_from. n counts the values behind the estimate (docs/conventions.md): the
-    questions for the one-sample test of the deltas, both forms' values (2 x questions) for Welch's.
-    Questions with a missing form are left out.
+    conf.low, conf.high, n, effect_size, effect_size_type, pairs_from. n counts the values behind the
+    estimate (docs/conventions.md): the questions for the one-sample test of the deltas, both forms' values
+    (2 x questions) for Welch's. The effect sizes are the study file's (studyfile one_sample and welch):
+    Cohen's d = mean delta / sd of the deltas, and Lakens' (2013, eq. 10) d_av = the forms' mean difference
+    over the mean of their two sds; NaN where a row has no test (tests.no_test). Questions with a missing
+    form are left out.
     """
     rows = []
     for (model, bias, pert), d in deltas.groupby(GROUP, sort=False):
         d = d.dropna(subset=["delta"])
         base = dict(model=model, bias=bias, perturbation=pert, setting=pert or "bias",
                     pairs_from=d["pairs_from"].iloc[0] if len(d) else bias)
-        rows.append({**base, **one_sample_t(d["delta"])})
-        rows.append({**base, **welch_t(d["pct_first"], d["pct_second"])})
+        rows.append({**base, **_with_d(one_sample_t(d["delta"]), d["delta"].mean(), d["delta"].std(), "cohen_d")})
+        rows.append({**base, **welch_test(d["pct_first"], d["pct_second"]).iloc[0].to_dict()})  # with d_av
     cols = ["model", "bias", "perturbation", "setting", "test", "estimate", "std.error", "statistic", "df", "p.value",
-            "conf.low", "conf.high", "n", "pairs_from"]
+            "conf.low", "conf.high", "n", "effect_size", "effect_size_type", "pairs_from"]
     return _order(pd.DataFrame(rows, columns=cols))
 
 

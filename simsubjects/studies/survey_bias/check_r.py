@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from simsubjects.errors import UserError
-from simsubjects.analyze.check_r import RSession, _tag, compare, compare_fields
+from simsubjects.analyze.check_r import FIELDS, RSession, _tag, compare, compare_fields
 from simsubjects.analyze.methods import representativeness as rep
 from .analysis import delta_tests, question_deltas
 
@@ -59,7 +59,7 @@ def check_survey_bias(r: RSession, responses, items, tables, tol, tol_p) -> list
         if sel.empty:
             out.append(compare(f"{tag} (missing in R)", 0, math.nan, 0))
             continue
-        out += compare_fields(tag, row, sel.iloc[0], tol, tol_p)
+        out += compare_fields(tag, row, sel.iloc[0], tol, tol_p, {**FIELDS, "effect_size": "effect_size"})
 
     out += _check_representativeness(r, rep, responses, items, tol)
     return out

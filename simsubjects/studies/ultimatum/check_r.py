@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 
-from simsubjects.analyze.check_r import RSession, _tag, compare, compare_fields, compare_worst
+from simsubjects.analyze.check_r import FIELDS, RSession, _tag, compare, compare_fields, compare_worst
 from .analysis import PAIRINGS, accept_probs, acceptance_by_offer, offer_correlations, pair_means, pairing_tests
 
 
@@ -43,7 +43,7 @@ def check_ultimatum(r: RSession, responses, items, tables, tol, tol_p) -> list[d
         if row["test"].startswith("Welch"):
             rr = r("welch_test", sub.loc[sub["pairing"] == "Mr-Ms", "p_accept"],
                    sub.loc[sub["pairing"] == "Ms-Mr", "p_accept"]).iloc[0]
-            out += compare_fields(tag + " Welch", row, rr, tol, tol_p)
+            out += compare_fields(tag + " Welch", row, rr, tol, tol_p, {**FIELDS, "effect_size": "effect_size"})
         elif row["test"].startswith("Kruskal"):
             sub = sub[sub["pairing"].isin(PAIRINGS)]
             rr = r.to_py(r.kruskal(r.vector(sub["p_accept"].to_numpy(float)), r.vector(sub["pairing"].tolist()))).iloc[0]

@@ -39,6 +39,8 @@ def _four_arms(tmp_path: Path, names: dict) -> tuple[Path, Path]:
             e = copy.deepcopy(sq[src])
             e["PrimaryAttribute"] = e["Payload"]["QuestionID"] = qid
             e["Payload"]["DataExportTag"] = TAGS[new] if qid == q else f"{new}_text"
+            if qid == db:  # the high-stakes arms' vignettes differ from the low ones'
+                e["Payload"]["QuestionText"] = "The stakes are high. " + e["Payload"]["QuestionText"]
             d["SurveyElements"].append(e)
         _el(d, "BL")[0]["Payload"].append({"Type": "Standard", "Description": names[new], "ID": new, "BlockElements": [
             {"Type": "Question", "QuestionID": db}, {"Type": "Question", "QuestionID": q}]})
@@ -72,6 +74,7 @@ def _import(tmp_path, capsys, names: dict, *more) -> Path:
     rc = main(["study", "import", "qualtrics", str(qsf), str(out), "--responses", str(export), "--merge-arms", *more])
     got = capsys.readouterr()
     assert rc == 0, got.err
+    assert "arms of randomizer_fl_3: " in got.out  # the split, or why not, is on screen too
     return out
 
 
@@ -146,3 +149,84 @@ def test_names_that_do_not_cross_stay_one_factor_with_a_note(tmp_path, capsys):
     notes = (out / "IMPORT_NOTES.md").read_text().replace("\\", "")
     assert "`randomizer_fl_3` stays one factor of 4 arms" in notes and "full crossing" in notes
     assert main(["study", "check", str(out / "study.yaml")]) == 0
+
+
+def test_the_model_run_is_analyzed_by_each_crossed_factor(smollm2, tmp_path, capsys, monkeypatch):
+    """A tiny collect on the embedded model (8 subjects, two per arm, the support item only): `analyze` writes
+    Welch's t and the chi-square of each crossed factor for the model (unit: the subject, 4 per level) beside
+    the people's (unit: the respondent)."""
+    import simsubjects.collect.models as models
+    import simsubjects.collect.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "load_model", lambda *a, **k: smollm2)
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: smollm2)
+    out = _import(tmp_path, capsys, ARMS, "--subjects", "8")
+    data = yaml.safe_load((out / "study.yaml").read_text())
+    data["items"] = [it for it in data["items"] if it["id"] == "support"]  # a user's edit: one item
+    (out / "study.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    h = pd.read_csv(out / "human.csv", dtype=str, keep_default_na=False)
+    h[h["item"] == "support"].to_csv(out / "human.csv", index=False)
+    run = tmp_path / "run"
+    assert main(["collect", str(out / "study.yaml"), "--out", str(run), "-q"]) == 0
+    assert main(["analyze", str(run)]) == 0
+    capsys.readouterr()
+    tests = pd.read_csv(run / "analysis" / "tests.csv")
+    for contrast in ("gain_loss: gain - loss", "low_high: low - high"):
+        w = tests[(tests["test"] == "Welch two-sample t-test") & (tests["contrast"] == contrast)]
+        assert set(w["source"]) == {"model", "human"}, contrast
+        assert w.loc[w["source"] == "model", "n"].tolist() == [8]
+    chi = tests[tests["test"].str.contains("chi-square") & (tests["source"] == "model")]  # a permutation test
+    assert {"gain_loss x response", "low_high x response"} <= set(chi["contrast"])
+    # the model's arm pairs compare 2 subjects with 2; each crossed factor 4 with 4
+    arm = tests[(tests["source"] == "model") & tests["contrast"].str.startswith("randomizer_fl_3: ")]
+    assert len(arm) == 6 and set(arm["n"]) == {4}
+
+
+def _study(tmp_path: Path, columns) -> Path:
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump({
+        "study": "cols", "title": "columns by level", "prompt": {"template": "${question}\n${options}"},
+        "design": {"subjects": 4, "factors": {"arm": {"assignment": "between", "levels": ["a_x", "a_y", "b_x", "b_y"]}},
+                   "columns": columns},
+        "items": [{"id": "q", "text": "Yes?", "response": "yesno"}],
+        "analyses": [{"type": "welch", "factor": "ab", "levels": ["a", "b"]}]}))
+    return path
+
+
+def test_a_column_by_level_is_checked_and_tested_like_a_group(tmp_path, capsys):
+    """design.columns NAME: {FACTOR: {level: value}}: every level mapped, a declared factor; one line, exit 2."""
+    from simsubjects.studyfile.design import build_trials
+
+    ok = {"ab": {"arm": {"a_x": "a", "a_y": "a", "b_x": "b", "b_y": "b"}}}
+    assert main(["study", "check", str(_study(tmp_path, ok))]) == 0
+    trials, _ = build_trials(load_study(tmp_path / "study.yaml"))
+    assert (trials["ab"] == trials["arm"].str[0]).all() and len(trials) == 4
+    capsys.readouterr()
+    for bad, says in (({"ab": {"arm": {"a_x": "a", "a_y": "a", "b_x": "b"}}}, "b_y"),
+                      ({"ab": {"nope": {"a_x": "a"}}}, "'nope' is not a within- or between-subject factor"),
+                      ({"ab": {"arm": {"a_x": "a", "a_y": "a", "b_x": "b", "b_y": ["b"]}}}, "expected a value")):
+        assert main(["study", "check", str(_study(tmp_path, bad))]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "design.columns.ab" in err and says in err, err
+    within = tmp_path / "within.yaml"  # set by a within-subject factor: a subject has both levels
+    within.write_text(_study(tmp_path, ok).read_text().replace("assignment: between", "assignment: within"))
+    assert main(["study", "check", str(within)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "analyses" in err and "varies within subject" in err, err
+
+
+def test_split_arms_reads_each_separator_and_refuses_what_does_not_cross():
+    from simsubjects.studyfile.qualtrics.build import Factor, split_arms
+
+    def arms(*names):
+        return Factor("r", "FL_3", {f"l{k}": n for k, n in enumerate(names)}, {}, {})
+    got, why = split_arms(arms("Gain / Expert", "Gain / Peer", "Loss / Expert", "Loss / Peer"), set())
+    assert why == "" and got == {"gain_loss": {"l0": "gain", "l1": "gain", "l2": "loss", "l3": "loss"},
+                                 "expert_peer": {"l0": "expert", "l1": "peer", "l2": "expert", "l3": "peer"}}
+    got, why = split_arms(arms("A-x", "A-y", "B-x", "B-y", "C-x", "C-y"), {"a_b_c"})  # 3 x 2; a name taken
+    assert why == "" and list(got) == ["a_b_c_2", "x_y"]
+    for names in (("A_x", "A_y", "B_x"),  # a cell missing
+                  ("A_x", "A_y", "B_x", "B_y_z"),  # parts differ in number
+                  ("Gain frame", "Loss frame")):  # one value in a part: nothing crossed
+        got, why = split_arms(arms(*names), set())
+        assert got == {} and "full crossing" in why

@@ -264,6 +264,10 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, dem
         click.echo(f"parallel arms of {fname}: {len(positions)} question(s) asked in every arm"
                    + (" (merged by --merge-arms)" if conv.merged else
                       " under their own export tags; not merged (--merge-arms makes one item each)"))
+    for f in conv.factors:  # --merge-arms: block names that cross (Gain_Low ... Loss_High), or why not
+        if f.split or f.unsplit:
+            click.echo(f"arms of {f.name}: " + (f"crossed factors {', '.join(f.split)} (columns tested one by one)"
+                                                if f.split else f"one factor ({f.unsplit})"))
     click.echo(f"not converted: {len(conv.notes)} element(s) (also in {dest}/IMPORT_NOTES.md)")
     for n in conv.notes:
         click.echo(f"  {n.qid}  {n.type}: {n.reason}")

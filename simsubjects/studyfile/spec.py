@@ -1084,6 +1084,10 @@ def _group_factor(c: Checker, s: Study, a: dict, key: str, kind: str, path) -> F
         if df is not None and name in df.columns and name not in RESERVED:
             values |= {_plain(v) for v in df[name].dropna()}
     if name in s.level_columns:  # design.columns by a factor's level: its values are its levels
+        base = s.factor(s.level_columns[name][0])
+        if base.assignment != "between":  # a subject would have several levels: Welch's groups must not overlap
+            raise c.err((*path, key), f"{name!r} is set by {base.name!r}, which varies within subject; test "
+                                      f"{base.name!r} with paired")
         values |= set(s.level_columns[name][1].values())
     if not values:
         human = s.human.columns if s.human is not None else []

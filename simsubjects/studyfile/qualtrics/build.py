@@ -312,7 +312,7 @@ def merge_arms(conv: Conversion) -> None:
             f.split, f.unsplit = split_arms(f, taken)
 
 
-SEPARATORS = ("_", "-", " ")
+SEPARATORS = ("_", "-", "/", " ")  # Gain_Low, Gain-Low, Gain / Low, Gain Low
 
 
 def split_arms(f: Factor, taken: set) -> tuple[dict[str, dict[str, str]], str]:

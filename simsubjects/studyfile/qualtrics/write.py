@@ -390,13 +390,7 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
         (tmp / "study.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100),
                                         encoding="utf-8")
         if human is not None and human.rows:
-            scales = {it.id: scale(it) for it in conv.items}
-            _write_csv(tmp / "human.csv", _split_rows(conv, [{**r, "scale": scales.get(r["item"], "")}
-                                                             for r in human.rows]),
-                       ["respondent", "item", "response", "condition", *[f.name for f in conv.factors],
-                        *_split(conv), *human.embedded,
-                        "scale",
-                        *[c for c in (personas[0] if personas else {}) if c != "respondent"]])
+            _write_human(tmp, conv, human, personas)
         if personas:
             _write_csv(tmp / "personas.csv", personas, list(personas[0]))
         if human is not None and human.texts:
@@ -420,6 +414,15 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
         raise
     conv.session_notes = session_notes
     return dest, conv, human
+
+
+def _write_human(tmp: Path, conv: Conversion, human: Human, personas: list) -> None:
+    """DIR/human.csv: one row per respondent x item, with their arms (and the crossed factors the arms' names
+    declare), embedded data, the item's scale and, with --demographics, their profile's columns."""
+    scales = {it.id: scale(it) for it in conv.items}
+    _write_csv(tmp / "human.csv", _split_rows(conv, [{**r, "scale": scales.get(r["item"], "")} for r in human.rows]),
+               ["respondent", "item", "response", "condition", *[f.name for f in conv.factors], *_split(conv),
+                *human.embedded, "scale", *[c for c in (personas[0] if personas else {}) if c != "respondent"]])
 
 
 def _write_session(tmp: Path, conv: Conversion, data: dict, n: int) -> list | None:

@@ -202,6 +202,19 @@ def import_group():
     """Turn another tool's instrument into a study file (docs/qualtrics.md)."""
 
 
+def _echo_arms(conv) -> None:
+    """Parallel arms (merged or not) and, with --merge-arms, the crossed factors the arms' block names
+    declare (Gain_Low ... Loss_High) or why the arms stay one factor."""
+    for fname, positions in conv.parallel:
+        click.echo(f"parallel arms of {fname}: {len(positions)} question(s) asked in every arm"
+                   + (" (merged by --merge-arms)" if conv.merged else
+                      " under their own export tags; not merged (--merge-arms makes one item each)"))
+    for f in conv.factors:
+        if f.split or f.unsplit:
+            click.echo(f"arms of {f.name}: " + (f"crossed factors {', '.join(f.split)} (columns tested one by one)"
+                                                if f.split else f"one factor ({f.unsplit})"))
+
+
 @import_group.command("qualtrics")
 @click.argument("survey", type=click.Path(dir_okay=False))
 @click.argument("folder", type=click.Path(file_okay=False))
@@ -260,10 +273,7 @@ def import_qualtrics_cmd(survey, folder, responses, finished_only, subjects, dem
                    + f"; {len(human.unmatched)} answers match no option"
                    + (f"; {len(human.missing_items)} items have no column in the export (listed in IMPORT_NOTES.md)"
                       if human.missing_items else ""))
-    for fname, positions in conv.parallel:
-        click.echo(f"parallel arms of {fname}: {len(positions)} question(s) asked in every arm"
-                   + (" (merged by --merge-arms)" if conv.merged else
-                      " under their own export tags; not merged (--merge-arms makes one item each)"))
+    _echo_arms(conv)
     click.echo(f"not converted: {len(conv.notes)} element(s) (also in {dest}/IMPORT_NOTES.md)")
     for n in conv.notes:
         click.echo(f"  {n.qid}  {n.type}: {n.reason}")

@@ -170,6 +170,7 @@ def _trials_of(study: Study, it: Item, subject: str, srec: dict, cond: dict, con
         # identifiers take a factor's level (as in its column), not the level's text
         ids = {**values, **cond, "subject": subject, "item": it.id, "repetition": rep + 1, "ordering": j + 1}
         extra = {name: Template(t).substitute(ids, question=question) for name, t in study.columns.items()}
+        extra.update({name: by[cond[f]] for name, (f, by) in study.level_columns.items() if f in cond})
         trial = Template(study.trial_id).substitute(ids) + (f" | ablate={ablation}" if ablation else "") \
             if study.trial_id else " | ".join(parts)
         out.append({

@@ -161,6 +161,8 @@ class Study:
     subjects_sample: str = IDENTICAL_PROMPTS
     trial_order: str = "subject"  # subject: subject -> cell -> item; item: item -> cell -> subject
     columns: dict = field(default_factory=dict)  # extra trial columns: name -> template (design.columns)
+    # extra trial columns set by a factor's level: name -> (factor, {level: value}) (design.columns, a mapping)
+    level_columns: dict = field(default_factory=dict)
     trial_id: str = ""  # template of the trial id (default: subject | item | condition ...)
     condition: str = ""  # template of the condition label (default: factor=level,...)
     order_mode: str = "as_listed"
@@ -537,7 +539,25 @@ def _design(c: Checker, d: dict, s: Study, seed: int | None = None) -> None:
         if not NAME.fullmatch(str(name)) or name in RESERVED or s.factor(name) or name in s.subjects.columns:
             raise c.err(path, f"column name {name!r}: letters, digits and _, and neither a reserved column, a factor "
                               "nor a subjects column")
+        if isinstance(t, dict):
+            s.level_columns[str(name)] = _level_column(c, t, path, s)
+            continue
         s.columns[str(name)] = c.typed(t, path, str, "a template (text)")
+
+
+def _level_column(c: Checker, v: dict, path, s: Study) -> tuple[str, dict]:
+    """design.columns NAME: {FACTOR: {level: value}}: a column set by a factor's level, e.g. a 2x2 run as one
+    four-level factor (a Qualtrics import's arm blocks Gain_Low ... Loss_High) with `frame` and `stake` beside
+    it, so welch and chi_square compare the levels of each (the factors must already be declared)."""
+    if len(v) != 1:
+        raise c.err(path, "a column by level is {FACTOR: {level: value, ...}}: one factor")
+    (fname, by), = v.items()
+    f = s.factor(str(fname))
+    if f is None or f.assignment == "item":
+        raise c.err((*path, fname), f"{fname!r} is not a within- or between-subject factor"
+                                    f"{did_you_mean(str(fname), [x.name for x in s.factors])}")
+    by = c.mapping(by, (*path, fname), set(f.levels), required=tuple(f.levels))
+    return f.name, {lv: _plain(c.typed(by[lv], (*path, fname, lv), (str, int), "a value (text)")) for lv in f.levels}
 
 
 def _one_prompt(s: Study) -> bool:
@@ -1063,6 +1083,12 @@ def _group_factor(c: Checker, s: Study, a: dict, key: str, kind: str, path) -> F
     for df in (s.subjects, s.human):
         if df is not None and name in df.columns and name not in RESERVED:
             values |= {_plain(v) for v in df[name].dropna()}
+    if name in s.level_columns:  # design.columns by a factor's level: its values are its levels
+        base = s.factor(s.level_columns[name][0])
+        if base.assignment != "between":  # a subject would have several levels: Welch's groups must not overlap
+            raise c.err((*path, key), f"{name!r} is set by {base.name!r}, which varies within subject; test "
+                                      f"{base.name!r} with paired")
+        values |= set(s.level_columns[name][1].values())
     if not values:
         human = s.human.columns if s.human is not None else []
         allowed = [x.name for x in s.factors] + [col for col in [*s.subjects.columns, *human]

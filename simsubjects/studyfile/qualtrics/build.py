@@ -72,6 +72,8 @@ class Factor:
     blocks: dict[str, str]  # block id -> level
     context: dict[str, str]  # level -> the arm block's descriptive text
     efield: str = ""  # an embedded-data randomizer's field (respondents' arms: that column of the export)
+    split: dict[str, dict[str, str]] = field(default_factory=dict)  # --merge-arms: crossed factor -> {level: its level}
+    unsplit: str = ""  # --merge-arms: why the arms' names were not split into crossed factors
 
 
 @dataclass
@@ -302,6 +304,45 @@ def merge_arms(conv: Conversion) -> None:
             out.append(it)
     conv.items = out
     conv.merged = True
+    from ..spec import RESERVED  # lazy: imports pandas, pyarrow (as human.py's _embedded)
+
+    taken = {*RESERVED, "respondent", "scale", *(f.name for f in conv.factors), *conv.survey.embedded}
+    for f in conv.factors:
+        if any(f.name == fname for fname, _ in conv.parallel):
+            f.split, f.unsplit = split_arms(f, taken)
+
+
+SEPARATORS = ("_", "-", "/", " ")  # Gain_Low, Gain-Low, Gain / Low, Gain Low
+
+
+def split_arms(f: Factor, taken: set) -> tuple[dict[str, dict[str, str]], str]:
+    """A 2x2 (or larger crossing) built as one block per cell, its design declared only by the blocks' names
+    (Gain_Low, Gain_High, Loss_Low, Loss_High): the names split on one separator into parts that form a full
+    crossing give one factor per part, each level of the arm factor mapped to its part's level (issue 41,
+    item 11). ({factor: {arm level: level}}, "") or ({}, why not)."""
+    if f.efield:
+        return {}, "the arms are an embedded-data field's values, not blocks named by their cells"
+    names = f.levels  # arm level -> its block's name
+    for sep in SEPARATORS:
+        parts = {lv: [p.strip() for p in n.split(sep)] for lv, n in names.items()}
+        k = {len(p) for p in parts.values()}
+        if len(k) != 1 or k == {1} or any(not x for p in parts.values() for x in p):
+            continue
+        per = [list(dict.fromkeys(p[j] for p in parts.values())) for j in range(k.pop())]
+        cells = {tuple(p) for p in parts.values()}
+        if any(len(vals) < 2 for vals in per) or len(cells) != len(names) or len(names) != math.prod(map(len, per)):
+            continue
+        out = {}
+        for vals in per:
+            slugs: set = set()
+            level = {v: _slug(v, slugs) for v in vals}
+            j = len(out)
+            out[_slug("_".join(level[v] for v in vals), taken)] = {lv: level[parts[lv][j]] for lv in names}
+        return out, ""
+    shown = ", ".join(repr(n) for n in names.values())
+    return {}, (f"the arms' block names ({shown}) do not split on one separator ({', '.join(map(repr, SEPARATORS))}) "
+                "into parts that form a full crossing (every name the same number of parts, at least two values "
+                "per part, one block per combination)")
 
 
 def _unique(notes: list[Note]) -> list[Note]:

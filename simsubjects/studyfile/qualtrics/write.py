@@ -99,9 +99,12 @@ def study_yaml(conv: Conversion, human: Human | None, subjects: int, demo: list 
         _people(d, human, demo, sample)
     if conv.factors:
         d["design"]["factors"] = {f.name: {"assignment": "between", "levels": dict(f.levels)} for f in conv.factors}
+    if _split(conv):  # arms named as a crossing: each crossed factor a column set by the arm (docs/qualtrics.md)
+        d["design"]["columns"] = {name: {f.name: by} for f in conv.factors for name, by in f.split.items()}
     analyses: list = ["distribution"]
     if human is not None and human.rows:
-        groups = [f.name for f in conv.factors] + [e for e in human.embedded if e not in RESERVED_COLS] + ["scale"]
+        groups = [f.name for f in conv.factors] + list(_split(conv)) + \
+            [e for e in human.embedded if e not in RESERVED_COLS] + ["scale"]
         if demo:
 
             groups += [column(it) for it in demo]
@@ -128,12 +131,27 @@ def _arm_tests(conv: Conversion) -> list[dict]:
     chi-square of arm x answer (it leaves numeric items out, and a sparse table gets a Monte-Carlo p-value:
     studyfile/analyses.py). Issue 41, item 10: a slider's 101 values are not 101 categories."""
     out = []
-    for f in conv.factors:
-        for a, b in list(itertools.combinations(f.levels, 2))[:MAX_PAIRS]:
-            suffix = "" if len(f.levels) == 2 else f"_{a}_vs_{b}"
-            out.append({"type": "welch", "factor": f.name, "levels": [a, b], "name": f"{f.name}_welch{suffix}"})
-        out.append({"type": "chi_square", "factor": f.name, "name": f"{f.name}_chi_square"})
+    levels = {f.name: list(f.levels) for f in conv.factors}
+    levels.update({name: list(dict.fromkeys(by.values())) for name, by in _split(conv).items()})
+    for name, lvs in levels.items():
+        for a, b in list(itertools.combinations(lvs, 2))[:MAX_PAIRS]:
+            suffix = "" if len(lvs) == 2 else f"_{a}_vs_{b}"
+            out.append({"type": "welch", "factor": name, "levels": [a, b], "name": f"{name}_welch{suffix}"})
+        out.append({"type": "chi_square", "factor": name, "name": f"{name}_chi_square"})
     return out
+
+
+def _split(conv: Conversion) -> dict[str, dict[str, str]]:
+    """--merge-arms: the crossed factors the arms' block names declare (build.split_arms), each
+    {arm level: its level}."""
+    return {name: by for f in conv.factors for name, by in f.split.items()}
+
+
+def _split_rows(conv: Conversion, rows: list[dict]) -> list[dict]:
+    """The people's rows with each crossed factor's level beside their arm (the model's rows get it from
+    design.columns)."""
+    pairs = [(name, f.name, by) for f in conv.factors for name, by in f.split.items()]
+    return [{**r, **{name: by[r[fname]] for name, fname, by in pairs}} for r in rows] if pairs else rows
 
 
 def _md(text: str) -> str:
@@ -161,7 +179,7 @@ def notes_md(conv: Conversion, human: Human | None, responses: str | None, sessi
         for f in conv.factors:
             out.append(f"- `{f.name}` (flow {f.flow_id}): " + ", ".join(f"{lv} = block {_md(n)}" for lv, n in f.levels.items()))
         out.append("")
-    out += _parallel_md(conv)
+    out += _parallel_md(conv) + _split_md(conv)
     out += ["## Not converted", "", f"{len(conv.notes)} element(s).", ""]
     if conv.notes:
         out += ["| QID | type | reason |", "| --- | --- | --- |"]
@@ -240,6 +258,25 @@ def _parallel_md(conv: Conversion) -> list[str]:
            "--merge-arms to make one item per question with the arm as a factor.", ""]
     for fname, positions in conv.parallel:
         out += [f"- `{_md(fname)}`: " + "; ".join(" / ".join(_md(i) for i in ids) for ids in positions)]
+    return out + [""]
+
+
+def _split_md(conv: Conversion) -> list[str]:
+    """--merge-arms: the crossed factors read from the arms' block names, or why the arms stay one factor."""
+    fs = [f for f in conv.factors if f.split or f.unsplit]
+    if not fs:
+        return []
+    out = ["## Arms as crossed factors", ""]
+    for f in fs:
+        if f.unsplit:
+            out.append(f"- `{_md(f.name)}` stays one factor of {len(f.levels)} arms: {_md(f.unsplit)}.")
+            continue
+        out.append(f"- `{_md(f.name)}`: its arms' block names form a crossing of "
+                   + " x ".join(f"`{_md(n)}` ({', '.join(_md(v) for v in dict.fromkeys(by.values()))})"
+                                for n, by in f.split.items())
+                   + ". Each is a column of the people's rows (human.csv) and of the model's (design.columns, set "
+                     "by the arm), with its own welch and chi_square tests; the arm factor still assigns the "
+                     "subjects and picks the texts.")
     return out + [""]
 
 
@@ -353,11 +390,7 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
         (tmp / "study.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100),
                                         encoding="utf-8")
         if human is not None and human.rows:
-            scales = {it.id: scale(it) for it in conv.items}
-            _write_csv(tmp / "human.csv", [{**r, "scale": scales.get(r["item"], "")} for r in human.rows],
-                       ["respondent", "item", "response", "condition", *[f.name for f in conv.factors], *human.embedded,
-                        "scale",
-                        *[c for c in (personas[0] if personas else {}) if c != "respondent"]])
+            _write_human(tmp, conv, human, personas)
         if personas:
             _write_csv(tmp / "personas.csv", personas, list(personas[0]))
         if human is not None and human.texts:
@@ -381,6 +414,15 @@ def import_qualtrics(survey: str, folder: str, responses: str | None = None, fin
         raise
     conv.session_notes = session_notes
     return dest, conv, human
+
+
+def _write_human(tmp: Path, conv: Conversion, human: Human, personas: list) -> None:
+    """DIR/human.csv: one row per respondent x item, with their arms (and the crossed factors the arms' names
+    declare), embedded data, the item's scale and, with --demographics, their profile's columns."""
+    scales = {it.id: scale(it) for it in conv.items}
+    _write_csv(tmp / "human.csv", _split_rows(conv, [{**r, "scale": scales.get(r["item"], "")} for r in human.rows]),
+               ["respondent", "item", "response", "condition", *[f.name for f in conv.factors], *_split(conv),
+                *human.embedded, "scale", *[c for c in (personas[0] if personas else {}) if c != "respondent"]])
 
 
 def _write_session(tmp: Path, conv: Conversion, data: dict, n: int) -> list | None:

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 
 from simsubjects.cli.commands import main
@@ -180,6 +181,10 @@ def test_the_model_run_is_analyzed_by_each_crossed_factor(smollm2, tmp_path, cap
     # the model's arm pairs compare 2 subjects with 2; each crossed factor 4 with 4
     arm = tests[(tests["source"] == "model") & tests["contrast"].str.startswith("randomizer_fl_3: ")]
     assert len(arm) == 6 and set(arm["n"]) == {4}
+    pytest.importorskip("rpy2")  # R's twins group by the derived columns as Python does
+    assert main(["analyze", str(run), "--no-plots", "--check-r"]) == 0
+    check = pd.read_csv(run / "analysis" / "check_r.csv")
+    assert check["ok"].all() and check["statistic"].str.contains("gain_loss").any()
 
 
 def _study(tmp_path: Path, columns) -> Path:

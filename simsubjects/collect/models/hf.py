@@ -15,7 +15,6 @@ from . import weight_cache
 from ..seeds import seed_from_text
 from .packing import Packed, fill, lcp as _lcp, pack
 from .. import choice  # the one k-choice path: this backend only supplies log-probabilities
-from ..choice import sample_choice
 from .registry import Backend, register
 from .spec import _check_local
 from .spec import smollm2_path
@@ -420,7 +419,7 @@ class HFModel:
             return self._generate([CompletionRequest(prompt=r.prompt, n=want, temperature=1.0, max_tokens=longest,
                                                      seed=_seed_of([r.key(), round_]))])
 
-        return sample_choice(r, draw)
+        return choice.sample_choice(r, draw)  # choice imports this package: the module, not the name
 
 
 def _device(torch, device: str):

@@ -98,22 +98,10 @@ def one_sample_t(x, mu: float = 0.0, conf: float = 0.95) -> dict:
 
 def paired_t(x, y, conf: float = 0.95) -> dict:
     """Paired t-test of mean(x - y) = 0 (scipy.stats.ttest_rel; R's t.test(x, y, paired = TRUE)); x and y
-    aligned, without missing values."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    d = x - y
-    n = d.size
-    est = d.mean() if n else math.nan
-    if n < 2:
-        return {"test": "Paired t-test", **no_test(est, n, False)}
-    se = d.std(ddof=1) / math.sqrt(n)
-    if essentially_constant(se, est):
-        return {"test": "Paired t-test", **no_test(est, n, True, float(n - 1))}
-    with quiet_rounding():
-        res = stats.ttest_rel(x, y)
-    ci = res.confidence_interval(conf)
-    return {"test": "Paired t-test", "estimate": est, "std.error": se, "statistic": float(res.statistic),
-            "df": float(n - 1), "p.value": float(res.pvalue), "conf.low": float(ci.low), "conf.high": float(ci.high),
-            "n": n}
+    aligned, without missing values. It is the one-sample test of the differences (scipy's ttest_rel is
+    ttest_1samp(x - y)), so the degenerate rule is one_sample_t's."""
+    d = np.asarray(x, float) - np.asarray(y, float)
+    return {**one_sample_t(d, 0.0, conf), "test": "Paired t-test"}
 
 
 def welch_t(x, y, conf: float = 0.95, n: int | None = None) -> dict:

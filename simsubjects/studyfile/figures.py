@@ -32,6 +32,14 @@ def _wrap(text, width: int) -> str:
     return "\n".join(textwrap.wrap(_plain(text), width)[:3]) or " "
 
 
+def _save(fig, path: Path, dpi: int = 100) -> Path:
+    """Lay out, write and close one figure (pyplot keeps every open figure otherwise)."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    _plt().close(fig)
+    return path
+
+
 def plot_distribution(d: pd.DataFrame, outdir) -> list[Path]:
     """One panel per item x condition (a randomizer's arm): the share of each answer (scale order) for each
     system, people beside the model; every item, on pages of PANELS panels (issue 41, item 12)."""
@@ -68,10 +76,7 @@ def _distribution_page(d: pd.DataFrame, cells: list, path: Path) -> Path:
         ax.legend(fontsize=8)
     for ax in axes.ravel()[len(cells):]:
         ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path, dpi=110)
 
 
 def plot_tests(t: pd.DataFrame, outdir) -> Path | None:
@@ -95,11 +100,7 @@ def plot_tests(t: pd.DataFrame, outdir) -> Path | None:
     ax.axvline(0, color="grey", lw=0.8, ls="--")
     ax.set_yticks(y, [_plain(v) for v in label], fontsize=8)
     ax.set_xlabel("estimate, 95% interval (unit: subject)")
-    fig.tight_layout()
-    path = Path(outdir) / "tests.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, Path(outdir) / "tests.png")
 
 
 def plot_fit_people(people: pd.DataFrame, outdir) -> Path | None:
@@ -122,11 +123,7 @@ def plot_fit_people(people: pd.DataFrame, outdir) -> Path | None:
     ax.set_xlabel(f"people, sorted by the model's fit (n = {len(order)})")
     ax.set_ylabel("mean log-likelihood per decision")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(outdir) / "fit_people.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, Path(outdir) / "fit_people.png")
 
 
 def plot_fit_calibration(cal: pd.DataFrame, outdir) -> Path | None:
@@ -144,11 +141,7 @@ def plot_fit_calibration(cal: pd.DataFrame, outdir) -> Path | None:
     ax.set_xlabel("model's probability of an answer (binned)")
     ax.set_ylabel("share of people who gave it")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(outdir) / "fit_calibration.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, Path(outdir) / "fit_calibration.png")
 
 
 def plot_fit(tables: dict[str, pd.DataFrame], outdir) -> list[Path]:
